@@ -1,0 +1,34 @@
+import pytest
+
+from windowing_core.config import PipelineConfig
+
+
+def test_defaults_are_one_7d_window_with_count_and_sum():
+    config = PipelineConfig.from_dict({})
+    assert [w.name for w in config.windows] == ["7d"]
+    assert config.windows[0].length == 7 * 86400 and config.windows[0].slide == 60
+    assert [a.name for a in config.aggregations] == ["count", "sum"]
+    assert config == PipelineConfig()
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ({"windowz": {}}, "unknown configuration field.*windowz"),
+        ({"windows": {"w": {"length": "7d", "slid": "1m"}}}, "windows.w: unknown field.*slid"),
+        ({"windows": {"w": {"slide": "1m"}}}, "windows.w.length is required"),
+        ({"windows": {"w": {"length": "0d"}}}, "windows.w.length must be positive"),
+        ({"windows": {"w": {"length": "90s", "slide": "1m"}}}, "windows.w.length .* multiple"),
+        ({"aggregations": {"n": "median"}}, "unknown aggregation 'median'"),
+        ({"allowed_lateness": "36h"}, "allowed_lateness must be whole days"),
+        ({"key_field": ""}, "key_field"),
+    ],
+)
+def test_bad_configuration_names_the_field(raw, message):
+    with pytest.raises(ValueError, match=message):
+        PipelineConfig.from_dict(raw)
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="cannot read configuration file"):
+        PipelineConfig.load(tmp_path / "nope.yaml")

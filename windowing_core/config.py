@@ -1,0 +1,119 @@
+"""The pipeline's declared configuration: key and value fields, lateness, windows, aggregations.
+
+One frozen, validated object that every layer takes (job CLIs, Spark jobs, Dagster resources).
+Bad configuration fails here, at load time, with a message that names the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from windowing_core.aggregations import DEFAULT_AGGREGATIONS, Aggregation, aggregation
+from windowing_core.window_spec import DEFAULT_WINDOW, WindowSpec, format_duration, parse_duration
+
+_TOP_LEVEL = {"key_field", "value_field", "bucket", "allowed_lateness", "windows", "aggregations"}
+_WINDOW_KEYS = {"length", "slide", "offset", "emit"}
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """What panes computes.
+
+    ``allowed_lateness_days``: an event whose arrival date is more than this many days after its
+    event date is kept in ``late_events`` and never changes a window (Flink's allowed lateness,
+    in whole daily partitions because partitions are the unit of re-computation).
+    """
+
+    key_field: str = "user_id"
+    value_field: str = "value"
+    bucket: int = 60
+    allowed_lateness_days: int = 2
+    windows: tuple[WindowSpec, ...] = (DEFAULT_WINDOW,)
+    aggregations: tuple[Aggregation, ...] = field(default=DEFAULT_AGGREGATIONS)
+
+    def __post_init__(self) -> None:
+        if not self.windows:
+            raise ValueError("windows: declare at least one window")
+        if not self.aggregations:
+            raise ValueError("aggregations: declare at least one aggregation")
+        if self.allowed_lateness_days < 0:
+            raise ValueError(f"allowed_lateness must be >= 0 days, got {self.allowed_lateness_days}")
+        _unique("windows", [w.name for w in self.windows])
+        _unique("aggregations", [a.name for a in self.aggregations])
+        for w in self.windows:
+            if w.bucket != self.bucket:
+                raise ValueError(f"windows.{w.name}: bucket must be the pipeline's bucket")
+        reserved = {"key", "window", "window_start", "window_end", "date", "event_count", "as_of"}
+        for a in self.aggregations:
+            if a.name in reserved:
+                raise ValueError(f"aggregations.{a.name}: the name is reserved for a column")
+
+    @property
+    def longest_window(self) -> int:
+        return max(w.length for w in self.windows)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any] | None) -> PipelineConfig:
+        """Build from the YAML shape documented in the README; unknown names are errors."""
+        raw = dict(raw or {})
+        unknown = set(raw) - _TOP_LEVEL
+        if unknown:
+            raise ValueError(f"unknown configuration field(s): {', '.join(sorted(unknown))}; "
+                             f"known: {', '.join(sorted(_TOP_LEVEL))}")
+        bucket = parse_duration(raw.get("bucket", "1m"), field_name="bucket")
+        lateness = parse_duration(raw.get("allowed_lateness", "2d"), field_name="allowed_lateness")
+        if lateness % 86400:
+            raise ValueError(f"allowed_lateness must be whole days, got {format_duration(lateness)}")
+        windows = tuple(_window(name, spec, bucket) for name, spec in
+                        (raw.get("windows") or {"7d": {"length": "7d", "slide": "1m"}}).items())
+        aggs = raw.get("aggregations") or {"count": "count", "sum": "sum"}
+        if not isinstance(aggs, dict):
+            raise ValueError("aggregations: expected a mapping of output name to kind, "
+                             "for example {count: count, total: sum}")
+        return cls(
+            key_field=_field_name("key_field", raw.get("key_field", "user_id")),
+            value_field=_field_name("value_field", raw.get("value_field", "value")),
+            bucket=bucket,
+            allowed_lateness_days=lateness // 86400,
+            windows=windows,
+            aggregations=tuple(aggregation(kind, name) for name, kind in aggs.items()),
+        )
+
+    @classmethod
+    def load(cls, path: str | Path | None) -> PipelineConfig:
+        """Read a YAML file; ``None`` gives the defaults (one ``7d`` window, count and sum)."""
+        if path is None:
+            return cls()
+        import yaml
+
+        try:
+            text = Path(path).read_text()
+        except OSError as err:
+            raise ValueError(f"cannot read configuration file {path}: {err.strerror}") from None
+        return cls.from_dict(yaml.safe_load(text))
+
+
+def _window(name: str, spec: Any, bucket: int) -> WindowSpec:
+    if not isinstance(spec, dict):
+        raise ValueError(f"windows.{name}: expected a mapping with length, slide, offset")
+    unknown = set(spec) - _WINDOW_KEYS
+    if unknown:
+        raise ValueError(f"windows.{name}: unknown field(s) {', '.join(sorted(unknown))}")
+    if "length" not in spec:
+        raise ValueError(f"windows.{name}.length is required")
+    return WindowSpec.of(str(name), spec["length"], spec.get("slide"), spec.get("offset", 0),
+                         bucket, spec.get("emit", "changes"))
+
+
+def _field_name(label: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{label} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _unique(label: str, names: list[str]) -> None:
+    seen = {n for n in names if names.count(n) > 1}
+    if seen:
+        raise ValueError(f"{label}: duplicate name(s) {', '.join(sorted(seen))}")

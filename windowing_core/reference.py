@@ -1,0 +1,150 @@
+"""The reference implementation: brute force over raw events, the oracle every test trusts.
+
+It shares nothing with the Spark path but the aggregation algebra's ``accumulate`` and
+``finish``: no frames, no deltas, no running sums. Each window value is folded again from
+the raw events inside ``[t - length, t)``. Slow on purpose; keep test data small.
+
+Deduplication is defined here once for the whole product:
+
+1. Within an arrival day, records with the same ``event_id`` are accepted once: the first by
+   ``(source_file, raw)`` wins (ingest).
+2. An event whose arrival day is more than ``allowed_lateness_days`` after its event day is
+   kept as late and never reaches a window (ingest).
+3. Across the arrival days of one event day, the same ``event_id`` counts once: the first by
+   ``(arrival_date, source_file, raw)`` wins (minute partials).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+
+from windowing_core.change_points import change_points
+from windowing_core.config import PipelineConfig
+from windowing_core.window_spec import DAY_SECONDS, WindowSpec, from_epoch_seconds, to_epoch_seconds
+
+
+@dataclass(frozen=True)
+class Event:
+    key: str
+    event_time: datetime
+    value: int
+    event_id: str
+    arrival_date: date
+    source_file: str = ""
+    raw: str = ""
+
+    @property
+    def event_date(self) -> date:
+        return self.event_time.astimezone(timezone.utc).date()
+
+    @property
+    def epoch_second(self) -> int:
+        return to_epoch_seconds(self.event_time)
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    key: str
+    window: str
+    window_end: datetime
+    values: tuple
+
+
+def day_start(day: date) -> int:
+    return to_epoch_seconds(datetime(day.year, day.month, day.day, tzinfo=timezone.utc))
+
+
+def _first_by(events: Iterable[Event], group, order) -> list[Event]:
+    best: dict = {}
+    for e in events:
+        g = group(e)
+        if g not in best or order(e) < order(best[g]):
+            best[g] = e
+    return list(best.values())
+
+
+def accepted_events(events: Iterable[Event], config: PipelineConfig) -> list[Event]:
+    """The events that reach the windows, after both deduplications and the lateness cut."""
+    once_per_arrival = _first_by(events, lambda e: (e.arrival_date, e.event_id),
+                                 lambda e: (e.source_file, e.raw))
+    in_time = [e for e in once_per_arrival
+               if e.arrival_date <= e.event_date + timedelta(days=config.allowed_lateness_days)]
+    return _first_by(in_time, lambda e: (e.event_date, e.event_id),
+                     lambda e: (e.arrival_date, e.source_file, e.raw))
+
+
+def fold(config: PipelineConfig, values: Iterable[int]) -> tuple:
+    """The finished value of every aggregation over the given event values."""
+    partials = [a.empty() for a in config.aggregations]
+    for v in values:
+        partials = [a.accumulate(p, v) for a, p in zip(config.aggregations, partials)]
+    return tuple(a.finish(p) for a, p in zip(config.aggregations, partials))
+
+
+def minute_partials(events: Iterable[Event], config: PipelineConfig, day: date) -> dict:
+    """``(key, frame_start) -> (event_count, finished values)`` for one event day."""
+    frames: dict = defaultdict(list)
+    for e in accepted_events(events, config):
+        if e.event_date == day:
+            start = e.epoch_second - e.epoch_second % config.bucket
+            frames[(e.key, from_epoch_seconds(start))].append(e.value)
+    return {k: (len(vs), fold(config, vs)) for k, vs in frames.items()}
+
+
+class _KeyTimeline:
+    """One key's accepted events sorted by time, to fold any ``[start, stop)`` by bisection."""
+
+    def __init__(self, events: list[Event]) -> None:
+        pairs = sorted((e.epoch_second, e.value) for e in events)
+        self.times = [t for t, _ in pairs]
+        self.values = [v for _, v in pairs]
+
+    def between(self, start: int, stop: int) -> list[int]:
+        lo = bisect.bisect_left(self.times, start)
+        hi = bisect.bisect_left(self.times, stop)
+        return self.values[lo:hi]
+
+
+def _timelines(events: Iterable[Event], config: PipelineConfig) -> dict[str, _KeyTimeline]:
+    by_key: dict[str, list[Event]] = defaultdict(list)
+    for e in accepted_events(events, config):
+        by_key[e.key].append(e)
+    return {k: _KeyTimeline(v) for k, v in by_key.items()}
+
+
+def window_value(timeline: _KeyTimeline, spec: WindowSpec, config: PipelineConfig, end: int) -> tuple:
+    """Brute force: fold every event of ``[end - length, end)`` again."""
+    return fold(config, timeline.between(end - spec.length, end))
+
+
+def window_changes(events: Iterable[Event], config: PipelineConfig, first_day: date,
+                   last_day: date) -> list[ChangeRow]:
+    """Change points with ``window_end`` in ``[first_day, last_day + 1 day)``, every window."""
+    timelines = _timelines(events, config)
+    start, stop = day_start(first_day), day_start(last_day) + DAY_SECONDS
+    rows = []
+    for spec in config.windows:
+        ends = spec.ends_between(start, stop)
+        for key, timeline in timelines.items():
+            before = window_value(timeline, spec, config, ends.start - spec.slide)
+            values = ((t, window_value(timeline, spec, config, t)) for t in ends)
+            rows += [ChangeRow(key, spec.name, from_epoch_seconds(t), v)
+                     for t, v in change_points(values, before)]
+    return rows
+
+
+def snapshot(events: Iterable[Event], config: PipelineConfig, day: date) -> dict:
+    """``(window, key) -> values`` as of the day's last window end, for keys not empty."""
+    timelines = _timelines(events, config)
+    result = {}
+    for spec in config.windows:
+        last_end = spec.end_at_or_before(day_start(day) + DAY_SECONDS - 1)
+        for key, timeline in timelines.items():
+            inside = timeline.between(last_end - spec.length, last_end)
+            if inside:
+                result[(spec.name, key)] = fold(config, inside)
+    return result

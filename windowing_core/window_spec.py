@@ -1,0 +1,172 @@
+"""Window specifications and the pure arithmetic of frames and window ends.
+
+Every time here is either a UTC-aware ``datetime`` or whole epoch seconds. The Spark jobs
+use the epoch-second forms (they map one-to-one onto Spark SQL expressions); the reference
+implementation and the tests use both.
+
+Bounds, once for the whole module:
+
+- A frame (bucket) starting at ``f`` is the half-open interval ``[f, f + bucket)``.
+- The window that ends at ``t`` covers ``[t - length, t)``: start inclusive, end exclusive.
+- Window ends lie on the slide grid: ``(t - offset) % slide == 0``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+_DURATION = re.compile(r"^\s*(-?)\s*(\d+)\s*(s|m|h|d|w)\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+DAY_SECONDS = 86400
+
+
+def parse_duration(text: str | int | timedelta, *, field_name: str = "duration") -> int:
+    """Parse '7d', '1m', '10s', '-8h' (or a timedelta, or whole seconds) into whole seconds."""
+    if isinstance(text, timedelta):
+        seconds = text.total_seconds()
+        if seconds != int(seconds):
+            raise ValueError(f"{field_name}: {text!r} is not a whole number of seconds")
+        return int(seconds)
+    if isinstance(text, bool):
+        raise ValueError(f"{field_name}: expected a duration such as '7d', got {text!r}")
+    if isinstance(text, int):
+        return text
+    match = _DURATION.match(str(text))
+    if not match:
+        raise ValueError(
+            f"{field_name}: cannot parse duration {text!r}; use a whole number and a unit "
+            "s, m, h, d or w, for example '7d', '1m', '10s', '-8h'"
+        )
+    sign, amount, unit = match.groups()
+    return (-1 if sign else 1) * int(amount) * _UNIT_SECONDS[unit]
+
+
+def format_duration(seconds: int) -> str:
+    """The shortest exact spelling: 604800 -> '7d', 90 -> '90s'."""
+    sign = "-" if seconds < 0 else ""
+    seconds = abs(seconds)
+    for unit in ("d", "h", "m"):
+        if seconds and seconds % _UNIT_SECONDS[unit] == 0:
+            return f"{sign}{seconds // _UNIT_SECONDS[unit]}{unit}"
+    return f"{sign}{seconds}s"
+
+
+def to_epoch_seconds(moment: datetime) -> int:
+    """Whole seconds since the epoch; refuses naive datetimes (Bytewax's rule: UTC-aware only)."""
+    if moment.tzinfo is None:
+        raise ValueError(f"naive datetime {moment!r}: panes only accepts timezone-aware UTC times")
+    return int(moment.timestamp() // 1)
+
+
+def from_epoch_seconds(seconds: int) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """A named window: ``length``, ``slide``, ``offset`` and ``bucket`` in whole seconds.
+
+    Tumbling windows have ``slide == length``. ``offset`` shifts the grid of window ends, for
+    example ``-8h`` aligns daily windows to a UTC-8 midnight. It is kept normalised into
+    ``[0, slide)`` because only its position on the grid matters.
+    """
+
+    name: str
+    length: int
+    slide: int
+    offset: int = 0
+    bucket: int = 60
+    emit: str = "changes"
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        length: str | int,
+        slide: str | int | None = None,
+        offset: str | int = 0,
+        bucket: str | int = "1m",
+        emit: str = "changes",
+    ) -> WindowSpec:
+        """Build from duration strings: ``WindowSpec.of("7d", "7d", "1m")``."""
+        length_s = parse_duration(length, field_name=f"windows.{name}.length")
+        slide_s = length_s if slide is None else parse_duration(slide, field_name=f"windows.{name}.slide")
+        return cls(
+            name=name,
+            length=length_s,
+            slide=slide_s,
+            offset=parse_duration(offset, field_name=f"windows.{name}.offset"),
+            bucket=parse_duration(bucket, field_name="bucket"),
+            emit=emit,
+        )
+
+    def __post_init__(self) -> None:
+        where = f"windows.{self.name}"
+        if not self.name or not re.fullmatch(r"[A-Za-z0-9_]+", self.name):
+            raise ValueError(f"window name {self.name!r}: use letters, digits and underscores")
+        for label, value in (("length", self.length), ("slide", self.slide), ("bucket", self.bucket)):
+            if value <= 0:
+                raise ValueError(f"{where}.{label} must be positive, got {format_duration(value)}")
+        for label, value in (("length", self.length), ("slide", self.slide), ("offset", self.offset)):
+            if value % self.bucket:
+                raise ValueError(
+                    f"{where}.{label} ({format_duration(value)}) must be a whole multiple of "
+                    f"the bucket ({format_duration(self.bucket)})"
+                )
+        if DAY_SECONDS % self.bucket:
+            raise ValueError(f"bucket ({format_duration(self.bucket)}) must divide one day evenly")
+        if self.emit not in ("changes", "final"):
+            raise ValueError(f"{where}.emit must be 'changes' or 'final', got {self.emit!r}")
+        if self.emit == "final" and self.slide != self.length:
+            raise ValueError(f"{where}.emit 'final' needs a tumbling window (slide == length)")
+        object.__setattr__(self, "offset", self.offset % self.slide)
+
+    @property
+    def tumbling(self) -> bool:
+        return self.slide == self.length
+
+    # -- frames ---------------------------------------------------------------------------
+    def frame_start(self, epoch_second: int) -> int:
+        """Start of the frame ``[f, f + bucket)`` that holds this instant."""
+        return epoch_second - epoch_second % self.bucket
+
+    # -- the grid of window ends ----------------------------------------------------------
+    def end_at_or_after(self, epoch_second: int) -> int:
+        """The first window end ``t >= epoch_second``."""
+        return epoch_second + (self.offset - epoch_second) % self.slide
+
+    def end_at_or_before(self, epoch_second: int) -> int:
+        """The last window end ``t <= epoch_second``."""
+        return epoch_second - (epoch_second - self.offset) % self.slide
+
+    def ends_between(self, start: int, stop: int) -> range:
+        """Window ends ``t`` with ``start <= t < stop``."""
+        return range(self.end_at_or_after(start), stop, self.slide)
+
+    def ends_containing(self, epoch_second: int) -> range:
+        """Ends of every window that holds this instant: ``t - length <= instant < t``."""
+        return range(self.end_at_or_after(epoch_second + 1), epoch_second + self.length + 1, self.slide)
+
+    def enter_end(self, frame_start: int) -> int:
+        """The first window end whose window holds the frame (the frame enters there).
+
+        With every end on the bucket grid, ``[f, f + bucket) ⊂ [t - length, t)`` holds exactly
+        when ``t - length <= f < t``.
+        """
+        return self.end_at_or_after(frame_start + self.bucket)
+
+    def leave_end(self, frame_start: int) -> int:
+        """The first window end after ``enter_end`` whose window no longer holds the frame."""
+        return self.end_at_or_after(frame_start + self.length + self.bucket)
+
+    def describe(self) -> str:
+        kind = "tumbling" if self.tumbling else f"sliding every {format_duration(self.slide)}"
+        text = f"{self.name}: {format_duration(self.length)} {kind}"
+        if self.offset:
+            text += f", offset {format_duration(self.offset)}"
+        return text
+
+
+DEFAULT_WINDOW = WindowSpec.of("7d", "7d", "1m")
