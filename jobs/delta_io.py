@@ -1,0 +1,627 @@
+"""Delta Lake I/O for every panes job: one table format, two writers.
+
+With the Delta jars on the Spark classpath (a cluster, a laptop that can download them) tables
+are read and written by delta-spark. Without them (CI, where only PyPI is reachable) delta-rs
+commits what Spark writes: a Python data source lets every task write its own Parquet files,
+and the driver commits them all in one Delta transaction. Either way a partition replace is a
+single atomic commit, readers only ever see committed snapshots, and no table passes through
+the driver. ``PANES_DELTA_WRITER=delta-rs|delta-spark`` forces one writer.
+
+Partition filters are deltalake's tuples, ``(column, op, value)`` with op one of ``=, !=, <,
+<=, >, >=, in, not in``, on partition columns only. Values may be strings, numbers, booleans,
+dates or datetimes; they are compared as the partition column's type.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, Schema
+from deltalake.exceptions import TableNotFoundError
+from deltalake.transaction import AddAction, create_table_with_add_actions
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType, BooleanType, DataType, DecimalType, FractionalType, IntegralType,
+    MapType, StructField, StructType,
+)
+
+WRITER_ENV = "PANES_DELTA_WRITER"
+DELTA_RS = "delta-rs"
+DELTA_SPARK = "delta-spark"
+
+_SOURCE_NAME = "panes_delta"
+_OPS = ("=", "!=", "<", "<=", ">", ">=", "in", "not in")
+_NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+# Spark reads the data files itself, so tables whose files need Delta-aware decoding are refused.
+_READABLE_FEATURES = {"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"}
+_STATS_STRING_LIMIT = 32  # longer strings would need Delta's truncation rules; no min/max instead
+_META = "panes."  # prefix of the keys delta-rs commits carry, so the driver can find its commit
+
+Filter = tuple[str, str, Any]
+_REGISTERED: weakref.WeakSet = weakref.WeakSet()  # sessions that know the panes_delta source
+
+
+class MissingTableError(Exception):
+    """A job's input has not been materialised yet: a clear, one-line operator error."""
+
+    def __init__(self, path: str):
+        name = os.path.basename(str(path).rstrip("/")) or str(path)
+        super().__init__(f"no Delta table at {path}: materialise {name} first")
+        self.path = str(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# public API
+
+
+def table_exists(path: str) -> bool:
+    return DeltaTable.is_deltatable(_uri(path))
+
+
+def table_version(path: str) -> int:
+    return _open(path).version()
+
+
+def read_table(spark: SparkSession, path: str, *,
+               partition_filters: list[Filter] | list[list[Filter]] | None = None,
+               columns: list[str] | None = None) -> DataFrame:
+    """The table's current snapshot, pruned to the matching partitions.
+
+    Only files the snapshot references are read, so files of an uncommitted or failed write
+    in the same folder stay invisible. A list of lists of filters is an OR of ANDs.
+    """
+    conjunctions = _dnf(partition_filters)
+    if _choose_writer(spark) == DELTA_SPARK:
+        if not table_exists(path):
+            raise MissingTableError(path)
+        df = spark.read.format("delta").load(_uri(path))
+        if conjunctions:
+            df = df.where(_sql_predicate(conjunctions))
+        return df.select(*columns) if columns else df
+
+    table = _open(path)
+    _check_readable(table, path)
+    schema = _spark_schema(table)
+    partition_columns = table.metadata().partition_columns
+    for conjunction in conjunctions:
+        _check_filter_columns(conjunction, partition_columns, path)
+    files = table.file_uris(file_pruning_predicate=conjunctions or None)
+    if files:
+        df = (spark.read.schema(schema).option("basePath", _base_path(table.table_uri))
+              .parquet(*files).select(*schema.fieldNames()))
+    else:
+        df = spark.createDataFrame([], schema)
+    return df.select(*columns) if columns else df
+
+
+def replace_partitions(df: DataFrame, path: str, *, partition_by: list[str],
+                       partition_filters: list[Filter]) -> dict:
+    """Replace every row matching ``partition_filters`` with ``df``, in one atomic commit.
+
+    Re-running a partition therefore gives the same contents, and a run that dies part-way
+    leaves the previous version in place. Every row of ``df`` must fall inside the filters
+    (an AND of partition-column filters; an empty list replaces the whole table): the rows are
+    never collected to check, but the written files' partition values are, and a write with
+    a file outside the filters is aborted. An empty ``df`` empties the matching partitions.
+    The table is created, partitioned by ``partition_by``, if it does not exist.
+    """
+    partition_by = list(partition_by)
+    missing = [c for c in partition_by if c not in df.columns]
+    if missing:
+        raise ValueError(f"partition columns {missing} are not columns of the data written to {path}")
+    filters = _conjunction(partition_filters)
+    _check_filter_columns(filters, partition_by, path)
+    # Spark puts partition columns last when it reads; writing them last keeps one column order.
+    df = df.select(*[c for c in df.columns if c not in partition_by], *partition_by)
+
+    if _choose_writer(df.sparkSession) == DELTA_SPARK:
+        return _replace_with_delta_spark(df, path, partition_by, filters)
+    return _replace_with_delta_rs(df, path, partition_by, filters)
+
+
+# ---------------------------------------------------------------------------------------------
+# paths, filters, schemas
+
+
+def _uri(path: str) -> str:
+    path = str(path)
+    return path.rstrip("/") if "://" in path else os.path.abspath(path)
+
+
+def _base_path(table_uri: str) -> str:
+    """The table root spelled the way ``file_uris`` spells the files (local: a plain path)."""
+    parsed = urlparse(table_uri)
+    if parsed.scheme == "file":
+        return unquote(parsed.path).rstrip("/") or "/"
+    return table_uri.rstrip("/")
+
+
+def _open(path: str):
+    try:
+        return DeltaTable(_uri(path))
+    except TableNotFoundError:
+        raise MissingTableError(path) from None
+
+
+def _literal(value: Any) -> str:
+    """A filter value in Delta's partition-value spelling."""
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        return value.isoformat(sep=" ", timespec="microseconds")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _conjunction(filters: list[Filter] | None) -> list[tuple[str, str, str | list[str]]]:
+    normalised = []
+    for item in filters or []:
+        if not isinstance(item, (tuple, list)) or len(item) != 3:
+            raise ValueError(f"partition filter {item!r} is not a (column, op, value) tuple")
+        column, op, value = item
+        op = str(op).strip().lower()
+        if op not in _OPS:
+            raise ValueError(f"partition filter {item!r}: op must be one of {', '.join(_OPS)}")
+        if op in ("in", "not in"):
+            if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+                raise ValueError(f"partition filter {item!r}: '{op}' needs a list of values")
+            normalised.append((column, op, [_literal(v) for v in value]))
+        else:
+            normalised.append((column, op, _literal(value)))
+    return normalised
+
+
+def _dnf(filters: list[Filter] | list[list[Filter]] | None) -> list[list[tuple]]:
+    if not filters:
+        return []
+    if all(isinstance(f, list) for f in filters):
+        return [_conjunction(c) for c in filters if c]
+    return [_conjunction(filters)]
+
+
+def _check_filter_columns(filters: list[tuple], partition_columns: list[str], path: str) -> None:
+    outside = sorted({c for c, _, _ in filters} - set(partition_columns))
+    if outside:
+        raise ValueError(f"partition filters on {outside} for {path}, whose partition columns are "
+                         f"{list(partition_columns)}: filter on partition columns only")
+
+
+def _sql_predicate(conjunctions: list[list[tuple]]) -> str:
+    def lit(v: str) -> str:
+        return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    def term(column: str, op: str, value: str | list[str]) -> str:
+        name = "`" + column.replace("`", "``") + "`"
+        if op in ("in", "not in"):
+            if not value:  # SQL has no empty IN list
+                return "FALSE" if op == "in" else "TRUE"
+            return f"{name} {op.upper()} ({', '.join(lit(v) for v in value)})"
+        return f"{name} {op} {lit(value)}"
+
+    return " OR ".join("(" + " AND ".join(term(*t) for t in c) + ")" for c in conjunctions)
+
+
+def _spark_schema(table) -> StructType:
+    """The table's schema with partition columns last, as Spark's Parquet reader returns them."""
+    fields = from_arrow_schema(pa.schema(table.schema().to_arrow())).fields
+    by_name = {f.name: f for f in fields}
+    partitions = table.metadata().partition_columns
+    return StructType([f for f in fields if f.name not in partitions] + [by_name[p] for p in partitions])
+
+
+def _check_readable(table, path: str) -> None:
+    protocol = table.protocol()
+    features = set(protocol.reader_features or [])
+    if protocol.min_reader_version == 2 or features - _READABLE_FEATURES:
+        needs = sorted(features - _READABLE_FEATURES) or ["columnMapping"]
+        raise ValueError(f"Delta table at {path} uses reader features {needs} that the delta-rs "
+                         "path cannot read through Spark's Parquet reader; read it with delta-spark")
+
+
+def _nullable(data_type: DataType) -> DataType:
+    """Nullable all the way down, as delta-spark creates tables, so a column that happens to
+    be non-null in one run does not change the table's schema in the next."""
+    if isinstance(data_type, StructType):
+        return StructType([StructField(f.name, _nullable(f.dataType), True, f.metadata)
+                           for f in data_type.fields])
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_nullable(data_type.elementType), True)
+    if isinstance(data_type, MapType):
+        return MapType(_nullable(data_type.keyType), _nullable(data_type.valueType), True)
+    return data_type
+
+
+def _arrow_schema(schema: StructType):
+    return to_arrow_schema(_nullable(schema), timezone="UTC")
+
+
+def _types_only(node: Any) -> Any:
+    """A Delta schema's JSON without nullability or field metadata, for comparing types."""
+    if isinstance(node, dict):
+        return {k: _types_only(v) for k, v in node.items()
+                if k not in ("nullable", "containsNull", "valueContainsNull", "metadata")}
+    if isinstance(node, list):
+        return [_types_only(v) for v in node]
+    return node
+
+
+def _check_compatible(table, schema: StructType, partition_by: list[str], path: str) -> None:
+    """delta-rs would silently rewrite the table's schema and partitioning; refuse instead."""
+    existing_partitions = list(table.metadata().partition_columns)
+    if existing_partitions != partition_by:
+        raise ValueError(f"{path} is partitioned by {existing_partitions}, not {partition_by}")
+
+    def columns(delta_schema) -> dict:
+        return {f["name"]: _types_only(f["type"]) for f in json.loads(delta_schema.to_json())["fields"]}
+
+    old, new = columns(table.schema()), columns(Schema.from_arrow(_arrow_schema(schema)))
+    if old != new:
+        diff = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        raise ValueError(f"schema of the data written to {path} differs from the table's in {diff}: "
+                         f"table {[(k, old.get(k)) for k in diff]}, data {[(k, new.get(k)) for k in diff]}")
+
+
+# ---------------------------------------------------------------------------------------------
+# writer choice
+
+
+def _delta_spark_available(spark: SparkSession) -> bool:
+    try:
+        return bool(spark._jvm.org.apache.spark.util.Utils.classIsLoadable("io.delta.tables.DeltaTable"))
+    except Exception:  # Spark Connect, or no JVM gateway: only the delta-rs path can work
+        return False
+
+
+def _choose_writer(spark: SparkSession) -> str:
+    forced = os.environ.get(WRITER_ENV, "").strip()
+    if forced not in ("", DELTA_RS, DELTA_SPARK):
+        raise ValueError(f"{WRITER_ENV}={forced!r}: expected {DELTA_RS!r} or {DELTA_SPARK!r}")
+    if forced == DELTA_RS:
+        return DELTA_RS
+    available = _delta_spark_available(spark)
+    if forced == DELTA_SPARK and not available:
+        raise RuntimeError(f"{WRITER_ENV}=delta-spark but io.delta.tables.DeltaTable is not on the Spark "
+                           "classpath: add the delta-spark jars (spark.jars.packages) or unset it")
+    return DELTA_SPARK if available else DELTA_RS
+
+
+# ---------------------------------------------------------------------------------------------
+# delta-spark
+
+
+def _replace_with_delta_spark(df: DataFrame, path: str, partition_by: list[str],
+                              filters: list[tuple]) -> dict:
+    from delta.tables import DeltaTable as SparkDeltaTable
+    from pyspark.sql import functions as F
+
+    uri, write_id = _uri(path), uuid.uuid4().hex
+    writer = df.write.format("delta").mode("overwrite").option("userMetadata", write_id)
+    if filters:
+        writer = writer.option("replaceWhere", _sql_predicate([filters]))
+    writer.partitionBy(*partition_by).save(uri)
+    commit = (SparkDeltaTable.forPath(df.sparkSession, uri).history(20)
+              .where(F.col("userMetadata") == write_id).select("version", "operationMetrics").first())
+    metrics = commit["operationMetrics"] or {}
+    return {"rows_written": int(metrics.get("numOutputRows", 0)),
+            "files_written": int(metrics.get("numFiles", 0)),
+            "writer": DELTA_SPARK, "table_version": int(commit["version"])}
+
+
+# ---------------------------------------------------------------------------------------------
+# delta-rs: Spark tasks write Parquet, the driver commits
+
+
+def _replace_with_delta_rs(df: DataFrame, path: str, partition_by: list[str],
+                           filters: list[tuple]) -> dict:
+    if table_exists(path):
+        _check_compatible(_open(path), df.schema, partition_by, path)
+    write_id = uuid.uuid4().hex
+    spec = {"uri": _uri(path), "partition_by": partition_by, "filters": filters, "write_id": write_id}
+    if df.sparkSession not in _REGISTERED:
+        df.sparkSession.dataSource.register(_PanesDeltaSource)
+        _REGISTERED.add(df.sparkSession)
+    df.write.format(_SOURCE_NAME).mode("overwrite").option("spec", json.dumps(spec)).save()
+    # commit() ran in a Python worker, not here: find its commit by the id it carries.
+    for commit in _open(path).history(limit=50):
+        if commit.get(_META + "writeId") == write_id:
+            return {"rows_written": int(commit[_META + "rowsWritten"]),
+                    "files_written": int(commit[_META + "filesWritten"]),
+                    "writer": DELTA_RS, "table_version": int(commit["version"])}
+    raise RuntimeError(f"write {write_id} to {path} finished but its commit is not in the table's history")
+
+
+@dataclass
+class _Written(WriterCommitMessage):
+    adds: list[dict] = field(default_factory=list)
+
+
+class _PanesDeltaSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return _SOURCE_NAME
+
+    def writer(self, schema: StructType, overwrite: bool) -> _TaskWriter:
+        return _TaskWriter(json.loads(self.options["spec"]), schema)
+
+
+class _TaskWriter(DataSourceArrowWriter):
+    def __init__(self, spec: dict, schema: StructType):
+        self.spec = spec
+        self.schema = schema
+
+    def write(self, iterator) -> _Written:
+        files = _TaskFiles(self.spec, self.schema)
+        try:
+            for batch in iterator:
+                files.append(batch)
+            return _Written(files.close())
+        except BaseException:
+            files.discard()
+            raise
+
+    def commit(self, messages: list[_Written | None]) -> None:
+        _commit(self.spec, self.schema, [a for m in messages if m is not None for a in m.adds])
+
+    def abort(self, messages: list[_Written | None]) -> None:
+        fs, root = pafs.FileSystem.from_uri(self.spec["uri"])
+        for add in (a for m in messages if m is not None for a in m.adds):
+            try:
+                fs.delete_file(f"{root}/{add['path']}")
+            except (FileNotFoundError, OSError):
+                pass
+
+
+def _commit(spec: dict, schema: StructType, adds: list[dict]) -> None:
+    """The one place a delta-rs write becomes visible."""
+    uri, partition_by = spec["uri"], spec["partition_by"]
+    filters = [tuple(f) for f in spec["filters"]]  # JSON made them lists; delta-rs wants tuples
+    types = {f.name: f.dataType for f in schema.fields}
+    for add in adds:
+        if not _inside(add["partition_values"], filters, types):
+            raise ValueError(f"rows with partition values {add['partition_values']} fall outside "
+                             f"partition_filters {filters} of {uri}; nothing was committed")
+    actions = [AddAction(path=a["path"], size=a["size"], partition_values=a["partition_values"],
+                         modification_time=a["modification_time"], data_change=True, stats=a["stats"])
+               for a in adds]
+    properties = CommitProperties(custom_metadata={
+        _META + "writeId": spec["write_id"],
+        _META + "rowsWritten": sum(a["rows"] for a in adds),
+        _META + "filesWritten": len(adds),
+    })
+    if DeltaTable.is_deltatable(uri):
+        table = DeltaTable(uri)
+        table.create_write_transaction(actions, mode="overwrite", schema=table.schema(),
+                                       partition_by=partition_by, partition_filters=filters or None,
+                                       commit_properties=properties)
+    else:
+        create_table_with_add_actions(uri, Schema.from_arrow(_arrow_schema(schema)), actions,
+                                      mode="error", partition_by=partition_by,
+                                      commit_properties=properties)
+
+
+def _inside(values: dict[str, str | None], filters: list[tuple], types: dict[str, DataType]) -> bool:
+    def key(text: str | None, data_type: DataType) -> Any:
+        if text is None:
+            return None
+        if isinstance(data_type, IntegralType):
+            return int(text)
+        if isinstance(data_type, FractionalType) and not isinstance(data_type, DecimalType):
+            return float(text)
+        if isinstance(data_type, DecimalType):
+            return Decimal(text)
+        if isinstance(data_type, BooleanType):
+            return text.lower()
+        return text  # dates and timestamps: Delta's spelling sorts chronologically
+
+    compare = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+               "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+    for column, op, expected in filters:
+        data_type = types[column]
+        actual = key(values.get(column), data_type)
+        if actual is None:  # SQL: a null partition value matches no comparison
+            return False
+        if op in ("in", "not in"):
+            hit = any(actual == key(e, data_type) for e in expected)
+            if hit != (op == "in"):
+                return False
+        elif not compare[op](actual, key(expected, data_type)):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# one task's files
+
+
+def _partition_value(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        raise ValueError("binary partition columns are not supported")
+    return _literal(value)
+
+
+_HIVE_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
+
+
+def _hive_escape(text: str) -> str:
+    """Spark's partition-folder escaping, so its partition discovery reads the value back."""
+    return "".join(f"%{ord(ch):02X}" if ch in _HIVE_ESCAPED else ch for ch in text)
+
+
+class _TaskFiles:
+    """One open Parquet file per partition a task sees; the partition columns stay out of the
+    files, as Delta keeps them in the log."""
+
+    def __init__(self, spec: dict, schema: StructType):
+        self.fs, self.root = pafs.FileSystem.from_uri(spec["uri"])
+        self.partition_by = spec["partition_by"]
+        self.data_columns = [f.name for f in schema.fields if f.name not in self.partition_by]
+        arrow = _arrow_schema(schema)
+        self.file_schema = pa.schema([arrow.field(c) for c in self.data_columns])
+        self.task = _task_id()
+        self.open: dict[tuple, _OpenFile] = {}
+        self.done: list[dict] = []
+
+    def append(self, batch) -> None:
+        table = pa.Table.from_batches([batch])
+        if table.num_rows == 0:
+            return
+        for key, rows in self._split(table):
+            if key not in self.open:
+                self.open[key] = self._new_file(key)
+            self.open[key].write(rows.select(self.data_columns).cast(self.file_schema))
+
+    def _split(self, table):
+        if not self.partition_by:
+            yield (), table
+            return
+        index = table.select(self.partition_by).append_column("_row", pa.array(np.arange(table.num_rows)))
+        groups = index.group_by(self.partition_by, use_threads=False).aggregate([("_row", "list")])
+        rows = groups.column("_row_list")
+        for i in range(groups.num_rows):
+            key = tuple(groups.column(c)[i].as_py() for c in self.partition_by)
+            yield key, table.take(rows[i].values)
+
+    def _new_file(self, key: tuple) -> _OpenFile:
+        values = {c: _partition_value(v) for c, v in zip(self.partition_by, key)}
+        folders = [f"{_hive_escape(c)}={_NULL_PARTITION if v is None else _hive_escape(v)}"
+                   for c, v in values.items()]
+        relative = "/".join([*folders, f"part-{self.task:05d}-{uuid.uuid4()}.c000.snappy.parquet"])
+        return _OpenFile(self.fs, f"{self.root}/{relative}", relative, values, self.file_schema)
+
+    def close(self) -> list[dict]:
+        while self.open:
+            _, file = self.open.popitem()
+            self.done.append(file.close())
+        return self.done
+
+    def discard(self) -> None:
+        paths = [f.full_path for f in self.open.values()] + [f"{self.root}/{d['path']}" for d in self.done]
+        for file in self.open.values():
+            file.abandon()
+        for full_path in paths:
+            try:
+                self.fs.delete_file(full_path)
+            except OSError:
+                pass
+
+
+class _OpenFile:
+    def __init__(self, fs, full_path: str, relative: str, partition_values: dict, schema):
+        folder = full_path.rsplit("/", 1)[0]
+        fs.create_dir(folder, recursive=True)
+        self.fs, self.full_path, self.relative = fs, full_path, relative
+        self.partition_values = partition_values
+        self.stream = fs.open_output_stream(full_path)
+        self.writer = pq.ParquetWriter(self.stream, schema, compression="snappy")
+        self.stats = _Stats(schema)
+
+    def write(self, table) -> None:
+        self.writer.write_table(table)
+        self.stats.update(table)
+
+    def close(self) -> dict:
+        self.writer.close()
+        self.stream.close()
+        return {"path": self.relative,  # as stored: delta-rs URI-encodes it in the log itself
+                "size": self.fs.get_file_info(self.full_path).size,
+                "partition_values": self.partition_values,
+                "modification_time": int(time.time() * 1000),
+                "rows": self.stats.rows,
+                "stats": self.stats.to_json()}
+
+    def abandon(self) -> None:
+        for closeable in (self.writer, self.stream):
+            try:
+                closeable.close()
+            except Exception:
+                pass
+
+
+class _Stats:
+    """Delta's per-file statistics (numRecords, nullCount, minValues, maxValues), so readers
+    can skip files; min/max only where they are exact and simple to spell."""
+
+    def __init__(self, schema):
+        self.rows = 0
+        self.nulls: dict[str, int] = {}
+        self.low: dict[str, Any] = {}
+        self.high: dict[str, Any] = {}
+        self.bounded: set[str] = set()
+        for f in schema:
+            if pa.types.is_nested(f.type):
+                continue
+            self.nulls[f.name] = 0
+            t = f.type
+            if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_date32(t)
+                    or pa.types.is_timestamp(t) or pa.types.is_string(t) or pa.types.is_large_string(t)):
+                self.bounded.add(f.name)
+
+    def update(self, table) -> None:
+        self.rows += table.num_rows
+        for name in list(self.nulls):
+            column = table.column(name)
+            self.nulls[name] += column.null_count
+            if name not in self.bounded or column.null_count == len(column):
+                continue
+            if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
+                self.bounded.discard(name)  # NaN sorts above everything in Spark: no safe max
+                continue
+            low, high = (v.as_py() for v in pc.min_max(column).values())
+            self.low[name] = low if name not in self.low else min(self.low[name], low)
+            self.high[name] = high if name not in self.high else max(self.high[name], high)
+
+    def to_json(self) -> str:
+        low, high = {}, {}
+        for name in self.bounded & self.low.keys():
+            a, b = _stat(self.low[name], up=False), _stat(self.high[name], up=True)
+            if a is not None and b is not None:
+                low[name], high[name] = a, b
+        return json.dumps({"numRecords": self.rows, "minValues": low, "maxValues": high,
+                           "nullCount": self.nulls}, separators=(",", ":"))
+
+
+def _stat(value: Any, *, up: bool) -> Any:
+    """A bound as Delta stats spell it; timestamps widened to whole milliseconds, which is all
+    some readers parse."""
+    if isinstance(value, datetime):
+        floor = value.replace(microsecond=value.microsecond // 1000 * 1000)
+        if up and floor != value:
+            floor += timedelta(milliseconds=1)
+        text = floor.replace(tzinfo=None).isoformat(timespec="milliseconds")
+        return text + "Z" if value.tzinfo is not None else text
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return value if len(value) <= _STATS_STRING_LIMIT else None
+    return value
+
+
+def _task_id() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.partitionId() if context is not None else 0

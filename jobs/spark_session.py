@@ -1,0 +1,47 @@
+"""One place for the Spark settings every panes job needs, locally and on a cluster.
+
+The session time zone is UTC because event days, frames and window ends are UTC; everything
+else is a laptop-friendly default that spark-submit or the Dagster resource may override.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+SPARK_DEFAULTS: dict[str, str] = {
+    "spark.master": "local[*]",
+    "spark.app.name": "panes",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "4g",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+def local_python(config: dict[str, str]) -> dict[str, str]:
+    """On a local master, Python workers must run this interpreter (the one with panes installed)."""
+    if config.get("spark.master", "local").startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # planner-side Python runners
+        return {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable, **config}
+    return config
+
+
+def get_spark(overrides: dict[str, str] | None = None) -> SparkSession:
+    """The active session, or a new one with panes' defaults (spark-submit's settings win)."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = SparkSession.builder
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit: keep its master
+    for key, value in local_python({**SPARK_DEFAULTS, **(overrides or {})}).items():
+        if submitted and key in ("spark.master", "spark.driver.memory"):
+            continue
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

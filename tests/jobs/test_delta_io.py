@@ -1,0 +1,255 @@
+"""jobs.delta_io against real Delta tables in tmp_path, through the writer this machine has.
+
+Here (no Delta jars) that is delta-rs committing what Spark tasks wrote; the delta-spark test
+runs where the jars are on the classpath and skips, saying why, where they are not.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from jobs import delta_io
+from jobs.delta_io import MissingTableError, read_table, replace_partitions, table_exists, table_version
+
+
+SCHEMA = T.StructType([
+    T.StructField("key", T.StringType()),
+    T.StructField("n", T.LongType()),
+    T.StructField("i", T.IntegerType()),
+    T.StructField("x", T.DoubleType()),
+    T.StructField("amount", T.DecimalType(12, 3)),
+    T.StructField("flag", T.BooleanType()),
+    T.StructField("event_time", T.TimestampType()),
+    T.StructField("event_date", T.DateType()),
+])
+D1, D2, D3 = date(2025, 1, 30), date(2025, 1, 31), date(2025, 2, 1)
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def ts(day: date, hour: int, micros: int = 0) -> datetime:
+    return datetime(day.year, day.month, day.day, hour, 0, 0, micros, tzinfo=timezone.utc)
+
+
+def row(key: str, day: date, n: int = 1):
+    return (key, n, n * 2, n / 4, Decimal(n) / 8, n % 2 == 0, ts(day, n % 24, 123456), day)
+
+
+def frame(spark, rows):
+    return spark.createDataFrame(rows, SCHEMA)
+
+
+def contents(df) -> list[tuple]:
+    """Rows as comparable tuples; timestamps as epoch microseconds, free of any local zone."""
+    cols = [F.unix_micros(c).alias(c) if c == "event_time" else F.col(c) for c in df.columns]
+    return sorted(tuple(r) for r in df.select(*cols).collect())
+
+
+def expected(rows) -> list[tuple]:
+    out = []
+    for r in rows:
+        out.append((*r[:6], (r[6] - EPOCH) // timedelta(microseconds=1), r[7]))
+    return sorted(out)
+
+
+def write(df, path, days):
+    return replace_partitions(df, str(path), partition_by=["event_date"],
+                              partition_filters=[("event_date", "in", list(days))])
+
+
+def test_round_trip_keeps_types_and_values(spark, tmp_path):
+    rows = [row("a", D1, 1), row("b", D1, 2), row("c", D2, 3), ("d", None, None, None, None, None, None, D2)]
+    result = write(frame(spark, rows), tmp_path / "t", [D1, D2])
+
+    assert (result["rows_written"], result["writer"], result["table_version"]) == (4, "delta-rs", 0)
+    assert result["files_written"] >= 2  # at least one file per day
+    back = read_table(spark, str(tmp_path / "t"))
+    assert back.schema == SCHEMA  # date partition comes back as DateType, timestamps as TimestampType
+    got = contents(back)
+    assert got[:3] == expected(rows[:3])
+    assert got[3] == ("d", None, None, None, None, None, None, D2)
+
+
+def test_readable_by_deltalake_itself(spark, tmp_path):
+    rows = [row("a", D1, 1), row("b", D2, 2)]
+    write(frame(spark, rows), tmp_path / "t", [D1, D2])
+
+    table = DeltaTable(str(tmp_path / "t"))
+    arrow = table.to_pyarrow_table()
+    assert table.metadata().partition_columns == ["event_date"]
+    assert arrow.schema.field("event_time").type == pa.timestamp("us", tz="UTC")
+    assert arrow.schema.field("amount").type == pa.decimal128(12, 3)
+    assert sorted(arrow.to_pylist(), key=lambda r: r["key"]) == [
+        {"key": "a", "n": 1, "i": 2, "x": 0.25, "amount": Decimal("0.125"), "flag": False,
+         "event_time": ts(D1, 1, 123456), "event_date": D1},
+        {"key": "b", "n": 2, "i": 4, "x": 0.5, "amount": Decimal("0.250"), "flag": True,
+         "event_time": ts(D2, 2, 123456), "event_date": D2},
+    ]
+    # The log carries row counts and bounds a reader can skip files with.
+    actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+    assert sorted(a["num_records"] for a in actions) == [1, 1]
+    assert {a["min.n"] for a in actions} == {1, 2}
+
+
+def test_replacing_one_partition_leaves_the_others_untouched(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1), row("b", D2), row("c", D3)]), path, [D1, D2, D3])
+    write(frame(spark, [row("z", D2, 9)]), path, [D2])
+
+    assert contents(read_table(spark, path)) == expected([row("a", D1), row("z", D2, 9), row("c", D3)])
+
+
+def test_replacing_twice_gives_the_same_contents(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1), row("b", D3)]), path, [D1, D3])
+    df = frame(spark, [row("x", D2, 1), row("y", D2, 2)])
+    write(df, path, [D2])
+    once = contents(read_table(spark, path))
+    write(df, path, [D2])
+
+    assert contents(read_table(spark, path)) == once
+    assert len(DeltaTable(path).file_uris()) == len(set(DeltaTable(path).file_uris()))
+
+
+def test_an_empty_replace_empties_the_partition(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1), row("b", D2)]), path, [D1, D2])
+    no_tasks = spark.createDataFrame(spark.sparkContext.emptyRDD(), SCHEMA)  # zero Spark partitions
+    assert no_tasks.rdd.getNumPartitions() == 0
+
+    result = write(no_tasks, path, [D1])
+
+    assert (result["rows_written"], result["files_written"], result["table_version"]) == (0, 0, 1)
+    assert contents(read_table(spark, path)) == expected([row("b", D2)])
+
+
+def test_an_empty_first_write_creates_the_table_with_its_schema(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1)]).where("false"), path, [D1])
+
+    assert table_exists(path) and table_version(path) == 0
+    empty = read_table(spark, path)
+    assert empty.schema == SCHEMA and empty.isEmpty()
+
+
+def test_a_multi_partition_replace_from_many_tasks_is_one_commit(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("old", D1), row("old", D2), row("keep", D3)]), path, [D1, D2, D3])
+    before = table_version(path)
+    rows = [row(f"k{n}", D1 if n % 2 else D2, n) for n in range(40)]
+
+    result = write(frame(spark, rows).repartition(4), path, [D1, D2])
+
+    assert result["table_version"] == table_version(path) == before + 1
+    assert result["rows_written"] == 40
+    files = DeltaTable(path).file_uris(file_pruning_predicate=[("event_date", "in", [D1, D2])])
+    assert result["files_written"] == len(files) > 2  # several tasks, both days, one commit
+    assert contents(read_table(spark, path)) == expected(rows + [row("keep", D3)])
+
+
+def test_reading_with_partition_filters(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1), row("b", D2), row("c", D3)]), path, [D1, D2, D3])
+
+    def keys(filters, **kwargs):
+        return sorted(r[0] for r in read_table(spark, path, partition_filters=filters, **kwargs).collect())
+
+    assert keys([("event_date", "in", ["2025-01-30", "2025-02-01"])]) == ["a", "c"]
+    assert keys([("event_date", ">=", D2)]) == ["b", "c"]
+    assert keys([("event_date", "=", D1)]) == ["a"]
+    assert keys([[("event_date", "=", D1)], [("event_date", "=", D3)]]) == ["a", "c"]  # OR of ANDs
+    assert keys([("event_date", "in", [date(2024, 1, 1)])]) == []
+    assert read_table(spark, path, partition_filters=[("event_date", "=", D1)],
+                      columns=["key", "event_date"]).columns == ["key", "event_date"]
+    with pytest.raises(ValueError, match="partition columns only"):
+        read_table(spark, path, partition_filters=[("key", "=", "a")])
+
+
+def test_a_missing_table_raises_a_clear_error(spark, tmp_path):
+    path = str(tmp_path / "minute_partials")
+    with pytest.raises(MissingTableError, match=r"no Delta table at .*: materialise minute_partials first"):
+        read_table(spark, path)
+    with pytest.raises(MissingTableError):
+        table_version(path)
+    assert not table_exists(path)
+
+
+def test_files_of_an_uncommitted_write_are_invisible(spark, tmp_path):
+    path = tmp_path / "t"
+    write(frame(spark, [row("a", D1)]), path, [D1])
+    stray = pa.table({"key": ["ghost"], "n": pa.array([99], pa.int64())})
+    pq.write_table(stray, path / "event_date=2025-01-30" / "part-00000-crashed-run.snappy.parquet")
+    (path / "event_date=2025-01-31").mkdir()
+    pq.write_table(stray, path / "event_date=2025-01-31" / "part-00000-crashed-run.snappy.parquet")
+
+    assert contents(read_table(spark, str(path))) == expected([row("a", D1)])
+    assert read_table(spark, str(path), partition_filters=[("event_date", "=", D2)]).isEmpty()
+
+
+def test_rows_outside_the_filters_abort_the_write(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1)]), path, [D1])
+    parquet_before = sorted(p.name for p in (tmp_path / "t").rglob("*.parquet"))
+
+    with pytest.raises(Exception, match="fall outside partition_filters"):
+        write(frame(spark, [row("b", D1), row("c", D2)]), path, [D1])
+
+    assert table_version(path) == 0
+    assert contents(read_table(spark, path)) == expected([row("a", D1)])
+    assert sorted(p.name for p in (tmp_path / "t").rglob("*.parquet")) == parquet_before  # abort cleaned up
+
+
+def test_a_different_schema_or_partitioning_is_refused(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1)]), path, [D1])
+
+    with pytest.raises(ValueError, match=r"differs from the table's in \['n'\]"):
+        write(frame(spark, [row("a", D1)]).withColumn("n", F.col("n").cast("string")), path, [D1])
+    with pytest.raises(ValueError, match="is partitioned by"):
+        replace_partitions(frame(spark, [row("a", D1)]), path, partition_by=["key"], partition_filters=[])
+
+
+def test_awkward_partition_values_and_whole_table_replace(spark, tmp_path):
+    path = str(tmp_path / "t")
+    rows = [(1, "a b:c/d", 7), (2, None, 7), (3, "é%41", 8)]  # escaped, null and non-ASCII folders
+    df = spark.createDataFrame(rows, "n long, tag string, bucket int")
+
+    replace_partitions(df, path, partition_by=["tag", "bucket"], partition_filters=[])
+
+    back = read_table(spark, path)
+    assert back.columns == ["n", "tag", "bucket"]
+    assert sorted(tuple(r) for r in back.collect()) == rows
+    assert sorted(DeltaTable(path).to_pyarrow_table().select(["n", "tag", "bucket"]).to_pylist(),
+                  key=lambda r: r["n"]) == [dict(zip(["n", "tag", "bucket"], r)) for r in rows]
+    one = read_table(spark, path, partition_filters=[("tag", "=", "a b:c/d"), ("bucket", "=", 7)])
+    assert [r.n for r in one.collect()] == [1]
+
+
+def test_delta_spark_path(spark, tmp_path, monkeypatch):
+    if not delta_io._delta_spark_available(spark):
+        pytest.skip("delta-spark path not tested: io.delta.tables.DeltaTable is not on the Spark classpath "
+                    "(the Delta jars cannot be downloaded here); delta-rs covers these tables")
+    monkeypatch.setenv(delta_io.WRITER_ENV, "delta-spark")
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1), row("b", D2)]), path, [D1, D2])
+    result = write(frame(spark, [row("z", D2, 5)]), path, [D2])
+
+    assert result["writer"] == "delta-spark" and result["rows_written"] == 1
+    assert contents(read_table(spark, path)) == expected([row("a", D1), row("z", D2, 5)])
+    day_two = read_table(spark, path, partition_filters=[("event_date", "=", D2)])
+    assert contents(day_two) == expected([row("z", D2, 5)])
+
+
+def test_forcing_delta_spark_without_its_jars_fails_clearly(spark, tmp_path, monkeypatch):
+    if delta_io._delta_spark_available(spark):
+        pytest.skip("the Delta jars are on the classpath here")
+    monkeypatch.setenv(delta_io.WRITER_ENV, "delta-spark")
+    with pytest.raises(RuntimeError, match="not on the Spark classpath"):
+        write(frame(spark, [row("a", D1)]), tmp_path / "t", [D1])
