@@ -1,0 +1,56 @@
+"""The shared command line of every job: the same flags, one-line errors, exit codes.
+
+A scheduler (spark-submit, an Airflow task) needs an exit code it can trust and an error it
+can show: 0 on success, 2 for bad arguments or configuration, 1 for a missing input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from datetime import date
+
+from jobs.delta_io import MissingTableError
+from windowing_core.config import PipelineConfig
+
+
+def _day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+
+
+def job_arguments(doc: str | None, *, landing: bool = False) -> argparse.ArgumentParser:
+    summary, _, rest = (doc or "").partition("\n")
+    parser = argparse.ArgumentParser(description=summary, epilog=rest.strip() or None,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    if landing:
+        parser.add_argument("--landing", required=True, help="folder holding <arrival date>/ folders")
+    parser.add_argument("--lakehouse", required=True, help="root folder (or URI) of the Delta tables")
+    parser.add_argument("--date", required=True, type=_day, help="the partition's day, YYYY-MM-DD")
+    parser.add_argument("--until", type=_day, default=None,
+                        help="last day of a range run (YYYY-MM-DD, included); default: --date")
+    parser.add_argument("--config", default=None, help="pipeline configuration YAML (default: 7d window)")
+    return parser
+
+
+def run_job(parser: argparse.ArgumentParser, args: argparse.Namespace,
+            run: Callable[..., str]) -> int:
+    """Load the configuration, run the job, print its one-line summary or one-line error."""
+    from jobs.ingest_events import MissingInputError
+    from jobs.spark_session import get_spark
+
+    if args.until is not None and args.until < args.date:
+        parser.error(f"--until {args.until} is before --date {args.date}")
+    try:
+        config = PipelineConfig.load(args.config)
+    except ValueError as err:
+        parser.error(f"bad configuration: {err}")
+    try:
+        print(run(get_spark(), config))
+    except (MissingInputError, MissingTableError) as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,562 @@
+"""Write a realistic, reproducible demo event set into a landing folder.
+
+Why: the pipeline (ingest -> minute partials -> sliding windows) has to be shown, tested and
+benchmarked on data that behaves like production traffic - a few heavy users and a long tail,
+a daily rhythm, records that land a day or two late (and a few beyond the allowed lateness),
+re-sent duplicates and a handful of broken lines - yet real logs cannot ship with the project,
+and data that changes between runs makes results impossible to compare. So the set is built
+from a seed: the same arguments always give byte-identical files, with no dependence on the
+wall clock, the hash seed or the platform.
+
+Layout: newline-delimited JSON under ``<landing>/<arrival date YYYY-MM-DD>/``, one file per
+six-hour arrival batch (``events-<date>-<hh>.json`` or ``.json.gz``, plain and gzipped mixed),
+lines in arrival order, each file's modification time set to the last second of its batch (so a
+job that takes arrival time from the file sees a stable, realistic one). A record looks like::
+
+    {"user_id": "u00042", "timestamp": "2025-01-30T12:45:10Z", "value": 3, "event_id": "..."}
+
+``value`` is often omitted (a page view, value 1) and ``event_id`` is missing on a few records
+(ingest then derives one by hashing the record). The key field's name is a parameter.
+
+What the set contains, per event day:
+
+- ``events_per_day`` events with whole-second UTC timestamps following a daily cycle (busy in
+  the afternoon and evening (peak 17:00 UTC), quiet around 03:00-07:00) and Zipf-distributed keys.
+- Arrival: most events land in their own event date's folder; ``late_share`` land one or two days
+  later (``late_2d_share`` of all events two days later), within the pipeline's default allowed
+  lateness of 2 days; ``beyond_share`` land 4 or 5 days later, beyond it. No event ever lands in
+  a folder dated before its event date.
+- Duplicates: about ``duplicate_share`` of the records carrying an event_id are re-sent as an
+  identical line, later in the same folder or in the next day's folder.
+- ``malformed_per_day`` broken lines cycling through :data:`MALFORMED_KINDS`.
+
+Run alone: ``python -m jobs.demo_events --landing DIR [--start YYYY-MM-DD] [--days N] ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import random
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta, timezone
+from pathlib import Path
+
+__all__ = ["MALFORMED_KINDS", "DemoEventsSummary", "generate_demo_events", "main"]
+
+DEFAULT_START = date(2025, 1, 27)
+ZIPF_EXPONENT = 1.1
+SECONDS_PER_DAY = 86_400
+BATCH_HOURS = (0, 6, 12, 18)  # one file per six-hour arrival batch
+BEYOND_DELAY_DAYS = (4, 5)  # beyond the default allowed lateness (2 days), and then some
+# Re-sends may land one day after their (possibly beyond-lateness) original.
+ARRIVAL_SPAN_DAYS = max(BEYOND_DELAY_DAYS) + 1
+MISSING_EVENT_ID_SHARE = 0.04
+VALUE_OMITTED_SHARE = 0.5  # omitted -> the ingest default, 1 (a page view)
+VALUE_ONE_SHARE = 0.3  # explicit 1; the rest get a small integer 1..5
+DUPLICATE_SAME_FOLDER_SHARE = 0.7  # the rest of the re-sends land in the next day's folder
+PEAK_HOUR_UTC = 17.0
+CYCLE_AMPLITUDE = 0.75  # traffic at the peak / trough is (1 +/- amplitude) x the mean
+
+MALFORMED_KINDS = (
+    "not_json",
+    "truncated_json",
+    "missing_key",
+    "null_key",
+    "bad_timestamp",
+    "bad_value",
+)
+_NOT_JSON_LINES = (
+    "<html><body><h1>502 Bad Gateway</h1></body></html>",
+    "GET /products/42?ref=mail HTTP/1.1",
+    "user_id=u00042&ts=1738241110",
+    "event_id,user_id,timestamp,value",
+)
+
+# A record waiting to be written: (absolute arrival second since start, day index, seq, line).
+_Pending = tuple[int, int, int, str]
+
+
+@dataclass(frozen=True)
+class DemoEventsSummary:
+    """What :func:`generate_demo_events` wrote.
+
+    ``records_written == valid + duplicate + malformed``. ``late_1d``, ``late_2d`` and
+    ``beyond_lateness`` break down ``valid`` (first copies only) by how many days after their
+    event date they land; ``without_event_id`` counts valid records that carry no event_id.
+    """
+
+    records_written: int
+    valid: int
+    duplicate: int
+    malformed: int
+    late_1d: int
+    late_2d: int
+    beyond_lateness: int
+    without_event_id: int
+    malformed_by_kind: dict[str, int]
+    folders_written: int
+    files_written: int
+    first_event_date: date
+    last_event_date: date
+    first_arrival_date: date | None
+    last_arrival_date: date | None
+    files: tuple[Path, ...] = field(repr=False)
+
+
+@dataclass
+class _Counts:
+    valid: int = 0
+    duplicate: int = 0
+    late_1d: int = 0
+    late_2d: int = 0
+    beyond_lateness: int = 0
+    without_event_id: int = 0
+    malformed_by_kind: dict[str, int] = field(
+        default_factory=lambda: {kind: 0 for kind in MALFORMED_KINDS}
+    )
+
+
+@dataclass(frozen=True)
+class _Samplers:
+    """Cumulative weights shared by every day: key popularity and minute-of-day traffic."""
+
+    key_ids: tuple[str, ...]  # by popularity rank, most popular first
+    key_cum_weights: tuple[float, ...]
+    minute_cum_weights: tuple[float, ...]
+
+
+def generate_demo_events(
+    landing: str | os.PathLike[str],
+    *,
+    start: date = DEFAULT_START,
+    days: int = 8,
+    events_per_day: int = 20_000,
+    keys: int = 2_000,
+    seed: int = 7,
+    late_share: float = 0.03,
+    late_2d_share: float = 0.005,
+    beyond_share: float = 0.001,
+    duplicate_share: float = 0.01,
+    malformed_per_day: int = 6,
+    key_field: str = "user_id",
+) -> DemoEventsSummary:
+    """Write the demo event set under ``landing`` and return what was written.
+
+    Arrival folders span ``start`` .. last event day + 6 days; their existing ``*.json`` and
+    ``*.json.gz`` files are replaced, so a rerun leaves the same folder contents.
+    """
+    start = _as_utc_date(start)
+    _validate(days, events_per_day, keys, late_share, late_2d_share, beyond_share,
+              duplicate_share, malformed_per_day, key_field)
+    samplers = _build_samplers(random.Random(f"panes-demo:{seed}:keys"), keys)
+    counts = _Counts()
+    pending: list[_Pending] = []
+    for day_index in range(days):
+        rng = random.Random(f"panes-demo:{seed}:day:{day_index}")
+        pending.extend(_day_records(
+            rng, samplers, counts, start, day_index, events_per_day, key_field,
+            late_share, late_2d_share, beyond_share, duplicate_share, malformed_per_day,
+        ))
+    files = _write_folders(Path(landing), start, days + ARRIVAL_SPAN_DAYS, pending)
+    return _summarise(counts, start, days, files)
+
+
+# --- sampling ----------------------------------------------------------------------------------
+
+
+def _build_samplers(rng: random.Random, keys: int) -> _Samplers:
+    width = max(5, len(str(keys)))
+    key_ids = [f"u{number:0{width}d}" for number in range(1, keys + 1)]
+    rng.shuffle(key_ids)  # popularity is not tied to the id's number
+    return _Samplers(
+        key_ids=tuple(key_ids),
+        key_cum_weights=_cumulative(1.0 / rank**ZIPF_EXPONENT for rank in range(1, keys + 1)),
+        minute_cum_weights=_cumulative(_traffic_weight(minute / 60) for minute in range(1440)),
+    )
+
+
+def _traffic_weight(hour_utc: float) -> float:
+    """Relative traffic at a time of day: a cosine peaking at PEAK_HOUR_UTC."""
+    return 1.0 + CYCLE_AMPLITUDE * math.cos(2 * math.pi * (hour_utc - PEAK_HOUR_UTC) / 24)
+
+
+def _cumulative(weights: Iterable[float]) -> tuple[float, ...]:
+    total = 0.0
+    out = []
+    for weight in weights:
+        total += weight
+        out.append(total)
+    return tuple(out)
+
+
+def _event_seconds(rng: random.Random, samplers: _Samplers, n: int) -> list[int]:
+    """Whole seconds of the day, following the daily cycle, in event-time order."""
+    minutes = rng.choices(range(1440), cum_weights=samplers.minute_cum_weights, k=n)
+    return sorted(minute * 60 + rng.randrange(60) for minute in minutes)
+
+
+def _event_keys(rng: random.Random, samplers: _Samplers, n: int) -> list[str]:
+    return rng.choices(samplers.key_ids, cum_weights=samplers.key_cum_weights, k=n)
+
+
+def _event_id(rng: random.Random) -> str:
+    """A version-4 UUID string drawn from ``rng`` (so it is reproducible)."""
+    bits = rng.getrandbits(128)
+    bits = (bits & ~(0xF << 76)) | (0x4 << 76)  # version 4
+    bits = (bits & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
+    text = f"{bits:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def _value(rng: random.Random) -> int | None:
+    draw = rng.random()
+    if draw < VALUE_OMITTED_SHARE:
+        return None
+    if draw < VALUE_OMITTED_SHARE + VALUE_ONE_SHARE:
+        return 1
+    return rng.randint(1, 5)
+
+
+def _delay_days(rng: random.Random, late_share: float, late_2d_share: float,
+                beyond_share: float) -> int:
+    draw = rng.random()
+    if draw < beyond_share:
+        return rng.choice(BEYOND_DELAY_DAYS)
+    if draw < beyond_share + late_2d_share:
+        return 2
+    if draw < beyond_share + late_share:
+        return 1
+    return 0
+
+
+def _timestamp(day_text: str, second: int) -> str:
+    hours, rest = divmod(second, 3600)
+    return f"{day_text}T{hours:02d}:{rest // 60:02d}:{rest % 60:02d}Z"
+
+
+def _record_line(key_field: str, key: object, timestamp: object, value: object,
+                 event_id: str | None) -> str:
+    record: dict[str, object] = {key_field: key, "timestamp": timestamp}
+    if value is not None:
+        record["value"] = value
+    if event_id is not None:
+        record["event_id"] = event_id
+    return json.dumps(record)
+
+
+# --- one event day -----------------------------------------------------------------------------
+
+
+def _day_records(
+    rng: random.Random, samplers: _Samplers, counts: _Counts, start: date, day_index: int,
+    n: int, key_field: str, late_share: float, late_2d_share: float, beyond_share: float,
+    duplicate_share: float, malformed_per_day: int,
+) -> list[_Pending]:
+    """All lines whose event date is ``start + day_index``: originals, re-sends, broken lines."""
+    day_text = (start + timedelta(days=day_index)).isoformat()
+    day_start = day_index * SECONDS_PER_DAY
+    originals: list[_Pending] = []
+    with_ids: list[int] = []
+    for second, key in zip(_event_seconds(rng, samplers, n), _event_keys(rng, samplers, n)):
+        event_id = None if rng.random() < MISSING_EVENT_ID_SHARE else _event_id(rng)
+        line = _record_line(key_field, key, _timestamp(day_text, second), _value(rng), event_id)
+        delay = _delay_days(rng, late_share, late_2d_share, beyond_share)
+        arrival = _arrival(rng, day_start + second, delay)
+        _count_original(counts, delay, event_id is None)
+        if event_id is not None:
+            with_ids.append(len(originals))
+        originals.append((arrival, day_index, len(originals), line))
+    resends = _resends(rng, originals, with_ids, duplicate_share)
+    counts.duplicate += len(resends)
+    broken = _malformed(rng, samplers, counts, day_text, day_index, key_field,
+                        malformed_per_day, first_seq=len(originals) + len(resends))
+    return originals + resends + broken
+
+
+def _arrival(rng: random.Random, event_second: int, delay_days: int) -> int:
+    """Absolute arrival second: shortly after the event, or at a random time days later."""
+    if delay_days == 0:
+        day_end = event_second - event_second % SECONDS_PER_DAY + SECONDS_PER_DAY - 1
+        return min(event_second + int(rng.expovariate(1 / 45)), day_end)
+    folder_start = (event_second // SECONDS_PER_DAY + delay_days) * SECONDS_PER_DAY
+    return folder_start + rng.randrange(SECONDS_PER_DAY)
+
+
+def _count_original(counts: _Counts, delay_days: int, without_event_id: bool) -> None:
+    counts.valid += 1
+    counts.without_event_id += without_event_id
+    if delay_days == 1:
+        counts.late_1d += 1
+    elif delay_days == 2:
+        counts.late_2d += 1
+    elif delay_days > 2:
+        counts.beyond_lateness += 1
+
+
+def _resends(rng: random.Random, originals: list[_Pending], with_ids: list[int],
+             share: float) -> list[_Pending]:
+    """Identical copies of some records, landing after their original."""
+    resends: list[_Pending] = []
+    for index in with_ids:
+        if rng.random() >= share:
+            continue
+        arrival, day_index, _, line = originals[index]
+        folder_start = arrival - arrival % SECONDS_PER_DAY
+        if rng.random() < DUPLICATE_SAME_FOLDER_SHARE:
+            again = min(arrival + 1 + int(rng.expovariate(1 / 600)),
+                        folder_start + SECONDS_PER_DAY - 1)
+        else:
+            again = folder_start + SECONDS_PER_DAY + rng.randrange(SECONDS_PER_DAY)
+        resends.append((again, day_index, len(originals) + len(resends), line))
+    return resends
+
+
+def _malformed(
+    rng: random.Random, samplers: _Samplers, counts: _Counts, day_text: str, day_index: int,
+    key_field: str, how_many: int, first_seq: int,
+) -> list[_Pending]:
+    """Broken lines, cycling through MALFORMED_KINDS, landing on their event day."""
+    broken: list[_Pending] = []
+    for offset in range(how_many):
+        kind = MALFORMED_KINDS[(day_index * how_many + offset) % len(MALFORMED_KINDS)]
+        second = _event_seconds(rng, samplers, 1)[0]
+        key = _event_keys(rng, samplers, 1)[0]
+        line = _malformed_line(rng, kind, key_field, key, _timestamp(day_text, second))
+        arrival = day_index * SECONDS_PER_DAY + rng.randrange(SECONDS_PER_DAY)
+        broken.append((arrival, day_index, first_seq + offset, line))
+        counts.malformed_by_kind[kind] += 1
+    return broken
+
+
+def _malformed_line(rng: random.Random, kind: str, key_field: str, key: str,
+                    timestamp: str) -> str:
+    event_id = _event_id(rng)
+    if kind == "not_json":
+        return rng.choice(_NOT_JSON_LINES)
+    if kind == "truncated_json":
+        whole = _record_line(key_field, key, timestamp, rng.randint(1, 5), event_id)
+        return whole[: rng.randrange(5, len(whole) - 5)]
+    if kind == "missing_key":
+        return json.dumps({"timestamp": timestamp, "value": 1, "event_id": event_id})
+    if kind == "null_key":
+        return _record_line(key_field, None, timestamp, 1, event_id)
+    if kind == "bad_timestamp":
+        return _record_line(key_field, key, "yesterday", 1, event_id)
+    if kind == "bad_value":
+        return _record_line(key_field, key, timestamp, "abc", event_id)
+    raise ValueError(f"unknown malformed kind {kind!r}")
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def _write_folders(landing: Path, start: date, folder_count: int,
+                   pending: list[_Pending]) -> list[Path]:
+    """Replace the files of every arrival folder in range; one file per non-empty batch."""
+    by_folder: list[list[_Pending]] = [[] for _ in range(folder_count)]
+    for record in pending:
+        by_folder[record[0] // SECONDS_PER_DAY].append(record)
+    written: list[Path] = []
+    for folder_index, records in enumerate(by_folder):
+        folder_date = start + timedelta(days=folder_index)
+        folder = landing / folder_date.isoformat()
+        _clear_landing_files(folder)
+        records.sort()
+        for batch_index, lines in enumerate(_batches(records)):
+            if lines:
+                gzipped = (folder_index + batch_index) % 2 == 1
+                written.append(_write_batch(folder, folder_date, batch_index, lines, gzipped))
+    return written
+
+
+def _batches(records: list[_Pending]) -> list[list[str]]:
+    batches: list[list[str]] = [[] for _ in BATCH_HOURS]
+    for arrival, _, _, line in records:
+        hour = arrival % SECONDS_PER_DAY // 3600
+        index = max(i for i, first_hour in enumerate(BATCH_HOURS) if hour >= first_hour)
+        batches[index].append(line)
+    return batches
+
+
+def _clear_landing_files(folder: Path) -> None:
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.iterdir()):
+        if path.is_file() and (path.name.endswith((".json", ".json.gz", ".tmp"))):
+            path.unlink()
+
+
+def _write_batch(folder: Path, folder_date: date, batch_index: int, lines: list[str],
+                 gzipped: bool) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"events-{folder_date.isoformat()}-{BATCH_HOURS[batch_index]:02d}.json"
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    if gzipped:
+        name += ".gz"
+        data = gzip.compress(data, compresslevel=6, mtime=0)  # mtime=0: byte-identical reruns
+    path = folder / name
+    temporary = folder / f".{name}.tmp"
+    temporary.write_bytes(data)
+    os.replace(temporary, path)  # a reader never sees a half-written file
+    batch_closed = datetime.combine(folder_date, time(BATCH_HOURS[batch_index]), timezone.utc) + (
+        timedelta(hours=24 // len(BATCH_HOURS), seconds=-1))
+    os.utime(path, (batch_closed.timestamp(), batch_closed.timestamp()))
+    return path
+
+
+# --- summary and validation --------------------------------------------------------------------
+
+
+def _summarise(counts: _Counts, start: date, days: int, files: list[Path]) -> DemoEventsSummary:
+    malformed = sum(counts.malformed_by_kind.values())
+    folders = sorted({path.parent for path in files})
+    arrival_dates = [date.fromisoformat(folder.name) for folder in folders]
+    return DemoEventsSummary(
+        records_written=counts.valid + counts.duplicate + malformed,
+        valid=counts.valid,
+        duplicate=counts.duplicate,
+        malformed=malformed,
+        late_1d=counts.late_1d,
+        late_2d=counts.late_2d,
+        beyond_lateness=counts.beyond_lateness,
+        without_event_id=counts.without_event_id,
+        malformed_by_kind=dict(counts.malformed_by_kind),
+        folders_written=len(folders),
+        files_written=len(files),
+        first_event_date=start,
+        last_event_date=start + timedelta(days=days - 1),
+        first_arrival_date=arrival_dates[0] if arrival_dates else None,
+        last_arrival_date=arrival_dates[-1] if arrival_dates else None,
+        files=tuple(files),
+    )
+
+
+def _as_utc_date(value: date) -> date:
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError("start must be a date or a timezone-aware datetime")
+        return value.astimezone(timezone.utc).date()
+    if not isinstance(value, date):
+        raise ValueError(f"start must be a date, got {value!r}")
+    return value
+
+
+def _validate(days: int, events_per_day: int, keys: int, late_share: float,
+              late_2d_share: float, beyond_share: float, duplicate_share: float,
+              malformed_per_day: int, key_field: str) -> None:
+    if days < 1:
+        raise ValueError(f"days must be >= 1, got {days}")
+    if events_per_day < 0:
+        raise ValueError(f"events_per_day must be >= 0, got {events_per_day}")
+    if keys < 1:
+        raise ValueError(f"keys must be >= 1, got {keys}")
+    if malformed_per_day < 0:
+        raise ValueError(f"malformed_per_day must be >= 0, got {malformed_per_day}")
+    for name, share in (("late_share", late_share), ("late_2d_share", late_2d_share),
+                        ("beyond_share", beyond_share), ("duplicate_share", duplicate_share)):
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"{name} must be between 0 and 1, got {share}")
+    if late_2d_share > late_share:
+        raise ValueError(
+            f"late_2d_share ({late_2d_share}) must not exceed late_share ({late_share})")
+    if late_share + beyond_share > 1.0:
+        raise ValueError("late_share + beyond_share must not exceed 1")
+    if not key_field or key_field in ("timestamp", "value", "event_id"):
+        raise ValueError(f"key_field must be a non-empty name other than timestamp/value/event_id, "
+                         f"got {key_field!r}")
+
+
+# --- command line ------------------------------------------------------------------------------
+
+
+def _date_arg(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+
+
+def _int_arg(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            number = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {number}")
+        return number
+
+    return parse
+
+
+def _share_arg(text: str) -> float:
+    try:
+        share = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= share <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {share}")
+    return share
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m jobs.demo_events",
+        description="Write a seeded, realistic demo event set (newline-delimited JSON, plain and "
+                    "gzipped) under LANDING/<arrival date>/. Same arguments, same bytes.",
+    )
+    parser.add_argument("--landing", required=True, type=Path, help="landing folder to write into")
+    parser.add_argument("--start", type=_date_arg, default=DEFAULT_START,
+                        help="first event date, YYYY-MM-DD (default %(default)s)")
+    parser.add_argument("--days", type=_int_arg(1), default=8,
+                        help="number of event days (default %(default)s)")
+    parser.add_argument("--events-per-day", type=_int_arg(0), default=20_000,
+                        help="events per event day (default %(default)s)")
+    parser.add_argument("--keys", type=_int_arg(1), default=2_000,
+                        help="number of distinct keys, Zipf-distributed (default %(default)s)")
+    parser.add_argument("--seed", type=_int_arg(-(2**63)), default=7,
+                        help="random seed (default %(default)s)")
+    parser.add_argument("--late-share", type=_share_arg, default=0.03,
+                        help="share of events landing 1-2 days late (default %(default)s)")
+    parser.add_argument("--duplicate-share", type=_share_arg, default=0.01,
+                        help="share of records re-sent with the same event_id "
+                             "(default %(default)s)")
+    parser.add_argument("--key-field", default="user_id",
+                        help="name of the key field (default %(default)s)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        summary = generate_demo_events(
+            args.landing, start=args.start, days=args.days, events_per_day=args.events_per_day,
+            keys=args.keys, seed=args.seed, late_share=args.late_share,
+            late_2d_share=min(0.005, args.late_share), duplicate_share=args.duplicate_share,
+            key_field=args.key_field,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    except OSError as exc:
+        print(f"{parser.prog}: error: cannot write {args.landing}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    print(
+        f"wrote {summary.records_written} records ({summary.valid} valid, {summary.duplicate} "
+        f"duplicate, {summary.malformed} malformed; late {summary.late_1d} +1d, {summary.late_2d} "
+        f"+2d, {summary.beyond_lateness} beyond lateness) in {summary.files_written} files, "
+        f"{summary.folders_written} folders "
+        f"{summary.first_arrival_date}..{summary.last_arrival_date} under {args.landing}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""Ingest: newline-delimited JSON landing files into ``events``, ``quarantine`` and ``late_events``.
+
+Reads ``<landing>/<arrival date YYYY-MM-DD>/`` (plain or .gz files) for the arrival days asked
+for. Every non-blank input line ends in exactly one place, so the counts reconcile:
+
+    input records = accepted + quarantined + duplicates + late
+
+- quarantined: the first failing check's reason (see ``REASONS``), with the raw line;
+- duplicates: further copies of an ``event_id`` within one arrival day (the first by
+  ``(source_file, raw)`` is kept, as ``windowing_core.reference`` defines);
+- late: events that arrived more than the allowed lateness after their event day.
+
+    python -m jobs.ingest_events --landing DIR --lakehouse DIR --date YYYY-MM-DD
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs import delta_io
+from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE, day_filter, days
+from windowing_core.config import PipelineConfig
+
+REASONS = (
+    "malformed_json",          # not a JSON object
+    "missing_key",             # key field absent, null or empty
+    "missing_timestamp",       # timestamp absent or null
+    "unparseable_timestamp",   # not an ISO-8601 instant
+    "timestamp_out_of_range",  # before 1970, or after the end of its arrival day
+    "value_not_numeric",
+    "value_not_integer",       # values are integers (counts, bytes, cents): sums stay exact
+    "value_out_of_range",      # beyond a 64-bit integer
+)
+LATE_REASON = "beyond_allowed_lateness"
+
+
+@dataclass
+class IngestResult:
+    input_records: int = 0
+    accepted: int = 0
+    quarantined: int = 0
+    duplicates: int = 0
+    late: int = 0
+    quarantined_by_reason: dict[str, int] = field(default_factory=dict)
+    files: int = 0
+
+    @property
+    def reconciles(self) -> bool:
+        return self.input_records == self.accepted + self.quarantined + self.duplicates + self.late
+
+
+class MissingInputError(Exception):
+    """A landing folder that should exist does not."""
+
+
+def landing_folders(landing: str, first: date, last: date) -> list[str]:
+    return [f"{landing.rstrip('/')}/{d.isoformat()}" for d in days(first, last)]
+
+
+def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> DataFrame:
+    """Every non-blank line of the arrival days' files, with its file and arrival day."""
+    folders = landing_folders(landing, first, last)
+    jvm_fs = spark._jvm.org.apache.hadoop.fs  # type: ignore[union-attr]
+    conf = spark._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    missing = [f for f in folders if not jvm_fs.Path(f).getFileSystem(conf).exists(jvm_fs.Path(f))]
+    if missing:
+        raise MissingInputError(f"no landing folder {missing[0]} (expected <landing>/YYYY-MM-DD/)")
+    lines = spark.read.option("recursiveFileLookup", "true").text(folders)
+    return (
+        lines.select(
+            F.col("value").alias("raw"),
+            F.col("_metadata.file_path").alias("source_file"),
+            F.col("_metadata.file_modification_time").alias("file_time"),
+        )
+        .where(F.trim("raw") != "")
+        .withColumn("arrival_date",
+                    F.to_date(F.regexp_extract("source_file", r"/(\d{4}-\d{2}-\d{2})/[^/]*$", 1)))
+    )
+
+
+def with_parsed_fields(lines: DataFrame, config: PipelineConfig) -> DataFrame:
+    """Parse each line into string fields; typed conversion happens in ``with_reason``."""
+    schema = (f"`{config.key_field}` string, timestamp string, `{config.value_field}` string, "
+              "event_id string, arrival_time string")
+    parsed = F.from_json("raw", schema)
+    return lines.select(
+        "*",
+        F.json_object_keys("raw").isNotNull().alias("is_object"),
+        parsed[config.key_field].alias("key"),
+        parsed["timestamp"].alias("timestamp_text"),
+        parsed["timestamp"].try_cast("timestamp").alias("event_time"),
+        parsed[config.value_field].alias("value_text"),
+        F.trim(parsed[config.value_field]).try_cast("double").alias("value_double"),
+        F.trim(parsed[config.value_field]).try_cast("decimal(38,9)").alias("value_number"),
+        parsed["event_id"].alias("given_event_id"),
+        parsed["arrival_time"].try_cast("timestamp").alias("given_arrival_time"),
+    )
+
+
+def _reason(config: PipelineConfig) -> Column:
+    arrival_day_end = F.date_add("arrival_date", 1).cast("timestamp")
+    checks = [
+        (~F.col("is_object"), "malformed_json"),
+        (F.col("key").isNull() | (F.trim("key") == ""), "missing_key"),
+        (F.col("timestamp_text").isNull(), "missing_timestamp"),
+        (F.col("event_time").isNull(), "unparseable_timestamp"),
+        ((F.col("event_time") < F.lit("1970-01-01").cast("timestamp"))
+         | (F.col("event_time") >= arrival_day_end), "timestamp_out_of_range"),
+        (F.col("value_text").isNotNull() & F.col("value_double").isNull(), "value_not_numeric"),
+        (F.col("value_text").isNotNull()
+         & (F.col("value_number").isNull() | (F.abs("value_number") > F.lit(2**63 - 1))), "value_out_of_range"),
+        (F.col("value_number") != F.floor("value_number"), "value_not_integer"),
+    ]
+    reason = F.lit(None).cast("string")
+    for condition, name in reversed(checks):
+        reason = F.when(condition, F.lit(name)).otherwise(reason)
+    return reason
+
+
+def with_reason(parsed: DataFrame, config: PipelineConfig) -> DataFrame:
+    """Add ``reason`` (null for a good record) and the typed event columns."""
+    return parsed.withColumn("reason", _reason(config)).select(
+        "raw", "source_file", "arrival_date", "reason",
+        F.trim("key").alias("key"),
+        "event_time",
+        F.coalesce(F.col("value_number").cast("bigint"), F.lit(1).cast("bigint")).alias("value"),
+        F.coalesce("given_event_id", F.substring(F.sha2(F.trim("raw"), 256), 1, 32)).alias("event_id"),
+        F.coalesce("given_arrival_time", "file_time").alias("arrival_time"),
+    )
+
+
+def deduplicate_per_arrival_day(good: DataFrame) -> DataFrame:
+    """One row per (arrival day, event_id): the first by (source_file, raw), plus its copy count."""
+    first = F.min(F.struct("source_file", "raw", "key", "event_time", "value", "arrival_time"))
+    return (
+        good.groupBy("arrival_date", "event_id")
+        .agg(first.alias("first"), F.count(F.lit(1)).alias("copies"))
+        .select("arrival_date", "event_id", "copies", "first.*")
+    )
+
+
+def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last: date,
+           config: PipelineConfig) -> IngestResult:
+    """Ingest arrival days ``first .. last`` and replace their partitions in one write per table."""
+    classified = (
+        read_landing(spark, landing, first, last)
+        .transform(with_parsed_fields, config)
+        .transform(with_reason, config)
+        .persist()
+    )
+    try:
+        unique = deduplicate_per_arrival_day(classified.where(F.col("reason").isNull())).withColumn(
+            "event_date", F.to_date("event_time"))
+        lateness = config.allowed_lateness_days
+        is_late = F.col("arrival_date") > F.date_add("event_date", lateness)
+        unique = unique.withColumn("is_late", is_late).persist()
+
+        event_cols = ["key", "event_time", "value", "event_id", "arrival_time", "source_file"]
+        accepted = unique.where(~F.col("is_late")).select(*event_cols, "arrival_date")
+        late = unique.where(F.col("is_late")).select(
+            *event_cols, F.lit(LATE_REASON).alias("reason"), "event_date", "arrival_date")
+        quarantined = classified.where(F.col("reason").isNotNull()).select(
+            "source_file", "raw", "reason", "arrival_date")
+
+        arrival_days = day_filter("arrival_date", first, last)
+        delta_io.replace_partitions(accepted, EVENTS.path(lakehouse), partition_by=list(EVENTS.partition_by),
+                                    partition_filters=arrival_days)
+        delta_io.replace_partitions(quarantined, QUARANTINE.path(lakehouse),
+                                    partition_by=list(QUARANTINE.partition_by), partition_filters=arrival_days)
+        delta_io.replace_partitions(late, LATE_EVENTS.path(lakehouse),
+                                    partition_by=list(LATE_EVENTS.partition_by), partition_filters=arrival_days)
+        return _result(classified, unique)
+    finally:
+        classified.unpersist()
+
+
+def _result(classified: DataFrame, unique: DataFrame) -> IngestResult:
+    """Counts from the persisted frames: small aggregates, collected once each."""
+    totals = classified.agg(
+        F.count(F.lit(1)).alias("input_records"),
+        F.count_distinct("source_file").alias("files"),
+    ).first()
+    by_reason = {r["reason"]: r["n"] for r in
+                 classified.where(F.col("reason").isNotNull()).groupBy("reason")
+                 .agg(F.count(F.lit(1)).alias("n")).collect()}
+    kept = unique.agg(
+        F.coalesce(F.sum(F.when(~F.col("is_late"), 1)), F.lit(0)).alias("accepted"),
+        F.coalesce(F.sum(F.when(F.col("is_late"), 1)), F.lit(0)).alias("late"),
+        F.coalesce(F.sum(F.col("copies") - 1), F.lit(0)).alias("duplicates"),
+    ).first()
+    unique.unpersist()
+    return IngestResult(
+        input_records=totals["input_records"],
+        accepted=kept["accepted"],
+        quarantined=sum(by_reason.values()),
+        duplicates=kept["duplicates"],
+        late=kept["late"],
+        quarantined_by_reason=dict(sorted(by_reason.items())),
+        files=totals["files"],
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.cli import job_arguments, run_job
+
+    parser = job_arguments(__doc__, landing=True)
+    args = parser.parse_args(argv)
+
+    def run(spark, config):
+        result = ingest(spark, args.landing, args.lakehouse, args.date, args.until or args.date, config)
+        return (f"ingested {result.input_records} records from {result.files} files: "
+                f"{result.accepted} accepted, {result.quarantined} quarantined, "
+                f"{result.duplicates} duplicates, {result.late} late")
+
+    return run_job(parser, args, run)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""The lakehouse's tables: where each lives, how it is partitioned, and its columns.
+
+Every job names tables through here, so a table's layout is stated once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from windowing_core.config import PipelineConfig
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    partition_by: tuple[str, ...]
+
+    def path(self, lakehouse: str) -> str:
+        return f"{lakehouse.rstrip('/')}/{self.name}"
+
+
+EVENTS = Table("events", ("arrival_date",))
+QUARANTINE = Table("quarantine", ("arrival_date",))
+# Two writers share late_events: ingest (beyond the allowed lateness, by arrival date) and the
+# minute-partials job (behind the watermark, by event date). Partitioning by both dates lets
+# each replace exactly its own slice atomically.
+LATE_EVENTS = Table("late_events", ("event_date", "arrival_date"))
+MINUTE_PARTIALS = Table("minute_partials", ("event_date",))
+WINDOW_CHANGES = Table("window_changes", ("date",))
+WINDOW_SNAPSHOT = Table("window_snapshot", ("date",))
+
+ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT)
+
+EVENT_COLUMNS = ["key", "event_time", "value", "event_id", "arrival_time", "source_file"]
+
+
+def partial_columns(config: PipelineConfig) -> list[str]:
+    """The partial fields of every aggregation, in declaration order."""
+    return [c for a in config.aggregations for c in a.field_columns()]
+
+
+def days(first: date, last: date) -> list[date]:
+    """Every day from ``first`` to ``last``, both included."""
+    if last < first:
+        raise ValueError(f"empty date range: {first} .. {last}")
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+
+
+def day_filter(column: str, first: date, last: date) -> list[tuple[str, str, object]]:
+    """A partition filter selecting ``first .. last`` (both included) of a date column."""
+    return [(column, "in", [d.isoformat() for d in days(first, last)])]

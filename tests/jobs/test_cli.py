@@ -1,0 +1,59 @@
+"""Each job runs alone as spark-submit or an Airflow task would: help, exit codes, one-line errors."""
+
+import subprocess
+import sys
+
+import pytest
+
+from jobs import ingest_events, minute_partials, sliding_windows
+
+JOBS = {"jobs.ingest_events": ingest_events, "jobs.minute_partials": minute_partials,
+        "jobs.sliding_windows": sliding_windows}
+
+
+@pytest.mark.parametrize("module", sorted(JOBS))
+def test_help_exits_zero(module):
+    done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert "--lakehouse" in done.stdout and "--date" in done.stdout
+
+
+@pytest.mark.parametrize("module", sorted(JOBS))
+def test_a_bad_date_is_a_one_line_error(module, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        JOBS[module].main(["--landing", "x", "--lakehouse", "y", "--date", "30-01-2025"]
+                          if module == "jobs.ingest_events" else ["--lakehouse", "y", "--date", "30-01-2025"])
+    assert exit_.value.code == 2
+    assert "not a date (YYYY-MM-DD): '30-01-2025'" in capsys.readouterr().err
+
+
+def test_a_bad_configuration_names_the_field(tmp_path, capsys):
+    config = tmp_path / "panes.yaml"
+    config.write_text("windows:\n  w:\n    length: 90s\n    slide: 1m\n")
+    with pytest.raises(SystemExit) as exit_:
+        minute_partials.main(["--lakehouse", "y", "--date", "2025-01-30", "--config", str(config)])
+    assert exit_.value.code == 2
+    assert "bad configuration: windows.w.length (90s) must be a whole multiple of the bucket" in capsys.readouterr().err
+
+
+def test_missing_inputs_exit_one_with_one_line(spark, tmp_path, capsys):
+    assert ingest_events.main(["--landing", str(tmp_path / "nowhere"), "--lakehouse", str(tmp_path),
+                               "--date", "2025-01-30"]) == 1
+    assert minute_partials.main(["--lakehouse", str(tmp_path), "--date", "2025-01-30"]) == 1
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 2
+    assert "no landing folder" in errors[0] and "nowhere/2025-01-30" in errors[0]
+    assert "no Delta table at" in errors[1] and "events" in errors[1]
+
+
+def test_jobs_run_alone_end_to_end(spark, tmp_path, capsys):
+    folder = tmp_path / "landing" / "2025-01-30"
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text('{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": 5}\n')
+    lake = str(tmp_path / "lake")
+    assert ingest_events.main(["--landing", str(tmp_path / "landing"), "--lakehouse", lake, "--date", "2025-01-30"]) == 0
+    assert minute_partials.main(["--lakehouse", lake, "--date", "2025-01-30"]) == 0
+    assert sliding_windows.main(["--lakehouse", lake, "--date", "2025-01-30"]) == 0
+    out = capsys.readouterr().out
+    assert "1 accepted" in out and "wrote 1 minute partials" in out
+    assert "wrote 1 change points and 1 snapshot rows" in out

@@ -1,0 +1,69 @@
+"""Ingest: each kind of bad record lands in quarantine with its reason, and nothing disappears."""
+
+import gzip
+import json
+from datetime import date
+
+from jobs import delta_io, ingest_events
+from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE
+from windowing_core.config import PipelineConfig
+
+DAY = date(2025, 1, 30)
+
+BAD = {
+    "malformed_json": ['{"user_id": "u1", "timestamp": ', "plain text", "[1, 2]", '"a string"'],
+    "missing_key": ['{"timestamp": "2025-01-30T10:00:00Z"}', '{"user_id": null, "timestamp": "2025-01-30T10:00:00Z"}',
+                    '{"user_id": "  ", "timestamp": "2025-01-30T10:00:00Z"}'],
+    "missing_timestamp": ['{"user_id": "u1"}', '{"user_id": "u1", "timestamp": null}'],
+    "unparseable_timestamp": ['{"user_id": "u1", "timestamp": "yesterday"}',
+                              '{"user_id": "u1", "timestamp": "2025-13-45T99:00:00Z"}'],
+    "timestamp_out_of_range": ['{"user_id": "u1", "timestamp": "1969-12-31T23:59:59Z"}',
+                               '{"user_id": "u1", "timestamp": "2025-01-31T00:00:00Z"}'],
+    "value_not_numeric": ['{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": "abc"}',
+                          '{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": true}'],
+    "value_not_integer": ['{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": 2.5}'],
+    "value_out_of_range": ['{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": 1e30}'],
+}
+GOOD = [
+    {"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "event_id": "a"},
+    {"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "event_id": "a"},  # duplicate
+    {"user_id": "u2", "timestamp": "2025-01-30T11:00:00.250+01:00", "value": 3},  # no id: hashed
+    {"user_id": 42, "timestamp": "2025-01-30T12:00:00Z", "value": "7", "event_id": "b"},
+    {"user_id": "u3", "timestamp": "2025-01-30T13:00:00Z", "value": 4.0, "event_id": "c"},
+    {"user_id": "u4", "timestamp": "2025-01-26T13:00:00Z", "event_id": "d"},  # 4 days late
+]
+
+
+def test_every_record_ends_in_exactly_one_place(spark, tmp_path):
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    bad_lines = [line for lines in BAD.values() for line in lines]
+    (folder / "a.json").write_text("\n".join(bad_lines) + "\n\n")  # a blank line is no record
+    (folder / "b.json.gz").write_bytes(gzip.compress("\n".join(json.dumps(r) for r in GOOD).encode()))
+    lake = str(tmp_path / "lake")
+
+    result = ingest_events.ingest(spark, str(tmp_path / "landing"), lake, DAY, DAY, PipelineConfig())
+
+    assert result.input_records == len(bad_lines) + len(GOOD)
+    assert (result.accepted, result.duplicates, result.late) == (4, 1, 1)
+    assert result.quarantined_by_reason == {reason: len(lines) for reason, lines in BAD.items()}
+    assert result.reconciles
+
+    quarantined = {(r.raw, r.reason) for r in delta_io.read_table(spark, QUARANTINE.path(lake)).collect()}
+    assert quarantined == {(line, reason) for reason, lines in BAD.items() for line in lines}
+    events = {r.key: (r.value, str(r.event_time)) for r in delta_io.read_table(spark, EVENTS.path(lake)).collect()}
+    assert events == {"u1": (1, "2025-01-30 10:00:00"), "u2": (3, "2025-01-30 10:00:00.250000"),
+                      "42": (7, "2025-01-30 12:00:00"), "u3": (4, "2025-01-30 13:00:00")}
+    late = delta_io.read_table(spark, LATE_EVENTS.path(lake)).collect()
+    assert [(r.key, r.reason, r.event_date) for r in late] == [("u4", "beyond_allowed_lateness", date(2025, 1, 26))]
+
+
+def test_the_key_field_is_configurable(spark, tmp_path):
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text('{"account": "acme", "timestamp": "2025-01-30T10:00:00Z", "value": 5}\n'
+                                   '{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z"}\n')
+    lake = str(tmp_path / "lake")
+    config = PipelineConfig(key_field="account")
+    result = ingest_events.ingest(spark, str(tmp_path / "landing"), lake, DAY, DAY, config)
+    assert (result.accepted, result.quarantined_by_reason) == (1, {"missing_key": 1})
