@@ -1,0 +1,50 @@
+"""``events`` and ``quarantine``: one arrival day of landing files, accepted or rejected."""
+
+import dagster as dg
+from dagster_pyspark import PySparkResource
+
+from assets.partitions import daily_partitions, day_range
+from assets.resources import LakehouseResource
+from jobs import ingest_events
+from jobs.tables import EVENTS, QUARANTINE
+from windowing_core.config import PipelineConfig
+
+
+def build_events_assets(config: PipelineConfig) -> dg.AssetsDefinition:
+    @dg.multi_asset(
+        name="ingest_events",
+        specs=[
+            dg.AssetSpec(EVENTS.name, group_name="ingest", kinds={"spark", "delta"},
+                         description="Accepted events by arrival day, deduplicated by event_id."),
+            dg.AssetSpec(QUARANTINE.name, group_name="ingest", kinds={"spark", "delta"},
+                         description="Rejected raw records with the reason."),
+        ],
+        partitions_def=daily_partitions,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+    )
+    def ingest(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
+        first, last = day_range(context)
+        result = ingest_events.ingest(pyspark.spark_session, lakehouse.landing_root,
+                                      lakehouse.lakehouse_root, first, last, config)
+        days = f"{first} .. {last}"
+        context.log.info(f"ingested arrival days {days}: {result}")
+        yield dg.MaterializeResult(asset_key=EVENTS.name, metadata={
+            "dagster/row_count": result.accepted,
+            "arrival_days": days,
+            "input_records": result.input_records,
+            "input_files": result.files,
+            "accepted": result.accepted,
+            "quarantined": result.quarantined,
+            "duplicates": result.duplicates,
+            "late_beyond_allowed_lateness": result.late,
+            "reconciles": result.reconciles,
+            "path": dg.MetadataValue.path(EVENTS.path(lakehouse.lakehouse_root)),
+        })
+        yield dg.MaterializeResult(asset_key=QUARANTINE.name, metadata={
+            "dagster/row_count": result.quarantined,
+            "arrival_days": days,
+            "by_reason": dg.MetadataValue.json(result.quarantined_by_reason),
+            "path": dg.MetadataValue.path(QUARANTINE.path(lakehouse.lakehouse_root)),
+        })
+
+    return ingest

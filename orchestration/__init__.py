@@ -1,0 +1,1 @@
+"""Definitions, resources, schedules and the demo: how panes runs under Dagster."""

@@ -1,0 +1,56 @@
+"""The Definitions ``dagster dev`` loads (workspace.yaml points here).
+
+Environment variables, all optional, with laptop defaults:
+
+- ``PANES_LANDING``: landing folder (default ``./landing``)
+- ``PANES_LAKEHOUSE``: lakehouse root for the Delta tables (default ``./lakehouse``)
+- ``PANES_CONFIG``: pipeline configuration YAML (default: one 7d window, count and sum)
+- ``PANES_SPARK_MASTER``: Spark master (default ``local[*]``)
+- ``PANES_START_DATE``: first daily partition (default 2025-01-01)
+"""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+from dagster_pyspark import PySparkResource
+
+from assets import build_assets
+from assets.partitions import daily_partitions
+from assets.resources import LakehouseResource
+from jobs.spark_session import SPARK_DEFAULTS, local_python
+from windowing_core.config import PipelineConfig
+
+
+def spark_config(master: str | None = None) -> dict[str, str]:
+    return local_python({**SPARK_DEFAULTS,
+                         "spark.master": master or os.environ.get("PANES_SPARK_MASTER", "local[*]")})
+
+
+def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_root: str,
+                      spark_master: str | None = None) -> dg.Definitions:
+    assets = build_assets(config)
+    daily_job = dg.define_asset_job("daily_pipeline", selection=dg.AssetSelection.all(),
+                                    partitions_def=daily_partitions,
+                                    description="Every asset for one day: ingest, partials, windows.")
+    return dg.Definitions(
+        assets=assets,
+        jobs=[daily_job],
+        schedules=[dg.build_schedule_from_partitioned_job(daily_job, hour_of_day=1, minute_of_hour=0)],
+        resources={
+            "pyspark": PySparkResource(spark_config=spark_config(spark_master)),
+            "lakehouse": LakehouseResource(landing_root=landing_root, lakehouse_root=lakehouse_root),
+        },
+    )
+
+
+def _defs_from_environment() -> dg.Definitions:
+    return build_definitions(
+        PipelineConfig.load(os.environ.get("PANES_CONFIG") or None),
+        landing_root=os.path.abspath(os.environ.get("PANES_LANDING", "landing")),
+        lakehouse_root=os.path.abspath(os.environ.get("PANES_LAKEHOUSE", "lakehouse")),
+    )
+
+
+defs = _defs_from_environment()

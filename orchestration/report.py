@@ -1,0 +1,54 @@
+"""The demo's closing summary: rows per table, the top keys, check results, where things are.
+
+Reads the tables with delta-rs directly: a summary of small aggregates needs no Spark job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+
+from jobs.tables import ALL_TABLES, WINDOW_SNAPSHOT
+from windowing_core.config import PipelineConfig
+
+
+def table_rows(lakehouse: Path) -> dict[str, int | None]:
+    rows = {}
+    for table in ALL_TABLES:
+        path = table.path(str(lakehouse))
+        try:
+            rows[table.name] = DeltaTable(path).to_pyarrow_dataset().count_rows()
+        except Exception:  # noqa: BLE001 - a table not written yet is reported as missing
+            rows[table.name] = None
+    return rows
+
+
+def top_keys(lakehouse: Path, config: PipelineConfig, limit: int = 5) -> tuple[str, list[dict]]:
+    """The keys with the largest first-aggregation value in the latest snapshot of the first window."""
+    window, agg = config.windows[0].name, config.aggregations[-1].name
+    dataset = DeltaTable(WINDOW_SNAPSHOT.path(str(lakehouse))).to_pyarrow_dataset()
+    latest = pc.max(dataset.to_table(columns=["date"])["date"]).as_py()
+    rows = dataset.to_table(filter=(pc.field("date") == latest) & (pc.field("window") == window),
+                            columns=["key", agg, "as_of"])
+    ranked = rows.sort_by([(agg, "descending"), ("key", "ascending")]).slice(0, limit).to_pylist()
+    return f"{window} {agg} as of {ranked[0]['as_of'] if ranked else latest}", ranked
+
+
+def print_summary(lakehouse: Path, config: PipelineConfig, checks: list) -> None:
+    print("\ntables (Delta Lake) under", lakehouse)
+    for name, n in table_rows(lakehouse).items():
+        print(f"  {name:<16} {'missing' if n is None else f'{n:>10,} rows'}")
+    try:
+        title, ranked = top_keys(lakehouse, config)
+        print(f"\ntop keys by {title}")
+        for row in ranked:
+            print(f"  {row['key']:<12} {row[config.aggregations[-1].name]:>10,}")
+    except Exception as err:  # noqa: BLE001 - the summary must not hide the run's own result
+        print(f"\n(no snapshot to rank keys: {err})")
+    if checks:
+        print("\nasset checks")
+        for c in sorted(checks, key=lambda c: (c.asset_key.to_user_string(), c.check_name)):
+            status = "passed" if c.passed else f"FAILED ({c.severity.value})"
+            print(f"  {c.asset_key.to_user_string():<16} {c.check_name:<40} {status}")

@@ -1,0 +1,35 @@
+"""The Definitions load, with the graph, partitions and schedule a user expects in the UI."""
+
+import dagster as dg
+
+from orchestration.definitions import build_definitions, defs
+from windowing_core.config import PipelineConfig
+from windowing_core.window_spec import WindowSpec
+
+
+def test_definitions_load():
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert {"events", "quarantine", "minute_partials", "window_changes", "window_snapshot"} <= keys
+    assert defs.resolve_job_def("daily_pipeline") is not None
+    assert [s.name for s in defs.schedules] == ["daily_pipeline_schedule"]
+
+
+def test_partition_mappings_follow_lateness_and_window_length():
+    config = PipelineConfig(allowed_lateness_days=3, windows=(WindowSpec.of("30d", "30d", "1h"),))
+    graph = build_definitions(config, landing_root="l", lakehouse_root="h").resolve_asset_graph()
+    partials = graph.get(dg.AssetKey("minute_partials"))
+    events_mapping = partials.partition_mappings[dg.AssetKey("events")]
+    assert (events_mapping.start_offset, events_mapping.end_offset) == (0, 3)
+    changes = graph.get(dg.AssetKey("window_changes"))
+    frames = changes.partition_mappings[dg.AssetKey("minute_partials")]
+    assert (frames.start_offset, frames.end_offset) == (-31, 0)
+    snapshot = graph.get(dg.AssetKey("window_snapshot"))
+    previous = snapshot.partition_mappings[dg.AssetKey("window_snapshot")]
+    assert (previous.start_offset, previous.end_offset) == (-1, -1)
+
+
+def test_every_asset_backfills_in_a_single_run():
+    graph = defs.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        assert graph.get(key).backfill_policy == dg.BackfillPolicy.single_run(), key
