@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# panes' front door: sets up what it needs, then runs one thing.
+#
+#   bash run.sh demo    set up, generate demo events, materialise every asset, run checks, summarise
+#   bash run.sh test    set up, run the test suite
+#   bash run.sh dev     set up, start the Dagster UI (dagster dev) on http://127.0.0.1:3000
+#   bash run.sh setup   only set up: Java 17+, a virtualenv in .venv with pinned packages
+#
+# Needs Python 3.11 (or 3.12/3.13) and Java 17 or 21. Where Java is missing and apt-get is
+# usable as root, it installs Debian's openjdk-17-jre-headless; otherwise it says what to install.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+say() { printf '[panes] %s\n' "$*" >&2; }
+
+find_python() {
+  for candidate in "${PYTHON:-}" python3.11 python3.12 python3.13 python3; do
+    [ -n "$candidate" ] || continue
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys; sys.exit(not ((3, 11) <= sys.version_info[:2] < (3, 14)))' 2>/dev/null; then
+      echo "$candidate"; return 0
+    fi
+  done
+  say "Python 3.11 to 3.13 is required (found none); install python3.11 and retry"
+  exit 1
+}
+
+java_major() {
+  java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print (v[1] == "1" ? v[2] : v[1]); exit}'
+}
+
+ensure_java() {
+  if command -v java >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ] 2>/dev/null; then return 0; fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Java 17 (openjdk-17-jre-headless) for Spark"
+    apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  else
+    say "Spark needs Java 17 or 21: install it (Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless;"
+    say "macOS: brew install openjdk@17) and retry"
+    exit 1
+  fi
+}
+
+ensure_venv() {
+  local stamp=.venv/.panes-installed
+  local want
+  want=$(cat pyproject.toml | cksum)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
+  [ -x .venv/bin/python ] || { say "creating .venv"; "$(find_python)" -m venv .venv; }
+  say "installing pinned packages into .venv (first run takes a few minutes)"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[dev]"
+  echo "$want" > "$stamp"
+}
+
+setup() { ensure_java; ensure_venv; }
+
+command=${1:-help}
+[ $# -gt 0 ] && shift
+case "$command" in
+  setup) setup ;;
+  demo)  setup; exec .venv/bin/python -m orchestration.demo "$@" ;;
+  test)  setup; exec .venv/bin/python -m pytest "$@" ;;
+  dev)   setup; export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"; mkdir -p "$DAGSTER_HOME"
+         exec .venv/bin/dagster dev -w workspace.yaml "$@" ;;
+  *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; [ "$command" = help ] || exit 2 ;;
+esac
