@@ -1,4 +1,4 @@
-"""``minute_partials``: per key and frame, the partial of every aggregation, by event day."""
+"""``minute_partials`` and ``daily_partials``: per key, the partial of every aggregation, by event day."""
 
 import dagster as dg
 from dagster_pyspark import PySparkResource
@@ -6,34 +6,43 @@ from dagster_pyspark import PySparkResource
 from assets.partitions import arrivals_of_event_day, daily_partitions, day_range
 from assets.resources import LakehouseResource
 from jobs import minute_partials as job
-from jobs.tables import EVENTS, MINUTE_PARTIALS
+from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS
 from windowing_core.config import PipelineConfig
 
 
 def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
-    @dg.asset(
-        name=MINUTE_PARTIALS.name,
-        group_name="windows",
-        kinds={"spark", "delta"},
+    arrivals = dg.AssetDep(EVENTS.name, partition_mapping=arrivals_of_event_day(config))
+    aggregations = ", ".join(a.name for a in config.aggregations)
+
+    @dg.multi_asset(
+        name="partials",
+        specs=[
+            dg.AssetSpec(MINUTE_PARTIALS.name, group_name="windows", kinds={"spark", "delta"}, deps=[arrivals],
+                         description=f"One row per key and {config.bucket}s frame: event_count and the "
+                                     f"partials of {aggregations}."),
+            dg.AssetSpec(DAILY_PARTIALS.name, group_name="windows", kinds={"spark", "delta"}, deps=[arrivals],
+                         description="The same partials per key and whole event day: the coarser tiles "
+                                     "non-invertible aggregations slide over."),
+        ],
         partitions_def=daily_partitions,
-        deps=[dg.AssetDep(EVENTS.name, partition_mapping=arrivals_of_event_day(config))],
         backfill_policy=dg.BackfillPolicy.single_run(),
-        description=f"One row per key and {config.bucket}s frame: event_count and the partials of "
-                    f"{', '.join(a.name for a in config.aggregations)}.",
     )
-    def minute_partials(context: dg.AssetExecutionContext, pyspark: PySparkResource,
-                        lakehouse: LakehouseResource) -> dg.MaterializeResult:
+    def partials(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
         first, last = day_range(context)
         written = job.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
-        arrivals = job.arrival_days(first, last, config)
-        return dg.MaterializeResult(metadata={
-            "dagster/row_count": written["rows_written"],
-            "event_days": f"{first} .. {last}",
-            "arrival_days_read": f"{arrivals[0]} .. {arrivals[1]}",
+        arrival_days = job.arrival_days(first, last, config)
+        shared = {"event_days": f"{first} .. {last}",
+                  "arrival_days_read": f"{arrival_days[0]} .. {arrival_days[1]}"}
+        yield dg.MaterializeResult(asset_key=MINUTE_PARTIALS.name, metadata={
+            "dagster/row_count": written["rows_written"], **shared,
             "files_written": written["files_written"],
             "table_version": written["table_version"],
             "writer": written["writer"],
             "path": dg.MetadataValue.path(MINUTE_PARTIALS.path(lakehouse.lakehouse_root)),
         })
+        yield dg.MaterializeResult(asset_key=DAILY_PARTIALS.name, metadata={
+            "dagster/row_count": written["daily_rows_written"], **shared,
+            "path": dg.MetadataValue.path(DAILY_PARTIALS.path(lakehouse.lakehouse_root)),
+        })
 
-    return minute_partials
+    return partials

@@ -6,21 +6,23 @@ from dagster_pyspark import PySparkResource
 from assets.partitions import daily_partitions, day_range, frames_of_window_day, previous_day
 from assets.resources import LakehouseResource
 from jobs import sliding_windows
-from jobs.tables import MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from windowing_core.config import PipelineConfig
 
 
 def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
-    frames = dg.AssetDep(MINUTE_PARTIALS.name, partition_mapping=frames_of_window_day(config))
+    reach = frames_of_window_day(config)
+    frames = [dg.AssetDep(MINUTE_PARTIALS.name, partition_mapping=reach),
+              dg.AssetDep(DAILY_PARTIALS.name, partition_mapping=reach)]
     windows = "; ".join(w.describe() for w in config.windows)
 
     @dg.multi_asset(
         name="sliding_windows",
         specs=[
-            dg.AssetSpec(WINDOW_CHANGES.name, group_name="windows", kinds={"spark", "delta"}, deps=[frames],
+            dg.AssetSpec(WINDOW_CHANGES.name, group_name="windows", kinds={"spark", "delta"}, deps=frames,
                          description=f"Change points of every window ({windows}), by day of window_end."),
             dg.AssetSpec(WINDOW_SNAPSHOT.name, group_name="windows", kinds={"spark", "delta"},
-                         deps=[frames, dg.AssetDep(WINDOW_SNAPSHOT.name, partition_mapping=previous_day())],
+                         deps=[*frames, dg.AssetDep(WINDOW_SNAPSHOT.name, partition_mapping=previous_day())],
                          description="Each key's state per window as of the day's last window end."),
         ],
         partitions_def=daily_partitions,

@@ -1,5 +1,9 @@
 """Minute partials: one row per key and frame with the partial of every aggregation.
 
+Alongside, ``daily_partials`` holds the same partials combined per key and whole event day:
+the coarser tiles that let non-invertible aggregations slide exactly without reading every
+frame of a long window (see ``windowing_core.aggregations``).
+
 For event day D the events can have arrived on days D .. D + allowed lateness, so exactly those
 arrival partitions are read. The same ``event_id`` arriving on two of those days counts once
 (the first arrival wins, as ``windowing_core.reference`` defines). Each frame also carries
@@ -13,11 +17,11 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs import delta_io
-from jobs.tables import EVENTS, MINUTE_PARTIALS, day_filter
+from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, day_filter, partial_columns
 from windowing_core.config import PipelineConfig
 
 
@@ -43,13 +47,28 @@ def with_frame_start(events: DataFrame, bucket_seconds: int) -> DataFrame:
 
 
 def to_partials(events: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Group a day's events into frames; each partial field is the sum of its contributions."""
-    sums = [F.count(F.lit(1)).alias("event_count")]
+    """Group a day's events into frames with each aggregation's ``spark_accumulate``."""
+    folds = [F.count(F.lit(1)).alias("event_count")]
     for agg in config.aggregations:
-        contributions = agg.spark_contributions(F.col("value"))
-        sums += [F.sum(c).cast(f.spark_type).alias(name)
-                 for c, f, name in zip(contributions, agg.fields, agg.field_columns(), strict=True)]
-    return events.groupBy("key", "frame_start", "event_date").agg(*sums)
+        folds += [c.alias(name) for c, name in
+                  zip(agg.spark_accumulate(F.col("value"), F.col("event_time")), agg.field_columns(), strict=True)]
+    return events.groupBy("key", "frame_start", "event_date").agg(*folds)
+
+
+def merge_partials(partials: DataFrame, config: PipelineConfig, *by: str | Column) -> DataFrame:
+    """Combine partials per group with each aggregation's ``spark_merge``."""
+    merges = [F.sum("event_count").alias("event_count")]
+    for agg in config.aggregations:
+        columns = agg.field_columns()
+        merges += [c.alias(name) for c, name in
+                   zip(agg.spark_merge([F.col(c) for c in columns]), columns, strict=True)]
+    return partials.groupBy(*by).agg(*merges)
+
+
+def to_daily_partials(partials: DataFrame, config: PipelineConfig) -> DataFrame:
+    """One tile per key and event day."""
+    return merge_partials(partials, config, "key", "event_date").select(
+        "key", "event_count", *partial_columns(config), "event_date")
 
 
 def minute_partials(events: DataFrame, config: PipelineConfig, first: date, last: date) -> DataFrame:
@@ -59,8 +78,7 @@ def minute_partials(events: DataFrame, config: PipelineConfig, first: date, last
         .transform(deduplicate_across_arrivals)
         .transform(with_frame_start, config.bucket)
         .transform(to_partials, config)
-        .select("key", "frame_start", "event_count",
-                *[c for a in config.aggregations for c in a.field_columns()], "event_date")
+        .select("key", "frame_start", "event_count", *partial_columns(config), "event_date")
     )
 
 
@@ -70,13 +88,20 @@ def arrival_days(first: date, last: date, config: PipelineConfig) -> tuple[date,
 
 
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
-    """Compute event days ``first .. last`` and replace their partitions in one commit."""
+    """Compute event days ``first .. last``; replace their partitions of both tables."""
     events = delta_io.read_table(spark, EVENTS.path(lakehouse),
                                  partition_filters=day_filter("arrival_date", *arrival_days(first, last, config)))
-    partials = minute_partials(events, config, first, last)
-    return delta_io.replace_partitions(partials, MINUTE_PARTIALS.path(lakehouse),
-                                       partition_by=list(MINUTE_PARTIALS.partition_by),
-                                       partition_filters=day_filter("event_date", first, last))
+    partials = minute_partials(events, config, first, last).persist()
+    try:
+        days = day_filter("event_date", first, last)
+        written = delta_io.replace_partitions(partials, MINUTE_PARTIALS.path(lakehouse),
+                                              partition_by=list(MINUTE_PARTIALS.partition_by),
+                                              partition_filters=days)
+        daily = delta_io.replace_partitions(to_daily_partials(partials, config), DAILY_PARTIALS.path(lakehouse),
+                                            partition_by=list(DAILY_PARTIALS.partition_by), partition_filters=days)
+    finally:
+        partials.unpersist()
+    return {**written, "daily_rows_written": daily["rows_written"]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,15 +4,16 @@ For the window ends of days ``first .. last`` the job never expands a frame into
 that hold it and never refolds a whole window. A frame starting at ``f`` changes a window
 exactly twice: when it enters (the first end ``t > f``) and when it leaves (the first end
 ``t > f + length``). So each frame becomes two deltas, ``+partial`` at its enter end and
-``-partial`` at its leave end, and a key's window value at every end is
+``-partial`` at its leave end, and a key's invertible state at every end is
 
     baseline (its state just before ``first``) + running sum of its deltas up to that end,
 
-which is the combine/deduct algebra of invertible aggregations run as one Spark window
-function (a running sum ordered by window end). The baseline is the previous day's snapshot;
-only when that is missing (the first run, or a day not materialised) is it bootstrapped once
-from the frames of the window before ``first``. A daily run therefore reads the frames that
-enter and leave that day, plus one small snapshot, whatever the window's length.
+one Spark window function. The baseline is the previous day's snapshot; only when that is
+missing (the first run, or a day not materialised) is it bootstrapped once from the frames of
+the window before ``first``. Non-invertible aggregations are evaluated at the same ends from
+hierarchical frames (``exact_values``): the suffix of the tile the window starts in, whole
+tiles, and the prefix of the tile it ends in. A daily run therefore reads the frames that enter
+and leave that day, the day tiles in between, and one small snapshot, whatever the length.
 
     python -m jobs.sliding_windows --lakehouse DIR --date YYYY-MM-DD
 """
@@ -26,16 +27,19 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io
-from jobs.tables import MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, partial_columns
+from jobs.tables import (
+    DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, partial_columns,
+)
 from windowing_core.config import PipelineConfig
-from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 from windowing_core.reference import day_start
+from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
-STATE = ["event_count"]  # carried with every aggregation's partial fields; 0 means empty
+EPOCH = date(1970, 1, 1)
 
 
-def _state_columns(config: PipelineConfig) -> list[str]:
-    return STATE + partial_columns(config)
+def state_columns(config: PipelineConfig) -> list[str]:
+    """What the running sum carries: ``event_count`` (0 means empty) and the invertible partials."""
+    return ["event_count", *partial_columns(config, invertible=True)]
 
 
 def _ceil_to_grid(seconds: Column, spec: WindowSpec) -> Column:
@@ -43,60 +47,180 @@ def _ceil_to_grid(seconds: Column, spec: WindowSpec) -> Column:
     return seconds + F.pmod(F.lit(spec.offset) - seconds, F.lit(spec.slide))
 
 
-def frame_deltas(partials: DataFrame, spec: WindowSpec, config: PipelineConfig,
-                 after: int, stop: int) -> DataFrame:
-    """``+partial`` at each frame's enter end, ``-partial`` at its leave end, for ends in (after, stop)."""
-    f = F.unix_seconds("frame_start")
-    state = _state_columns(config)
-    enter = partials.select("key", _ceil_to_grid(f + spec.bucket, spec).alias("end"), *state)
-    leave = partials.select("key", _ceil_to_grid(f + spec.length + spec.bucket, spec).alias("end"),
-                            *[(-F.col(c)).alias(c) for c in state])
-    return enter.unionByName(leave).where((F.col("end") > after) & (F.col("end") < stop))
+def _floor_to(seconds: Column, size: int) -> Column:
+    return seconds - F.pmod(seconds, F.lit(size))
 
 
-def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Sum deltas per (key, end), then a running sum per key in end order: the window's state."""
-    state = _state_columns(config)
-    per_end = deltas.groupBy("key", "end").agg(*[F.sum(c).alias(c) for c in state])
-    running = Window.partitionBy("key").orderBy("end").rowsBetween(Window.unboundedPreceding, 0)
-    return per_end.select("key", "end", *[F.sum(c).over(running).alias(c) for c in state])
-
-
-def with_finished_values(frame: DataFrame, config: PipelineConfig, prefix: str = "") -> DataFrame:
-    """Add each aggregation's finished value (from ``prefix`` + its partial fields)."""
-    return frame.withColumns({
-        prefix + a.name: a.spark_finish([F.col(prefix + c) for c in a.field_columns()]).cast(a.output_type)
-        for a in config.aggregations
-    })
-
-
-def filter_changes(running: DataFrame, config: PipelineConfig, after: int) -> DataFrame:
-    """Keep ends where some finished value differs from the key's previous one (empty before any)."""
-    by_key = Window.partitionBy("key").orderBy("end")
-    previous = {f"prev_{c}": F.coalesce(F.lag(c).over(by_key), F.lit(0)) for c in partial_columns(config)}
-    frame = with_finished_values(running.withColumns(previous), config)
-    frame = with_finished_values(frame, config, prefix="prev_")
-    changed = reduce(lambda a, b: a | b,
-                     [~F.col(a.name).eqNullSafe(F.col("prev_" + a.name)) for a in config.aggregations])
-    return frame.where((F.col("end") > after) & changed)
+def _seconds(column: str = "frame_start") -> Column:
+    return F.unix_seconds(F.col(column))
 
 
 def _timestamp(seconds: Column | str) -> Column:
     return F.timestamp_seconds(F.col(seconds) if isinstance(seconds, str) else seconds)
 
 
-def window_changes(running: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int) -> DataFrame:
-    return filter_changes(running, config, after).select(
+def tile_size(spec: WindowSpec) -> int:
+    """The coarser tile for hierarchical frames: one day, or for windows shorter than a day the
+    largest span that divides a day, is a whole number of buckets and fits in the window (so a
+    window's start and end never fall in the same tile)."""
+    if spec.length >= DAY_SECONDS:
+        return DAY_SECONDS
+    return max(t for t in range(spec.bucket, spec.length + 1, spec.bucket) if DAY_SECONDS % t == 0)
+
+
+# -- invertible aggregations: a running sum of entering and leaving deltas ------------------------
+
+
+def frame_deltas(frames: DataFrame, spec: WindowSpec, config: PipelineConfig,
+                 after: int, stop: int) -> DataFrame:
+    """``+state`` at each frame's enter end, ``-state`` at its leave end, for ends in (after, stop).
+
+    ``entering`` counts the frames entering at an end: for tumbling windows those ends are
+    exactly the windows holding events, which ``final`` emission needs.
+    """
+    state = state_columns(config)
+    f = _seconds()
+    enter = frames.select("key", _ceil_to_grid(f + spec.bucket, spec).alias("end"), *state,
+                          F.lit(1).alias("entering"))
+    leave = frames.select("key", _ceil_to_grid(f + spec.length + spec.bucket, spec).alias("end"),
+                          *[(-F.col(c)).alias(c) for c in state], F.lit(0).alias("entering"))
+    return enter.unionByName(leave).where((F.col("end") > after) & (F.col("end") < stop))
+
+
+def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
+    """Sum deltas per (key, end), then a running sum per key in end order: the window's state."""
+    state = state_columns(config)
+    per_end = deltas.groupBy("key", "end").agg(*[F.sum(c).alias(c) for c in state], F.sum("entering").alias("entering"))
+    running = Window.partitionBy("key").orderBy("end").rowsBetween(Window.unboundedPreceding, 0)
+    return per_end.select("key", "end", "entering", *[F.sum(c).over(running).alias(c) for c in state])
+
+
+def baseline_from_snapshot(snapshot: DataFrame, spec: WindowSpec, config: PipelineConfig,
+                           at: int) -> DataFrame:
+    return snapshot.where(F.col("window") == spec.name).select(
+        "key", F.lit(at).cast("long").alias("end"), *state_columns(config), F.lit(0).alias("entering"))
+
+
+def baseline_from_frames(frames: DataFrame, spec: WindowSpec, config: PipelineConfig, at: int) -> DataFrame:
+    """Bootstrap: fold the frames of the window ending at ``at`` (only when no snapshot exists)."""
+    f = _seconds()
+    inside = frames.where((f >= at - spec.length) & (f < at))
+    return inside.groupBy("key").agg(*[F.sum(c).alias(c) for c in state_columns(config)]).select(
+        "key", F.lit(at).cast("long").alias("end"), *state_columns(config), F.lit(0).alias("entering"))
+
+
+def with_start_rows(deltas: DataFrame, config: PipelineConfig, after: int) -> DataFrame:
+    """A zero delta at ``after`` for every key, so each key's first change has a row before it."""
+    zeros = deltas.select("key").distinct().select(
+        "key", F.lit(after).cast("long").alias("end"), *[F.lit(0).cast("long").alias(c) for c in state_columns(config)],
+        F.lit(0).alias("entering"))
+    return deltas.unionByName(zeros, allowMissingColumns=True)
+
+
+# -- non-invertible aggregations: exact over hierarchical frames ----------------------------------
+
+
+def _running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column]) -> DataFrame:
+    """Each query row's merge of the frame rows before it in ``order`` within its (key, tile)."""
+    window = Window.partitionBy("key", "tile").orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)
+    merged = []
+    for agg in config.aggregations:
+        if not agg.invertible:
+            columns = agg.field_columns()
+            merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns], window), columns)]
+    return rows.select("key", "end", "is_query", *merged).where("is_query").drop("is_query")
+
+
+def exact_values(frames: DataFrame, tiles: DataFrame, ends: DataFrame, spec: WindowSpec,
+                 config: PipelineConfig) -> DataFrame:
+    """Non-invertible partials of the window ending at each (key, end) in ``ends``.
+
+    The window ``[t - length, t)`` splits into the suffix of the tile holding its start (frames
+    at or after the start), the whole tiles strictly between, and the prefix of the tile holding
+    its end (frames before the end): the two stacks of a two-stacks queue (Hirzel et al.), here
+    as running aggregates over one tile's frames, and never a refold of the window's frames.
+    """
+    size = tile_size(spec)
+    fields = partial_columns(config, invertible=False)
+    f = _seconds()
+    frame_rows = frames.select("key", f.alias("pos"), _floor_to(f, size).alias("tile"), *fields,
+                               F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
+    nulls = [F.lit(None).cast(t).alias(c) for a in config.aggregations if not a.invertible
+             for c, t in zip(a.field_columns(), [x.spark_type for x in a.fields])]
+    start = F.col("end") - spec.length
+
+    # suffix of the start's tile: frames with f >= start, so frames sort before the query on ties
+    head_queries = ends.select("key", start.alias("pos"), _floor_to(start, size).alias("tile"), *nulls,
+                               F.lit(True).alias("is_query"), "end")
+    head = _running_merge(frame_rows.unionByName(head_queries), config,
+                          [F.col("pos").desc(), F.col("is_query").asc()])
+    # prefix of the end's tile: frames with f < end, so the query sorts before frames on ties
+    tail_queries = ends.select("key", F.col("end").alias("pos"), _floor_to(F.col("end"), size).alias("tile"),
+                               *nulls, F.lit(True).alias("is_query"), "end")
+    tail = _running_merge(frame_rows.unionByName(tail_queries), config,
+                          [F.col("pos").asc(), F.col("is_query").desc()])
+    # whole tiles strictly between: evaluated once per key and tile span, not per end
+    spans = ends.select("key", "end", (_floor_to(start, size) + size).alias("lo"), _floor_to(F.col("end"), size).alias("hi"))
+    distinct_spans = spans.select("key", "lo", "hi").distinct()
+    inside = distinct_spans.join(tiles, (distinct_spans.key == tiles.key) & (tiles.tile >= distinct_spans.lo)
+                                 & (tiles.tile < distinct_spans.hi)).select(distinct_spans.key, "lo", "hi", *fields)
+    per_span = merge_non_invertible(inside, config, "key", "lo", "hi")
+    middle = spans.join(per_span, ["key", "lo", "hi"]).select("key", "end", *fields)
+    return merge_non_invertible(head.unionByName(tail).unionByName(middle), config, "key", "end")
+
+
+def merge_non_invertible(rows: DataFrame, config: PipelineConfig, *by: str) -> DataFrame:
+    merged = []
+    for agg in config.aggregations:
+        if not agg.invertible:
+            columns = agg.field_columns()
+            merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns]), columns)]
+    return rows.groupBy(*by).agg(*merged)
+
+
+def tiles_of(frames: DataFrame, spec: WindowSpec, config: PipelineConfig) -> DataFrame:
+    """Tiles smaller than a day, merged from frames the job reads anyway."""
+    size = tile_size(spec)
+    return merge_non_invertible(frames.withColumn("tile", _floor_to(_seconds(), size)), config, "key", "tile")
+
+
+# -- change points and snapshots ------------------------------------------------------------------
+
+
+def with_finished_values(frame: DataFrame, config: PipelineConfig) -> DataFrame:
+    return frame.withColumns({
+        a.name: a.spark_finish([F.col(c) for c in a.field_columns()]).cast(a.output_type)
+        for a in config.aggregations
+    })
+
+
+def filter_changes(values: DataFrame, config: PipelineConfig, after: int) -> DataFrame:
+    """Keep ends where some finished value differs from the key's previous one."""
+    by_key = Window.partitionBy("key").orderBy("end")
+    changed = reduce(lambda a, b: a | b, [~F.col(a.name).eqNullSafe(F.lag(a.name).over(by_key))
+                                          for a in config.aggregations])
+    return values.withColumn("changed", changed).where((F.col("end") > after) & F.col("changed"))
+
+
+def filter_final(values: DataFrame, after: int) -> DataFrame:
+    """Tumbling windows, ``final`` emission: one row per key and closed window that held events."""
+    return values.where((F.col("end") > after) & (F.col("entering") > 0) & (F.col("event_count") > 0))
+
+
+def window_rows(values: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int) -> DataFrame:
+    emitted = filter_final(values, after) if spec.emit == "final" else filter_changes(values, config, after)
+    return emitted.select(
         "key",
         F.lit(spec.name).alias("window"),
         _timestamp(F.col("end") - spec.length).alias("window_start"),
         _timestamp("end").alias("window_end"),
+        "event_count",
         *[a.name for a in config.aggregations],
         F.to_date(_timestamp("end")).alias("date"),
     )
 
 
-def daily_snapshots(running: DataFrame, spec: WindowSpec, config: PipelineConfig,
+def daily_snapshots(values: DataFrame, spec: WindowSpec, config: PipelineConfig,
                     first: date, last: date) -> DataFrame:
     """Each key's state as of each day's last window end, for days ``first .. last``.
 
@@ -105,54 +229,76 @@ def daily_snapshots(running: DataFrame, spec: WindowSpec, config: PipelineConfig
     """
     by_key = Window.partitionBy("key").orderBy("date")
     last_per_day = (
-        running.withColumn("date", F.greatest(F.to_date(_timestamp("end")), F.lit(first)))
+        values.withColumn("date", F.greatest(F.to_date(_timestamp("end")), F.lit(first)))
         .withColumn("rank", F.row_number().over(Window.partitionBy("key", "date").orderBy(F.desc("end"))))
         .where("rank = 1")
         .withColumn("until", F.coalesce(F.date_sub(F.lead("date").over(by_key), 1), F.lit(last)))
         .withColumn("date", F.explode(F.sequence("date", "until")))
     )
-    return (
-        last_per_day.where(F.col("event_count") > 0)
-        .transform(with_finished_values, config)
-        .select(
-            "key",
-            F.lit(spec.name).alias("window"),
-            _timestamp(_ceil_to_grid(F.unix_seconds(F.date_add("date", 1).cast("timestamp")), spec)
-                       - spec.slide).alias("as_of"),
-            *_state_columns(config),
-            *[a.name for a in config.aggregations],
-            "date",
-        )
+    return last_per_day.where(F.col("event_count") > 0).select(
+        "key",
+        F.lit(spec.name).alias("window"),
+        _timestamp(_ceil_to_grid(F.unix_seconds(F.date_add("date", 1).cast("timestamp")), spec)
+                   - spec.slide).alias("as_of"),
+        *state_columns(config),
+        *[a.name for a in config.aggregations],
+        "date",
     )
 
 
-def baseline_from_snapshot(snapshot: DataFrame, spec: WindowSpec, config: PipelineConfig,
-                           at: int) -> DataFrame:
-    return snapshot.where(F.col("window") == spec.name).select(
-        "key", F.lit(at).cast("long").alias("end"), *_state_columns(config))
+# -- reading --------------------------------------------------------------------------------------
 
 
-def baseline_from_frames(partials: DataFrame, spec: WindowSpec, config: PipelineConfig, at: int) -> DataFrame:
-    """Bootstrap: fold the frames of the window ending at ``at`` (only when no snapshot exists)."""
-    f = F.unix_seconds("frame_start")
-    inside = partials.where((f >= at - spec.length) & (f < at))
-    return inside.groupBy("key").agg(*[F.sum(c).alias(c) for c in _state_columns(config)]).select(
-        "key", F.lit(at).cast("long").alias("end"), *_state_columns(config))
+def _days_of(*ranges: tuple[int, int]) -> list[str]:
+    """ISO days holding any instant of the ``[start, stop)`` ranges."""
+    return sorted({(EPOCH + timedelta(days=d)).isoformat() for start, stop in ranges if stop > start
+                   for d in range(start // DAY_SECONDS, (stop - 1) // DAY_SECONDS + 1)})
 
 
-def _read_frames(spark: SparkSession, lakehouse: str, *ranges: tuple[int, int]) -> DataFrame:
-    """Minute partials of frames starting in any of the ``[start, stop)`` ranges.
+def _in_ranges(column: Column, ranges: list[tuple[int, int]]) -> Column:
+    return reduce(lambda a, b: a | b, [(column >= start) & (column < stop) for start, stop in ranges])
 
-    Only the event-day partitions holding those ranges are read, so a daily run of a 7-day
-    window reads the day that enters and the day that leaves, not the days in between.
-    """
-    epoch = date(1970, 1, 1)
-    wanted = sorted({epoch + timedelta(days=d) for start, stop in ranges if stop > start
-                     for d in range(start // DAY_SECONDS, (stop - 1) // DAY_SECONDS + 1)})
+
+class _Plan:
+    """One window's time arithmetic for days ``first .. last``: which ends, which frames."""
+
+    def __init__(self, spec: WindowSpec, config: PipelineConfig, first: date, last: date) -> None:
+        start, self.stop = day_start(first), day_start(last) + DAY_SECONDS
+        self.after = spec.end_at_or_after(start) - spec.slide  # the last end before the first day
+        self.last_end = spec.end_at_or_before(self.stop - 1)
+        length = spec.length
+        # Frames entering in (after, stop) start in [after, last_end); frames leaving there
+        # start one window length earlier.
+        self.delta_ranges = [(self.after - length, self.last_end - length),
+                             (max(self.after, self.last_end - length), self.last_end)]
+        self.bootstrap_range = (self.after - length, self.after)
+        self.exact_ranges: list[tuple[int, int]] = []
+        self.tile_days: list[str] = []
+        if any(not a.invertible for a in config.aggregations):
+            size = tile_size(spec)
+            head = (self.after - length) // size * size
+            if size < DAY_SECONDS:  # everything from the first head tile to the last end is small
+                self.exact_ranges = [(head, self.last_end)]
+            else:  # whole head and tail days as frames, the days between as tiles
+                self.exact_ranges = [(head, (self.last_end - length) // size * size + size),
+                                     (self.after // size * size, self.last_end)]
+                self.tile_days = _days_of((head + size, self.last_end // size * size))
+
+    @property
+    def frame_ranges(self) -> list[tuple[int, int]]:
+        return self.delta_ranges + self.exact_ranges
+
+
+def _read_frames(spark: SparkSession, lakehouse: str, ranges: list[tuple[int, int]]) -> DataFrame:
+    """Minute partials of frames starting in any range, reading only the days that hold them."""
     partials = delta_io.read_table(spark, MINUTE_PARTIALS.path(lakehouse),
-                                   partition_filters=[("event_date", "in", [d.isoformat() for d in wanted])])
-    f = F.unix_seconds("frame_start")
-    return partials.where(reduce(lambda a, b: a | b, [(f >= start) & (f < stop) for start, stop in ranges]))
+                                   partition_filters=[("event_date", "in", _days_of(*ranges))])
+    return partials.where(_in_ranges(_seconds(), ranges))
+
+
+def _read_day_tiles(spark: SparkSession, lakehouse: str, days: list[str]) -> DataFrame:
+    tiles = delta_io.read_table(spark, DAILY_PARTIALS.path(lakehouse), partition_filters=[("event_date", "in", days)])
+    return tiles.withColumn("tile", F.unix_seconds(F.col("event_date").cast("timestamp")))
 
 
 def _read_previous_snapshot(spark: SparkSession, lakehouse: str, day: date) -> DataFrame | None:
@@ -165,43 +311,66 @@ def _read_previous_snapshot(spark: SparkSession, lakehouse: str, day: date) -> D
     return None if previous.isEmpty() else previous
 
 
+# -- the job --------------------------------------------------------------------------------------
+
+
+def window_values(frames: DataFrame, baseline: DataFrame, tiles: DataFrame | None, spec: WindowSpec,
+                  config: PipelineConfig, plan: _Plan) -> DataFrame:
+    """Every aggregation's finished value at each end where a key's window can change."""
+    deltas = frame_deltas(frames.where(_in_ranges(_seconds(), plan.delta_ranges)), spec, config,
+                          plan.after, plan.stop)
+    running = with_running_state(with_start_rows(deltas, config, plan.after).unionByName(baseline), config)
+    if tiles is not None:
+        exact_frames = frames.where(_in_ranges(_seconds(), plan.exact_ranges))
+        exact = exact_values(exact_frames, tiles, running.select("key", "end"), spec, config)
+        running = running.join(exact, ["key", "end"], "left")
+    return with_finished_values(running, config)
+
+
 def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
                     config: PipelineConfig) -> tuple[DataFrame, DataFrame, dict]:
-    """Change points and snapshots of every configured window, for days ``first .. last``."""
-    start, stop = day_start(first), day_start(last) + DAY_SECONDS
+    """Change points and snapshots of every configured window, for days ``first .. last``.
+
+    All windows come from one read of the minute partials: the union of the frames each needs.
+    """
+    plans = {spec.name: _Plan(spec, config, first, last) for spec in config.windows}
     previous = _read_previous_snapshot(spark, lakehouse, first - timedelta(days=1))
+    ranges = [r for p in plans.values() for r in p.frame_ranges]
+    if previous is None:
+        ranges += [p.bootstrap_range for p in plans.values()]
+    frames = _read_frames(spark, lakehouse, ranges).persist()
     changes, snapshots = [], []
     for spec in config.windows:
-        after = spec.end_at_or_after(start) - spec.slide  # the last end before the first day
-        last_end = spec.end_at_or_before(stop - 1)
-        # Frames entering in (after, stop) start in [after, last_end); frames leaving there
-        # start one window length earlier. Each frame is read once even where ranges overlap.
-        frames = _read_frames(spark, lakehouse, (after - spec.length, last_end - spec.length),
-                              (max(after, last_end - spec.length), last_end))
+        plan = plans[spec.name]
         if previous is not None:
-            baseline = baseline_from_snapshot(previous, spec, config, after)
+            baseline = baseline_from_snapshot(previous, spec, config, plan.after)
         else:
-            baseline = baseline_from_frames(_read_frames(spark, lakehouse, (after - spec.length, after)),
-                                            spec, config, after)
-        deltas = frame_deltas(frames, spec, config, after, stop)
-        running = with_running_state(deltas.unionByName(baseline), config)
-        changes.append(window_changes(running, spec, config, after))
-        snapshots.append(daily_snapshots(running, spec, config, first, last))
-    union = lambda frames: reduce(DataFrame.unionByName, frames)  # noqa: E731
-    return union(changes), union(snapshots), {"baseline": "snapshot" if previous is not None else "bootstrap"}
+            baseline = baseline_from_frames(frames, spec, config, plan.after)
+        tiles = None
+        if plan.exact_ranges:
+            tiles = (_read_day_tiles(spark, lakehouse, plan.tile_days) if plan.tile_days
+                     else tiles_of(frames.where(_in_ranges(_seconds(), plan.exact_ranges)), spec, config))
+        values = window_values(frames, baseline, tiles, spec, config, plan)
+        changes.append(window_rows(values, spec, config, plan.after))
+        snapshots.append(daily_snapshots(values, spec, config, first, last))
+    info = {"baseline": "snapshot" if previous is not None else "bootstrap", "frames": frames}
+    return reduce(DataFrame.unionByName, changes), reduce(DataFrame.unionByName, snapshots), info
 
 
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
     """Compute days ``first .. last`` and replace both tables' partitions."""
     changes, snapshots, info = sliding_windows(spark, lakehouse, first, last, config)
     days = day_filter("date", first, last)
-    written_changes = delta_io.replace_partitions(changes, WINDOW_CHANGES.path(lakehouse),
-                                                  partition_by=list(WINDOW_CHANGES.partition_by),
-                                                  partition_filters=days)
-    written_snapshots = delta_io.replace_partitions(snapshots, WINDOW_SNAPSHOT.path(lakehouse),
-                                                    partition_by=list(WINDOW_SNAPSHOT.partition_by),
-                                                    partition_filters=days)
-    return {"changes": written_changes, "snapshots": written_snapshots, **info}
+    try:
+        written_changes = delta_io.replace_partitions(changes, WINDOW_CHANGES.path(lakehouse),
+                                                      partition_by=list(WINDOW_CHANGES.partition_by),
+                                                      partition_filters=days)
+        written_snapshots = delta_io.replace_partitions(snapshots, WINDOW_SNAPSHOT.path(lakehouse),
+                                                        partition_by=list(WINDOW_SNAPSHOT.partition_by),
+                                                        partition_filters=days)
+    finally:
+        info["frames"].unpersist()
+    return {"changes": written_changes, "snapshots": written_snapshots, "baseline": info["baseline"]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,17 +27,18 @@ QUARANTINE = Table("quarantine", ("arrival_date",))
 # each replace exactly its own slice atomically.
 LATE_EVENTS = Table("late_events", ("event_date", "arrival_date"))
 MINUTE_PARTIALS = Table("minute_partials", ("event_date",))
+DAILY_PARTIALS = Table("daily_partials", ("event_date",))  # per key and day: the coarser tiles
 WINDOW_CHANGES = Table("window_changes", ("date",))
 WINDOW_SNAPSHOT = Table("window_snapshot", ("date",))
 
-ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT)
+ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, DAILY_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT)
 
 EVENT_COLUMNS = ["key", "event_time", "value", "event_id", "arrival_time", "source_file"]
 
 
-def partial_columns(config: PipelineConfig) -> list[str]:
-    """The partial fields of every aggregation, in declaration order."""
-    return [c for a in config.aggregations for c in a.field_columns()]
+def partial_columns(config: PipelineConfig, *, invertible: bool | None = None) -> list[str]:
+    """The partial fields of every aggregation (or only the (non-)invertible ones), in order."""
+    return [c for a in config.aggregations if invertible in (None, a.invertible) for c in a.field_columns()]
 
 
 def days(first: date, last: date) -> list[date]:

@@ -77,11 +77,11 @@ def accepted_events(events: Iterable[Event], config: PipelineConfig) -> list[Eve
                      lambda e: (e.arrival_date, e.source_file, e.raw))
 
 
-def fold(config: PipelineConfig, values: Iterable[int]) -> tuple:
-    """The finished value of every aggregation over the given event values."""
+def fold(config: PipelineConfig, events: Iterable[Event]) -> tuple:
+    """The finished value of every aggregation over the given events."""
     partials = [a.empty() for a in config.aggregations]
-    for v in values:
-        partials = [a.accumulate(p, v) for a, p in zip(config.aggregations, partials)]
+    for e in events:
+        partials = [a.accumulate(p, e.value, e.event_time) for a, p in zip(config.aggregations, partials)]
     return tuple(a.finish(p) for a, p in zip(config.aggregations, partials))
 
 
@@ -91,7 +91,7 @@ def minute_partials(events: Iterable[Event], config: PipelineConfig, day: date) 
     for e in accepted_events(events, config):
         if e.event_date == day:
             start = e.epoch_second - e.epoch_second % config.bucket
-            frames[(e.key, from_epoch_seconds(start))].append(e.value)
+            frames[(e.key, from_epoch_seconds(start))].append(e)
     return {k: (len(vs), fold(config, vs)) for k, vs in frames.items()}
 
 
@@ -99,14 +99,13 @@ class _KeyTimeline:
     """One key's accepted events sorted by time, to fold any ``[start, stop)`` by bisection."""
 
     def __init__(self, events: list[Event]) -> None:
-        pairs = sorted((e.epoch_second, e.value) for e in events)
-        self.times = [t for t, _ in pairs]
-        self.values = [v for _, v in pairs]
+        self.events = sorted(events, key=lambda e: (e.event_time, e.value))
+        self.times = [e.epoch_second for e in self.events]
 
-    def between(self, start: int, stop: int) -> list[int]:
+    def between(self, start: int, stop: int) -> list[Event]:
         lo = bisect.bisect_left(self.times, start)
         hi = bisect.bisect_left(self.times, stop)
-        return self.values[lo:hi]
+        return self.events[lo:hi]
 
 
 def _timelines(events: Iterable[Event], config: PipelineConfig) -> dict[str, _KeyTimeline]:
@@ -130,8 +129,17 @@ def window_changes(events: Iterable[Event], config: PipelineConfig, first_day: d
     for spec in config.windows:
         ends = spec.ends_between(start, stop)
         for key, timeline in timelines.items():
+            if spec.emit == "final":  # every closed tumbling window that held events
+                rows += [ChangeRow(key, spec.name, from_epoch_seconds(t), fold(config, inside))
+                         for t in ends if (inside := timeline.between(t - spec.length, t))]
+                continue
             before = window_value(timeline, spec, config, ends.start - spec.slide)
-            values = ((t, window_value(timeline, spec, config, t)) for t in ends)
+            # A window's event set, and so its value, can only change at an end where an event
+            # enters or leaves; every other end repeats the value before it. Folding only there
+            # keeps the oracle brute force (each value is refolded from raw events) but fast.
+            moments = {spec.end_at_or_after(x + shift) for x in timeline.times for shift in (1, spec.length + 1)}
+            candidates = sorted(t for t in moments if ends.start <= t < ends.stop)
+            values = ((t, window_value(timeline, spec, config, t)) for t in candidates)
             rows += [ChangeRow(key, spec.name, from_epoch_seconds(t), v)
                      for t, v in change_points(values, before)]
     return rows

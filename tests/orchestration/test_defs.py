@@ -10,7 +10,7 @@ from windowing_core.window_spec import WindowSpec
 def test_definitions_load():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert {"events", "quarantine", "minute_partials", "window_changes", "window_snapshot"} <= keys
+    assert {"events", "quarantine", "minute_partials", "daily_partials", "window_changes", "window_snapshot"} <= keys
     assert defs.resolve_job_def("daily_pipeline") is not None
     assert [s.name for s in defs.schedules] == ["daily_pipeline_schedule"]
 

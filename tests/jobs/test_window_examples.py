@@ -1,0 +1,73 @@
+"""The seeds' classic examples, run through every Spark job, with answers worked out by hand."""
+
+import json
+from datetime import date, datetime, timezone
+
+from jobs import delta_io, ingest_events, minute_partials, sliding_windows
+from jobs.tables import WINDOW_CHANGES
+from windowing_core.config import PipelineConfig
+
+DAY = date(2025, 1, 30)
+
+
+def at(h, m, s=0):
+    return datetime(2025, 1, 30, h, m, s)
+
+
+def window_rows(spark, tmp_path, config_yaml, events):
+    """(window_end, count, sum) rows after ingesting ``events`` = [(timestamp, value)] in this order."""
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "events.json").write_text("\n".join(
+        json.dumps({"user_id": "a", "timestamp": t.replace(tzinfo=timezone.utc).isoformat(), "value": v})
+        for t, v in events))
+    config = PipelineConfig.from_dict(config_yaml)
+    lake = str(tmp_path / "lake")
+    ingest_events.ingest(spark, str(tmp_path / "landing"), lake, DAY, DAY, config)
+    minute_partials.run(spark, lake, DAY, DAY, config)
+    sliding_windows.run(spark, lake, DAY, DAY, config)
+    rows = delta_io.read_table(spark, WINDOW_CHANGES.path(lake)).orderBy("window_end").collect()
+    return [(r.window_end, r["count"], r["sum"]) for r in rows]
+
+
+def test_ten_second_window_sliding_every_second_over_events_up_to_7s_out_of_order(spark, tmp_path):
+    # arrival order: :05 :01 :08 :02 :09 (the :02 arrives 6 s behind the newest event)
+    #
+    #   0    1    2    3    4    5    6    7    8    9    10   11   12   13 ... 16 ... 19   20  (s)
+    #        x    x              x              x    x
+    #   end  2: [-8, 2)  {1}            -> 1      end 12: [2, 12)  {2,5,8,9} -> 4
+    #   end  3: [-7, 3)  {1,2}          -> 2      end 13: [3, 13)  {5,8,9}   -> 3
+    #   end  6: [-4, 6)  {1,2,5}        -> 3      end 16: [6, 16)  {8,9}     -> 2
+    #   end  9: [-1, 9)  {1,2,5,8}      -> 4      end 19: [9, 19)  {9}       -> 1
+    #   end 10: [0, 10)  {1,2,5,8,9}    -> 5      end 20: [10, 20) {}        -> 0
+    events = [(at(0, 0, 5), 1), (at(0, 0, 1), 1), (at(0, 0, 8), 1), (at(0, 0, 2), 1), (at(0, 0, 9), 1)]
+    rows = window_rows(spark, tmp_path, {"bucket": "1s", "windows": {"10s": {"length": "10s", "slide": "1s"}}},
+                       events)
+    assert [(r[0].second, r[1]) for r in rows] == [
+        (2, 1), (3, 2), (6, 3), (9, 4), (10, 5), (12, 4), (13, 3), (16, 2), (19, 1), (20, 0)]
+
+
+def test_tumbling_five_minute_windows_emit_one_final_row_per_closed_window(spark, tmp_path):
+    #   00:00        00:05        00:10        00:15
+    #   [ 1    2    )[ 3         )[    4      )
+    #     :01  :04:59  :05:00        :12
+    #   end 00:05 -> count 2, sum 3;  end 00:10 -> 1, 3;  end 00:15 -> 1, 4; no row for empty windows
+    events = [(at(0, 1), 1), (at(0, 4, 59), 2), (at(0, 5), 3), (at(0, 12), 4)]
+    rows = window_rows(spark, tmp_path, {"windows": {"5m": {"length": "5m", "emit": "final"}}}, events)
+    assert rows == [(at(0, 5), 2, 3), (at(0, 10), 1, 3), (at(0, 15), 1, 4)]
+
+
+def test_one_hour_windows_sliding_by_30_minutes_with_a_15_minute_offset(spark, tmp_path):
+    #   ends at :15 and :45
+    #   23:45    00:15    00:45    01:15    01:45    02:15
+    #     |   1    | 2      |     4  |        |        |
+    #        00:10  00:20        01:00
+    #   end 00:15 [-00:45, 00:15) {1}     -> 1, 1
+    #   end 00:45 [-00:15, 00:45) {1, 2}  -> 2, 3
+    #   end 01:15 [00:15, 01:15)  {2, 4}  -> 2, 6
+    #   end 01:45 [00:45, 01:45)  {4}     -> 1, 4
+    #   end 02:15 [01:15, 02:15)  {}      -> 0, 0
+    events = [(at(0, 10), 1), (at(0, 20), 2), (at(1, 0), 4)]
+    rows = window_rows(spark, tmp_path, {"windows": {"1h": {"length": "1h", "slide": "30m", "offset": "15m"}}},
+                       events)
+    assert rows == [(at(0, 15), 1, 1), (at(0, 45), 2, 3), (at(1, 15), 2, 6), (at(1, 45), 1, 4), (at(2, 15), 0, 0)]
