@@ -42,11 +42,6 @@ def frames_of_window_day(config: PipelineConfig) -> dg.TimeWindowPartitionMappin
     return _mapping(-reach, 0)
 
 
-def previous_day() -> dg.TimeWindowPartitionMapping:
-    """A window snapshot continues from the day before's."""
-    return _mapping(-1, -1)
-
-
 def day_range(context: dg.AssetExecutionContext) -> tuple[date, date]:
     """The first and last day (both included) of the run's partition or partition range."""
     window = context.partition_time_window

@@ -1,13 +1,27 @@
 """``window_changes`` and ``window_snapshot``: every configured window, by day of window end."""
 
+from datetime import date, datetime, time, timedelta, timezone
+
 import dagster as dg
 from dagster_pyspark import PySparkResource
 
-from assets.partitions import daily_partitions, day_range, frames_of_window_day, previous_day
+from assets.partitions import daily_partitions, day_range, frames_of_window_day
 from assets.resources import LakehouseResource
-from jobs import sliding_windows
-from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs import delta_io, sliding_windows
+from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from windowing_core.config import PipelineConfig
+
+
+def finality(lakehouse_root: str, last: date, config: PipelineConfig) -> dict:
+    """Whether the run's days are final: every event that may still change them is behind the
+    watermark plus the allowed lateness. Otherwise they are provisional and will late-fire."""
+    newest = delta_io.column_max(EVENTS.path(lakehouse_root), "event_time")
+    if newest is None:
+        return {"final": False, "watermark": "none (no events)"}
+    watermark = newest - timedelta(seconds=config.max_out_of_orderness)
+    closes = datetime.combine(last + timedelta(days=1 + config.allowed_lateness_days), time(), timezone.utc)
+    return {"final": watermark >= closes, "watermark": watermark.isoformat(),
+            "final_once_watermark_passes": closes.isoformat()}
 
 
 def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
@@ -16,13 +30,17 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
               dg.AssetDep(DAILY_PARTIALS.name, partition_mapping=reach)]
     windows = "; ".join(w.describe() for w in config.windows)
 
+    # The snapshot of day D continues from the snapshot of D - 1, but that edge is not declared:
+    # Dagster's automation then also requests the day before every late firing (measured in
+    # Dagster 1.13), and it is not needed: a late firing or a backfill is one range run that
+    # starts from a snapshot its late days cannot reach, and without one the job bootstraps.
     @dg.multi_asset(
         name="sliding_windows",
         specs=[
             dg.AssetSpec(WINDOW_CHANGES.name, group_name="windows", kinds={"spark", "delta"}, deps=frames,
                          description=f"Change points of every window ({windows}), by day of window_end."),
             dg.AssetSpec(WINDOW_SNAPSHOT.name, group_name="windows", kinds={"spark", "delta"},
-                         deps=[*frames, dg.AssetDep(WINDOW_SNAPSHOT.name, partition_mapping=previous_day())],
+                         deps=frames,
                          description="Each key's state per window as of the day's last window end."),
         ],
         partitions_def=daily_partitions,
@@ -32,7 +50,8 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         first, last = day_range(context)
         result = sliding_windows.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
         days = f"{first} .. {last}"
-        shared = {"window_end_days": days, "windows": windows, "baseline": result["baseline"]}
+        shared = {"window_end_days": days, "windows": windows, "baseline": result["baseline"],
+                  **finality(lakehouse.lakehouse_root, last, config)}
         yield dg.MaterializeResult(asset_key=WINDOW_CHANGES.name, metadata={
             "dagster/row_count": result["changes"]["rows_written"], **shared,
             "path": dg.MetadataValue.path(WINDOW_CHANGES.path(lakehouse.lakehouse_root)),

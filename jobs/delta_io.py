@@ -79,6 +79,21 @@ def table_version(path: str) -> int:
     return _open(path).version()
 
 
+def column_max(path: str, column: str) -> Any:
+    """The largest value of a column from the Delta log's file statistics: no data is read.
+
+    None where the table is missing or has no statistics for the column. Timestamp statistics
+    are widened to whole milliseconds, so this is for reporting (watermark lags), not joins.
+    """
+    if not table_exists(path):
+        return None
+    actions = pa.table(_open(path).get_add_actions(flatten=True))
+    name = f"max.{column}"
+    if name not in actions.column_names or actions.num_rows == 0:
+        return None
+    return pc.max(actions[name]).as_py()
+
+
 def read_table(spark: SparkSession, path: str, *,
                partition_filters: list[Filter] | list[list[Filter]] | None = None,
                columns: list[str] | None = None) -> DataFrame:

@@ -10,6 +10,10 @@ arrival partitions are read. The same ``event_id`` arriving on two of those days
 ``event_count``, whatever aggregations are configured: it tells an empty state from a zero sum
 and lets checks reconcile partials with events.
 
+Under ``late_policy: drop`` the events behind the watermark at their arrival go to
+``late_events`` (reason ``behind_watermark``) instead; the watermark is
+``windowing_core.watermark``'s, computed here in Spark without sorting all events on one task.
+
     python -m jobs.minute_partials --lakehouse DIR --date YYYY-MM-DD
 """
 
@@ -17,12 +21,43 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io
-from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, day_filter, partial_columns
+from jobs.tables import (
+    DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, day_filter, partial_columns,
+)
 from windowing_core.config import PipelineConfig
+
+BEHIND_WATERMARK = "behind_watermark"
+ARRIVAL_ORDER = ["arrival_date", "arrival_time", "source_file", "line"]
+
+
+def with_watermark(events: DataFrame, config: PipelineConfig) -> DataFrame:
+    """Add ``watermark``: the largest event time seen before each event, in arrival order,
+    minus the maximum out-of-orderness (null for the first event of its scope).
+
+    Per key it is one running max partitioned by key. Globally it is a parallel prefix scan:
+    the events are cut into chunks of one arrival minute; each chunk's running max runs in its
+    own task and starts from the max of all earlier chunks, which a window over the (small)
+    table of chunk maxima gives. No task sorts more than one chunk or one key.
+    """
+    before = Window.unboundedPreceding, -1
+    if config.watermark_scope == "key":
+        seen = F.max("event_time").over(Window.partitionBy("key").orderBy(*ARRIVAL_ORDER).rowsBetween(*before))
+        marked = events.withColumn("seen", seen)
+    else:
+        chunked = events.withColumn("chunk", F.struct("arrival_date", F.date_trunc("minute", "arrival_time")))
+        maxima = chunked.groupBy("chunk").agg(F.max("event_time").alias("chunk_max"))
+        earlier = maxima.select("chunk", F.max("chunk_max").over(Window.orderBy("chunk").rowsBetween(*before))
+                                .alias("earlier"))
+        within = F.max("event_time").over(Window.partitionBy("chunk").orderBy(*ARRIVAL_ORDER).rowsBetween(*before))
+        marked = (chunked.join(F.broadcast(earlier), "chunk")
+                  .withColumn("seen", F.greatest("earlier", within)).drop("chunk", "earlier"))
+    return marked.withColumn(
+        "watermark", F.timestamp_micros(F.unix_micros("seen") - config.max_out_of_orderness * 1_000_000)
+    ).drop("seen")
 
 
 def filter_event_days(events: DataFrame, first: date, last: date) -> DataFrame:
@@ -32,12 +67,13 @@ def filter_event_days(events: DataFrame, first: date, last: date) -> DataFrame:
 
 def deduplicate_across_arrivals(events: DataFrame) -> DataFrame:
     """The same event_id within one event day counts once: the earliest arrival wins."""
-    first = F.min(F.struct("arrival_date", "source_file", "key", "event_time", "value"))
+    carried = [c for c in events.columns if c not in ("arrival_date", "source_file", "event_id")]
+    first = F.min(F.struct("arrival_date", "source_file", *carried))
     return (
         events.withColumn("event_date", F.to_date("event_time"))
         .groupBy("event_date", "event_id")
         .agg(first.alias("first"))
-        .select("event_date", "first.key", "first.event_time", "first.value")
+        .select("event_date", "event_id", "first.*")
     )
 
 
@@ -71,15 +107,25 @@ def to_daily_partials(partials: DataFrame, config: PipelineConfig) -> DataFrame:
         "key", "event_count", *partial_columns(config), "event_date")
 
 
-def minute_partials(events: DataFrame, config: PipelineConfig, first: date, last: date) -> DataFrame:
-    """Accepted events (from all arrival days that can hold them) to partials of event days."""
-    return (
-        events.transform(filter_event_days, first, last)
-        .transform(deduplicate_across_arrivals)
+def minute_partials(events: DataFrame, config: PipelineConfig, first: date,
+                    last: date) -> tuple[DataFrame, DataFrame]:
+    """Accepted events (from all arrival days that can hold them) to partials of event days,
+    and the events kept as late under the late policy."""
+    if config.late_policy == "drop":  # the watermark runs over every arrival, whatever its day
+        events = events.transform(with_watermark, config)
+    else:
+        events = events.withColumn("watermark", F.lit(None).cast("timestamp"))
+    unique = events.transform(filter_event_days, first, last).transform(deduplicate_across_arrivals)
+    is_late = F.coalesce(F.col("event_time") < F.col("watermark"), F.lit(False))
+    partials = (
+        unique.where(~is_late)
         .transform(with_frame_start, config.bucket)
         .transform(to_partials, config)
         .select("key", "frame_start", "event_count", *partial_columns(config), "event_date")
     )
+    late = unique.where(is_late).select(*EVENT_COLUMNS, F.lit(BEHIND_WATERMARK).alias("reason"),
+                                        "event_date", "arrival_date")
+    return partials, late
 
 
 def arrival_days(first: date, last: date, config: PipelineConfig) -> tuple[date, date]:
@@ -91,7 +137,8 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     """Compute event days ``first .. last``; replace their partitions of both tables."""
     events = delta_io.read_table(spark, EVENTS.path(lakehouse),
                                  partition_filters=day_filter("arrival_date", *arrival_days(first, last, config)))
-    partials = minute_partials(events, config, first, last).persist()
+    partials, late = minute_partials(events, config, first, last)
+    partials = partials.persist()
     try:
         days = day_filter("event_date", first, last)
         written = delta_io.replace_partitions(partials, MINUTE_PARTIALS.path(lakehouse),
@@ -99,9 +146,13 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
                                               partition_filters=days)
         daily = delta_io.replace_partitions(to_daily_partials(partials, config), DAILY_PARTIALS.path(lakehouse),
                                             partition_by=list(DAILY_PARTIALS.partition_by), partition_filters=days)
+        # always replaced, so a switch back to ``include`` empties what ``drop`` wrote
+        dropped = delta_io.replace_partitions(late, LATE_EVENTS.path(lakehouse),
+                                              partition_by=list(LATE_EVENTS.partition_by),
+                                              partition_filters=[*days, ("reason", "=", BEHIND_WATERMARK)])
     finally:
         partials.unpersist()
-    return {**written, "daily_rows_written": daily["rows_written"]}
+    return {**written, "daily_rows_written": daily["rows_written"], "late_rows_written": dropped["rows_written"]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,10 +22,10 @@ class Table:
 
 EVENTS = Table("events", ("arrival_date",))
 QUARANTINE = Table("quarantine", ("arrival_date",))
-# Two writers share late_events: ingest (beyond the allowed lateness, by arrival date) and the
-# minute-partials job (behind the watermark, by event date). Partitioning by both dates lets
-# each replace exactly its own slice atomically.
-LATE_EVENTS = Table("late_events", ("event_date", "arrival_date"))
+# Two writers share late_events: ingest (reason beyond_allowed_lateness, a slice of arrival
+# days) and the minute-partials job (reason behind_watermark, a slice of event days).
+# Partitioning by the reason and both dates lets each replace exactly its own slice atomically.
+LATE_EVENTS = Table("late_events", ("event_date", "arrival_date", "reason"))
 MINUTE_PARTIALS = Table("minute_partials", ("event_date",))
 DAILY_PARTIALS = Table("daily_partials", ("event_date",))  # per key and day: the coarser tiles
 WINDOW_CHANGES = Table("window_changes", ("date",))
@@ -33,7 +33,7 @@ WINDOW_SNAPSHOT = Table("window_snapshot", ("date",))
 
 ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, DAILY_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT)
 
-EVENT_COLUMNS = ["key", "event_time", "value", "event_id", "arrival_time", "source_file"]
+EVENT_COLUMNS = ["key", "event_time", "value", "event_id", "arrival_time", "source_file", "line"]
 
 
 def partial_columns(config: PipelineConfig, *, invertible: bool | None = None) -> list[str]:

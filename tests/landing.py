@@ -44,7 +44,12 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
                 record["value"] = rng.randrange(-3, 10)
             if rng.random() < 0.8:
                 record["event_id"] = f"e{serial}"
-            copies = [(day + timedelta(days=delay), record)]
+            arrival_day = day + timedelta(days=delay)
+            day_end = datetime(arrival_day.year, arrival_day.month, arrival_day.day, tzinfo=timezone.utc) + timedelta(days=1)
+            arrived = (moment + timedelta(seconds=rng.randrange(900)) if delay == 0
+                       else day_end - timedelta(seconds=1 + rng.randrange(86400)))
+            record["arrival_time"] = min(arrived, day_end - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            copies = [(arrival_day, record)]
             roll = rng.random()
             if roll < 0.1:  # same payload again, same or a later day
                 copies.append((day + timedelta(days=delay + rng.randrange(2)), record))
@@ -53,12 +58,15 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
             for arrival, rec in copies:
                 file_no = rng.randrange(2)
                 line = json.dumps(rec)
-                files.setdefault((arrival, file_no), []).append(line)
+                in_file = files.setdefault((arrival, file_no), [])
+                in_file.append(line)
                 landing.events.append(Event(
                     key=rec["user_id"], event_time=moment, value=rec.get("value", 1),
                     event_id=rec.get("event_id") or hashlib.sha256(line.strip().encode()).hexdigest()[:32],
                     arrival_date=arrival,
-                    source_file=_file_name(arrival, file_no), raw=line))
+                    source_file=_file_name(arrival, file_no), raw=line, line=len(in_file),
+                    arrival_time=datetime.strptime(rec["arrival_time"], "%Y-%m-%dT%H:%M:%SZ").replace(
+                        tzinfo=timezone.utc)))
         for bad in ('{"user_id": "k1", "timestamp": "soon"}', "not json", '{"timestamp": "2025-01-01T00:00:00Z"}'):
             if rng.random() < 0.5:
                 files.setdefault((day, 0), []).append(bad)

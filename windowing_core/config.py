@@ -13,7 +13,10 @@ from typing import Any
 from windowing_core.aggregations import DEFAULT_AGGREGATIONS, Aggregation, aggregation
 from windowing_core.window_spec import DEFAULT_WINDOW, WindowSpec, format_duration, parse_duration
 
-_TOP_LEVEL = {"key_field", "value_field", "bucket", "allowed_lateness", "windows", "aggregations"}
+_TOP_LEVEL = {"key_field", "value_field", "bucket", "allowed_lateness", "windows", "aggregations",
+              "late_policy", "max_out_of_orderness", "watermark_scope", "freshness_slack"}
+LATE_POLICIES = ("include", "drop")
+WATERMARK_SCOPES = ("global", "key")
 _WINDOW_KEYS = {"length", "slide", "offset", "emit"}
 
 
@@ -24,6 +27,14 @@ class PipelineConfig:
     ``allowed_lateness_days``: an event whose arrival date is more than this many days after its
     event date is kept in ``late_events`` and never changes a window (Flink's allowed lateness,
     in whole daily partitions because partitions are the unit of re-computation).
+
+    The watermark at an event's arrival is the largest event time seen before it (in arrival
+    order, over all keys or per key: ``watermark_scope``) minus ``max_out_of_orderness``. Events
+    behind it follow ``late_policy``: ``include`` accepts them while within the allowed lateness;
+    ``drop`` keeps them in ``late_events`` instead, counted.
+
+    ``freshness_slack``: processing time promised on top of the lateness before a window
+    output for event time t is overdue (the freshness policy and the watermark-lag check).
     """
 
     key_field: str = "user_id"
@@ -32,12 +43,25 @@ class PipelineConfig:
     allowed_lateness_days: int = 2
     windows: tuple[WindowSpec, ...] = (DEFAULT_WINDOW,)
     aggregations: tuple[Aggregation, ...] = field(default=DEFAULT_AGGREGATIONS)
+    late_policy: str = "include"
+    max_out_of_orderness: int = 300
+    watermark_scope: str = "global"
+    freshness_slack: int = 6 * 3600
 
     def __post_init__(self) -> None:
         if not self.windows:
             raise ValueError("windows: declare at least one window")
         if not self.aggregations:
             raise ValueError("aggregations: declare at least one aggregation")
+        if self.late_policy not in LATE_POLICIES:
+            raise ValueError(f"late_policy must be one of {', '.join(LATE_POLICIES)}, got {self.late_policy!r}")
+        if self.watermark_scope not in WATERMARK_SCOPES:
+            raise ValueError(f"watermark_scope must be one of {', '.join(WATERMARK_SCOPES)}, "
+                             f"got {self.watermark_scope!r}")
+        if self.max_out_of_orderness < 0:
+            raise ValueError("max_out_of_orderness must not be negative")
+        if self.freshness_slack < 0:
+            raise ValueError("freshness_slack must not be negative")
         if self.allowed_lateness_days < 0:
             raise ValueError(f"allowed_lateness must be >= 0 days, got {self.allowed_lateness_days}")
         _unique("windows", [w.name for w in self.windows])
@@ -79,6 +103,11 @@ class PipelineConfig:
             allowed_lateness_days=lateness // 86400,
             windows=windows,
             aggregations=tuple(aggregation(kind, name) for name, kind in aggs.items()),
+            late_policy=raw.get("late_policy", "include"),
+            max_out_of_orderness=parse_duration(raw.get("max_out_of_orderness", "5m"),
+                                                field_name="max_out_of_orderness"),
+            watermark_scope=raw.get("watermark_scope", "global"),
+            freshness_slack=parse_duration(raw.get("freshness_slack", "6h"), field_name="freshness_slack"),
         )
 
     @classmethod

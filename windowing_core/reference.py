@@ -12,6 +12,8 @@ Deduplication is defined here once for the whole product:
    kept as late and never reaches a window (ingest).
 3. Across the arrival days of one event day, the same ``event_id`` counts once: the first by
    ``(arrival_date, source_file, raw)`` wins (minute partials).
+4. Under ``late_policy: drop``, an event behind the watermark at its arrival is kept as late
+   (minute partials); the watermark runs over every event of step 2, in arrival order.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from datetime import date, datetime, timedelta, timezone
 
 from windowing_core.change_points import change_points
 from windowing_core.config import PipelineConfig
+from windowing_core.watermark import is_late, watermarks
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec, from_epoch_seconds, to_epoch_seconds
 
 
@@ -36,6 +39,8 @@ class Event:
     arrival_date: date
     source_file: str = ""
     raw: str = ""
+    arrival_time: datetime | None = None
+    line: int = 0
 
     @property
     def event_date(self) -> date:
@@ -67,14 +72,39 @@ def _first_by(events: Iterable[Event], group, order) -> list[Event]:
     return list(best.values())
 
 
-def accepted_events(events: Iterable[Event], config: PipelineConfig) -> list[Event]:
-    """The events that reach the windows, after both deduplications and the lateness cut."""
+def arrival_order(e: Event) -> tuple:
+    return (e.arrival_date, e.arrival_time, e.source_file, e.line)
+
+
+def behind_watermark(events: Iterable[Event], config: PipelineConfig) -> set[Event]:
+    """The events behind the watermark at their arrival."""
+    marked = watermarks(sorted(events, key=arrival_order), event_time=lambda e: e.event_time,
+                        scope_of=(lambda e: e.key) if config.watermark_scope == "key" else (lambda e: None),
+                        max_out_of_orderness=timedelta(seconds=config.max_out_of_orderness))
+    return {e for e, watermark in marked if is_late(e.event_time, watermark)}
+
+
+def _once_and_late(events: Iterable[Event], config: PipelineConfig) -> tuple[list[Event], set[Event]]:
     once_per_arrival = _first_by(events, lambda e: (e.arrival_date, e.event_id),
                                  lambda e: (e.source_file, e.raw))
     in_time = [e for e in once_per_arrival
                if e.arrival_date <= e.event_date + timedelta(days=config.allowed_lateness_days)]
-    return _first_by(in_time, lambda e: (e.event_date, e.event_id),
+    once = _first_by(in_time, lambda e: (e.event_date, e.event_id),
                      lambda e: (e.arrival_date, e.source_file, e.raw))
+    late = behind_watermark(in_time, config) if config.late_policy == "drop" else set()
+    return once, late
+
+
+def accepted_events(events: Iterable[Event], config: PipelineConfig) -> list[Event]:
+    """The events that reach the windows: both deduplications, the lateness cut, the late policy."""
+    once, late = _once_and_late(events, config)
+    return [e for e in once if e not in late]
+
+
+def dropped_behind_watermark(events: Iterable[Event], config: PipelineConfig) -> list[Event]:
+    """The events ``late_policy: drop`` keeps in ``late_events`` instead of the windows."""
+    once, late = _once_and_late(events, config)
+    return [e for e in once if e in late]
 
 
 def fold(config: PipelineConfig, events: Iterable[Event]) -> tuple:

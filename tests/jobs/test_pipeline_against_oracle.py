@@ -13,7 +13,7 @@ from datetime import date, timedelta
 import pytest
 
 from jobs import delta_io, ingest_events, minute_partials, sliding_windows
-from jobs.tables import EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import EVENTS, LATE_EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
 from jobs.sliding_windows import with_finished_values
 from windowing_core import reference
@@ -77,21 +77,22 @@ def expected_snapshots(events, config, first, last):
 
 
 CASES = [
-    # seed, windows, day by day, aggregations
-    (1, (WindowSpec.of("7d", "7d", "1m"),), True, None),
+    # seed, windows, day by day, aggregations, late policy and watermark scope
+    (1, (WindowSpec.of("7d", "7d", "1m"),), True, None, {}),
     (2, (WindowSpec.of("1h", "1h", "1m"), WindowSpec.of("3h", "3h", "20m", offset="-5m")), False,
-     EVERY_AGGREGATION),
+     EVERY_AGGREGATION, {"late_policy": "drop", "max_out_of_orderness": 1800}),
     (3, (WindowSpec.of("1d", "1d", "1d", emit="final"), WindowSpec.of("50m", "50m", "20m")), False,
-     EVERY_AGGREGATION),
-    (4, (WindowSpec.of("2d", "2d", "1h", offset="30m"),), False, EVERY_AGGREGATION),
+     EVERY_AGGREGATION, {}),
+    (4, (WindowSpec.of("2d", "2d", "1h", offset="30m"),), False, EVERY_AGGREGATION,
+     {"late_policy": "drop", "watermark_scope": "key", "max_out_of_orderness": 3600}),
     (6, (WindowSpec.of("7d", "7d", "1m"), WindowSpec.of("36h", "36h", "2h", offset="-8h")), True,
-     EVERY_AGGREGATION),
+     EVERY_AGGREGATION, {"late_policy": "drop", "max_out_of_orderness": 7200}),
 ]
 
 
-@pytest.mark.parametrize("seed, windows, day_by_day, aggregations", CASES)
-def test_every_table_equals_the_oracle(spark, tmp_path, seed, windows, day_by_day, aggregations):
-    config = PipelineConfig(windows=windows, aggregations=aggregations or PipelineConfig().aggregations)
+@pytest.mark.parametrize("seed, windows, day_by_day, aggregations, time", CASES)
+def test_every_table_equals_the_oracle(spark, tmp_path, seed, windows, day_by_day, aggregations, time):
+    config = PipelineConfig(windows=windows, aggregations=aggregations or PipelineConfig().aggregations, **time)
     landing = random_landing(tmp_path / "landing", seed, FIRST, EVENT_DAYS)
     lakehouse = str(tmp_path / "lakehouse")
     window_days = (FIRST, FIRST + timedelta(days=EVENT_DAYS + 2))
@@ -113,6 +114,11 @@ def test_every_table_equals_the_oracle(spark, tmp_path, seed, windows, day_by_da
             landing.events, config, FIRST + timedelta(days=day)).items())
     assert_rows_equal(partial_rows, expected_partials, config, lead=3)
     assert sum(r[2] for r in partial_rows) == len(accepted)
+
+    late = _rows(spark, LATE_EVENTS.path(lakehouse), "event_id", "reason")
+    expected_late = reference.dropped_behind_watermark(landing.events, config)
+    assert [e for e, reason in late if reason == "behind_watermark"] == sorted(e.event_id for e in expected_late)
+    assert bool(expected_late) == (config.late_policy == "drop"), "drop cases must drop something"
 
     changes = _rows(spark, WINDOW_CHANGES.path(lakehouse), "key", "window", "window_end",
                     *[a.name for a in config.aggregations])

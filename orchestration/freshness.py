@@ -1,0 +1,68 @@
+"""The watermark's promise, in Dagster terms: freshness policies and the output watermark check.
+
+A window output for event time t can only be final once every arrival day within the allowed
+lateness has landed, so it is promised within lateness + processing slack: that is the
+freshness policy of the window assets. The ``output_watermark_within_bound`` check measures the
+promise on the data itself: the output watermark (the last closed window end every window
+table has been computed to, with no missing day before it) against the newest event time.
+"""
+
+from datetime import date, datetime, timedelta, timezone
+
+import dagster as dg
+
+from assets.resources import LakehouseResource
+from jobs import delta_io
+from jobs.tables import EVENTS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from windowing_core.config import PipelineConfig
+from windowing_core.window_spec import from_epoch_seconds, to_epoch_seconds
+
+
+def promised_within(config: PipelineConfig) -> timedelta:
+    return timedelta(days=config.allowed_lateness_days, seconds=config.freshness_slack)
+
+
+def with_freshness(assets: list[dg.AssetsDefinition], config: PipelineConfig) -> list[dg.AssetsDefinition]:
+    policy = dg.FreshnessPolicy.time_window(fail_window=promised_within(config) + timedelta(days=1),
+                                            warn_window=promised_within(config))
+    windows = {WINDOW_CHANGES.name, WINDOW_SNAPSHOT.name}
+    return [a.map_asset_specs(lambda spec: spec.replace_attributes(freshness_policy=policy)
+                              if spec.key.to_user_string() in windows else spec) for a in assets]
+
+
+def output_watermark(config: PipelineConfig, materialized_days: set[str]) -> tuple[datetime | None, list[str]]:
+    """The last window end (of the slowest window) covered by contiguous materialised days,
+    and the days missing inside the materialised range."""
+    if not materialized_days:
+        return None, []
+    days = sorted(date.fromisoformat(d) for d in materialized_days)
+    first, last = days[0], days[-1]
+    missing = [(first + timedelta(days=i)).isoformat() for i in range((last - first).days + 1)
+               if (first + timedelta(days=i)).isoformat() not in materialized_days]
+    covered = date.fromisoformat(missing[0]) if missing else last + timedelta(days=1)
+    end_of_cover = to_epoch_seconds(datetime(covered.year, covered.month, covered.day, tzinfo=timezone.utc))
+    return from_epoch_seconds(min(w.end_at_or_before(end_of_cover - 1) for w in config.windows)), missing
+
+
+def build_watermark_check(config: PipelineConfig) -> dg.AssetChecksDefinition:
+    bound = promised_within(config)
+
+    @dg.asset_check(asset=WINDOW_CHANGES.name, name="output_watermark_within_bound",
+                    description=f"The output watermark lags the newest event time by at most {bound}, "
+                                "with no missing day before it.")
+    def output_watermark_within_bound(context: dg.AssetCheckExecutionContext,
+                                      lakehouse: LakehouseResource) -> dg.AssetCheckResult:
+        materialized = context.instance.get_materialized_partitions(dg.AssetKey(WINDOW_CHANGES.name))
+        watermark, missing = output_watermark(config, materialized)
+        newest = delta_io.column_max(EVENTS.path(lakehouse.lakehouse_root), "event_time")
+        lag = None if watermark is None or newest is None else max(newest - watermark, timedelta(0))
+        passed = watermark is not None and not missing and (lag is None or lag <= bound)
+        return dg.AssetCheckResult(passed=passed, metadata={
+            "output_watermark": str(watermark),
+            "newest_event_time": str(newest),
+            "lag_seconds": None if lag is None else int(lag.total_seconds()),
+            "bound_seconds": int(bound.total_seconds()),
+            "missing_days": ", ".join(missing[:20]) or "none",
+        })
+
+    return output_watermark_within_bound

@@ -1,0 +1,101 @@
+"""A late file lands after the windows exist: automation re-runs exactly what it can change."""
+
+import json
+from datetime import date, timedelta
+
+import dagster as dg
+import pytest
+
+from jobs import delta_io
+from jobs.tables import WINDOW_CHANGES
+from orchestration.definitions import build_definitions
+from tests.landing import ensure_days, random_landing
+from windowing_core import reference
+from windowing_core.config import PipelineConfig
+from windowing_core.reference import Event
+from windowing_core.window_spec import WindowSpec
+
+FIRST = date(2025, 1, 28)
+LAST = FIRST + timedelta(days=5)
+CONFIG = PipelineConfig(windows=(WindowSpec.of("1d", "1d", "1h"),), allowed_lateness_days=2)
+
+
+def day(offset):
+    return (FIRST + timedelta(days=offset)).isoformat()
+
+
+def days(first, last):
+    return {day(i) for i in range(first, last + 1)}
+
+
+def materialize(defs, instance, selection, first, last):
+    job = defs.resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(instance=instance, asset_selection=[dg.AssetKey(s) for s in selection],
+                                    tags={"dagster/asset_partition_range_start": first,
+                                          "dagster/asset_partition_range_end": last})
+    assert result.success
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, spark):
+    root = tmp_path_factory.mktemp("late")
+    landing = random_landing(root / "landing", 31, FIRST, 3, max_delay_days=1)
+    ensure_days(root / "landing", FIRST, LAST)
+    defs = build_definitions(CONFIG, landing_root=str(root / "landing"), lakehouse_root=str(root / "lake"),
+                             spark_master="local[2]")
+    instance = dg.DagsterInstance.ephemeral()
+    materialize(defs, instance, ["events", "quarantine"], day(0), day(5))
+    materialize(defs, instance, ["minute_partials", "daily_partials"], day(0), day(5))
+    materialize(defs, instance, ["window_changes", "window_snapshot"], day(0), day(5))
+    return root, landing, defs, instance
+
+
+def test_a_late_file_fires_exactly_the_affected_partitions(setup, spark):
+    root, landing, defs, instance = setup
+    cursor = dg.evaluate_automation_conditions(defs=defs, instance=instance).cursor
+    requests, sensor_cursor = sensor_tick(defs, instance, None)
+    assert requests == [], "every landing folder is ingested already"
+
+    # a file lands in arrival day 3 with events of day 2 (1 day late) and day 1 (2 days late)
+    late = [("k9", "2025-01-30T23:30:00Z", 5, "late-1"), ("k9", "2025-01-29T12:00:00Z", 7, "late-2")]
+    lines = [json.dumps({"user_id": k, "timestamp": t, "value": v, "event_id": i, "arrival_time": "2025-01-31T08:00:00Z"})
+             for k, t, v, i in late]
+    (root / "landing" / day(3) / "late.json").write_text("\n".join(lines) + "\n")
+    requests, _ = sensor_tick(defs, instance, sensor_cursor)
+    assert [r.partition_key for r in requests] == [day(3)]
+    materialize(defs, instance, ["events", "quarantine"], day(3), day(3))
+
+    # Arrival day 3 is read by the partials of event days 1, 2, 3 (D .. D + 2 map back to it);
+    # window day D reads partials of D - 2 .. D, so event days 1..3 reach window days 1..5.
+    # Both are requested in the same tick: a window's deps that will be requested count as updated.
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor)
+    assert result.get_requested_partitions(dg.AssetKey("minute_partials")) == days(1, 3)
+    assert result.get_requested_partitions(dg.AssetKey("daily_partials")) == days(1, 3)
+    assert result.get_requested_partitions(dg.AssetKey("window_changes")) == days(1, 5)
+    assert result.get_requested_partitions(dg.AssetKey("window_snapshot")) == days(1, 5)
+    assert result.get_requested_partitions(dg.AssetKey("events")) == set()
+    materialize(defs, instance, ["minute_partials", "daily_partials"], day(1), day(3))
+    materialize(defs, instance, ["window_changes", "window_snapshot"], day(1), day(5))
+
+    # the late arrival has been handled: no partials fire again
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert result.get_requested_partitions(dg.AssetKey("minute_partials")) == set()
+    assert result.get_requested_partitions(dg.AssetKey("events")) == set()
+
+    every_event = landing.events + [
+        Event(k, reference.datetime.fromisoformat(t.replace("Z", "+00:00")), v, i, FIRST + timedelta(days=3),
+              "late.json", line, reference.datetime.fromisoformat("2025-01-31T08:00:00+00:00"), n + 1)
+        for n, ((k, t, v, i), line) in enumerate(zip(late, lines))]
+    changes = sorted(tuple(r) for r in delta_io.read_table(spark, WINDOW_CHANGES.path(str(root / "lake")))
+                     .select("key", "window", "window_end", "count", "sum").collect())
+    expected = sorted((r.key, r.window, r.window_end.replace(tzinfo=None), *r.values)
+                      for r in reference.window_changes(every_event, CONFIG, FIRST, LAST))
+    assert changes == expected
+    assert any(r[0] == "k9" for r in changes)
+
+
+def sensor_tick(defs, instance, cursor):
+    sensor = defs.resolve_sensor_def("landing_sensor")
+    with dg.build_sensor_context(instance=instance, cursor=cursor, resources=defs.resources) as context:
+        result = sensor(context)
+        return ([] if isinstance(result, dg.SkipReason) else list(result)), context.cursor
