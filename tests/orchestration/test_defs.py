@@ -1,8 +1,11 @@
 """The Definitions load, with the graph, partitions and schedule a user expects in the UI."""
 
+from datetime import datetime, timedelta, timezone
+
 import dagster as dg
 
 from orchestration.definitions import build_definitions, defs
+from orchestration.freshness import output_watermark
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import WindowSpec
 
@@ -32,3 +35,30 @@ def test_every_asset_backfills_in_a_single_run():
     graph = defs.resolve_asset_graph()
     for key in graph.get_all_asset_keys():
         assert graph.get(key).backfill_policy == dg.BackfillPolicy.single_run(), key
+
+
+def test_the_freshness_policy_is_on_the_window_assets_only():
+    graph = defs.resolve_asset_graph()
+    fresh = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).freshness_policy}
+    assert fresh == {"window_changes", "window_snapshot"}
+    policy = graph.get(dg.AssetKey("window_changes")).freshness_policy
+    assert policy.warn_window.to_timedelta() == timedelta(days=2, hours=6)  # lateness 2d + slack 6h
+    assert policy.fail_window.to_timedelta() == timedelta(days=3, hours=6)
+
+
+def test_the_output_watermark_stops_at_the_first_missing_day():
+    config = PipelineConfig()  # 7d window sliding every minute
+    watermark, missing = output_watermark(config, {"2025-01-27", "2025-01-28", "2025-01-30"})
+    assert missing == ["2025-01-29"]
+    assert watermark == datetime(2025, 1, 28, 23, 59, tzinfo=timezone.utc)
+    watermark, missing = output_watermark(config, {"2025-01-27", "2025-01-28"})
+    assert (watermark, missing) == (datetime(2025, 1, 28, 23, 59, tzinfo=timezone.utc), [])
+    assert output_watermark(config, set()) == (None, [])
+
+
+def test_automation_fires_every_asset_downstream_of_ingest_and_sensors_start_running():
+    graph = defs.resolve_asset_graph()
+    automated = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition}
+    assert automated == {"minute_partials", "daily_partials", "window_changes", "window_snapshot"}
+    sensors = {s.name: s.default_status for s in defs.sensors}
+    assert sensors == {"landing_sensor": dg.DefaultSensorStatus.RUNNING, "late_firings": dg.DefaultSensorStatus.RUNNING}
