@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from jobs.tables import ALL_TABLES, WINDOW_SNAPSHOT
+from windowing_core.aggregations import Count, Sum
 from windowing_core.config import PipelineConfig
 
 
@@ -25,9 +26,18 @@ def table_rows(lakehouse: Path) -> dict[str, int | None]:
     return rows
 
 
+def ranking_aggregation(config: PipelineConfig) -> str:
+    """What "top keys" ranks by: the first sum (a 7-day total), else the first count, else the first."""
+    for kind in (Sum, Count):
+        for a in config.aggregations:
+            if type(a) is kind:
+                return a.name
+    return config.aggregations[0].name
+
+
 def top_keys(lakehouse: Path, config: PipelineConfig, limit: int = 5) -> tuple[str, list[dict]]:
-    """The keys with the largest first-aggregation value in the latest snapshot of the first window."""
-    window, agg = config.windows[0].name, config.aggregations[-1].name
+    """The keys with the largest total in the latest snapshot of the first window."""
+    window, agg = config.windows[0].name, ranking_aggregation(config)
     dataset = DeltaTable(WINDOW_SNAPSHOT.path(str(lakehouse))).to_pyarrow_dataset()
     latest = pc.max(dataset.to_table(columns=["date"])["date"]).as_py()
     rows = dataset.to_table(filter=(pc.field("date") == latest) & (pc.field("window") == window),
@@ -44,7 +54,7 @@ def print_summary(lakehouse: Path, config: PipelineConfig, checks: list) -> None
         title, ranked = top_keys(lakehouse, config)
         print(f"\ntop keys by {title}")
         for row in ranked:
-            print(f"  {row['key']:<12} {row[config.aggregations[-1].name]:>10,}")
+            print(f"  {row['key']:<12} {row[ranking_aggregation(config)]:>10}")
     except Exception as err:  # noqa: BLE001 - the summary must not hide the run's own result
         print(f"\n(no snapshot to rank keys: {err})")
     if checks:
