@@ -1,7 +1,10 @@
 """Ingest: newline-delimited JSON landing files into ``events``, ``quarantine`` and ``late_events``.
 
 Reads ``<landing>/<arrival date YYYY-MM-DD>/`` (plain or .gz files) for the arrival days asked
-for. Every non-blank input line ends in exactly one place, so the counts reconcile:
+for. An input record is a non-blank line of a readable file, or a whole file that cannot be read
+(a truncated or corrupt gzip: its lines cannot be trusted, so none of them are read and the file
+is one quarantined record with a null ``raw``; re-send it to have its events counted). Every
+input record ends in exactly one place, so the counts reconcile:
 
     input records = accepted + quarantined + duplicates + late
 
@@ -15,17 +18,24 @@ for. Every non-blank input line ends in exactly one place, so the counts reconci
 
 from __future__ import annotations
 
+import gzip
+import io
+import re
+import zlib
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io
-from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE, day_filter, days
+from jobs.tables import EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, day_filter, days
 from windowing_core.config import PipelineConfig
 
 REASONS = (
+    "truncated_gzip",          # a .gz file that ends before its end-of-stream marker (whole file)
+    "unreadable_file",         # a .gz file that is not gzip at all, or corrupt (whole file)
+    "bad_encoding",            # a line that is not UTF-8 (a Latin-1 byte, UTF-16's zero bytes)
     "malformed_json",          # not a JSON object
     "missing_key",             # key field absent, null or empty
     "missing_timestamp",       # timestamp absent or null
@@ -62,24 +72,120 @@ def landing_folders(landing: str, first: date, last: date) -> list[str]:
 
 
 def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> DataFrame:
-    """Every non-blank line of the arrival days' files, with its file and arrival day."""
+    """Every input record of the arrival days, with its file and arrival day.
+
+    A record is a non-blank line of a readable file (``read_problem`` null), or one row per
+    unreadable file (``read_problem`` its reason, ``raw`` null). Unreadable files are left out
+    of the line read rather than skipped with Spark's ``ignoreCorruptFiles``, which would drop
+    their records silently and would hide a transient read error of any other file too.
+    """
     folders = landing_folders(landing, first, last)
     jvm_fs = spark._jvm.org.apache.hadoop.fs  # type: ignore[union-attr]
     conf = spark._jsc.hadoopConfiguration()  # type: ignore[union-attr]
     missing = [f for f in folders if not jvm_fs.Path(f).getFileSystem(conf).exists(jvm_fs.Path(f))]
     if missing:
         raise MissingInputError(f"no landing folder {missing[0]} (expected <landing>/YYYY-MM-DD/)")
-    lines = spark.read.option("recursiveFileLookup", "true").text(folders)
-    return (
-        lines.select(
+    problems = gzip_problems(spark, folders).collect()  # one small row per bad file, if any
+    bad = {r["path"] for r in problems}
+    unreadable = spark.createDataFrame([r[1:] for r in problems], _UNREADABLE)
+    if not bad:  # the usual case: read the folders as they are
+        lines = spark.read.option("recursiveFileLookup", "true").text(folders)
+    else:
+        readable = [_glob_escaped(r["path"]) for r in _files(spark, folders).select("path").collect()
+                    if r["path"] not in bad]
+        lines = spark.read.text(readable) if readable else None
+    if lines is None:
+        lines = spark.createDataFrame([], "raw string, source_file string, file_time timestamp")
+    else:
+        lines = lines.select(
             F.col("value").alias("raw"),
             F.col("_metadata.file_path").alias("source_file"),
             F.col("_metadata.file_modification_time").alias("file_time"),
-        )
-        .where(F.trim("raw") != "")
+        ).where(F.trim("raw") != "").transform(with_encoding_checked)
+    return (
+        lines.unionByName(unreadable)
         .withColumn("arrival_date",
                     F.to_date(F.regexp_extract("source_file", r"/(\d{4}-\d{2}-\d{2})/[^/]*$", 1)))
     )
+
+
+_UNREADABLE = "raw string, source_file string, file_time timestamp, read_problem string"
+
+
+def with_encoding_checked(lines: DataFrame) -> DataFrame:
+    """Flag lines that are not UTF-8 text (``read_problem`` = ``bad_encoding``) and make them
+    storable.
+
+    Spark's text reader keeps a line's bytes as they are: a Latin-1 byte stays an invalid UTF-8
+    sequence, and a UTF-16 file splits into lines full of zero bytes. Neither is a JSON record,
+    and which 8-bit code page was meant (Latin-1, cp1252, ...) cannot be told from the bytes, so
+    such lines are quarantined rather than guessed at; their ``raw`` keeps every valid character
+    and U+FFFD for the bytes that were not, because Parquet strings must be valid UTF-8.
+    """
+    bad = ~F.is_valid_utf8("raw") | F.col("raw").contains("\u0000")
+    return lines.select(
+        F.make_valid_utf8("raw").alias("raw"), "source_file", "file_time",
+        F.when(bad, F.lit("bad_encoding")).alias("read_problem"),
+    )
+
+
+def _files(spark: SparkSession, folders: list[str], glob: str | None = None) -> DataFrame:
+    """The files Spark's text reader would read in the folders (the same listing rules).
+
+    ``binaryFile`` reads a file's bytes only when ``content`` is selected: a listing is cheap.
+    """
+    reader = spark.read.format("binaryFile").option("recursiveFileLookup", "true")
+    if glob:
+        reader = reader.option("pathGlobFilter", glob)
+    return reader.load(folders)
+
+
+def _glob_escaped(path: str) -> str:
+    """A file path Spark will not expand as a glob (``[``, ``*`` ... are legal in file names)."""
+    return re.sub(r"([{}\[\]*?\\])", r"\\\1", path)
+
+
+def gzip_problem(content: bytes | None) -> str | None:
+    """Why these bytes are not a complete gzip stream, or None when they are (or are empty).
+
+    Decompresses in chunks and throws the output away, so memory stays small; several
+    concatenated members are one stream, as Hadoop's codec reads them.
+    """
+    if not content:
+        return None
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(content)) as stream:
+            while stream.read(1 << 20):
+                pass
+    except EOFError:
+        return "truncated_gzip"
+    except (OSError, zlib.error):  # gzip.BadGzipFile is an OSError
+        return "unreadable_file"
+    return None
+
+
+def gzip_problems(spark: SparkSession, folders: list[str]) -> DataFrame:
+    """One record per .gz file that cannot be decompressed to its end: checked in Spark tasks
+    (Spark's text reader would fail the whole job on it)."""
+    problem = F.udf(lambda content: gzip_problem(content), "string")  # no hints: a plain UDF
+    return (
+        _files(spark, folders, "*.gz")
+        .select("path", F.lit(None).cast("string").alias("raw"),
+                F.col("_metadata.file_path").alias("source_file"),  # spelled as the text reader does
+                F.col("modificationTime").alias("file_time"), problem("content").alias("read_problem"))
+        .where(F.col("read_problem").isNotNull())
+    )
+
+
+def with_line_numbers(lines: DataFrame) -> DataFrame:
+    """Number each file's lines from 1: the last part of the arrival order watermarks follow.
+
+    Spark reads a file's splits in order into tasks of rising index, so
+    ``monotonically_increasing_id`` rises along a file; the row number turns it into a line
+    number that does not depend on how files were packed into tasks.
+    """
+    in_file = Window.partitionBy("source_file").orderBy(F.monotonically_increasing_id())
+    return lines.withColumn("line", F.row_number().over(in_file))
 
 
 def with_parsed_fields(lines: DataFrame, config: PipelineConfig) -> DataFrame:
@@ -118,13 +224,13 @@ def _reason(config: PipelineConfig) -> Column:
     reason = F.lit(None).cast("string")
     for condition, name in reversed(checks):
         reason = F.when(condition, F.lit(name)).otherwise(reason)
-    return reason
+    return F.coalesce(F.col("read_problem"), reason)  # a file or line that could not be read
 
 
 def with_reason(parsed: DataFrame, config: PipelineConfig) -> DataFrame:
     """Add ``reason`` (null for a good record) and the typed event columns."""
     return parsed.withColumn("reason", _reason(config)).select(
-        "raw", "source_file", "arrival_date", "reason",
+        "raw", "source_file", "line", "arrival_date", "reason",
         F.trim("key").alias("key"),
         "event_time",
         F.coalesce(F.col("value_number").cast("bigint"), F.lit(1).cast("bigint")).alias("value"),
@@ -135,7 +241,7 @@ def with_reason(parsed: DataFrame, config: PipelineConfig) -> DataFrame:
 
 def deduplicate_per_arrival_day(good: DataFrame) -> DataFrame:
     """One row per (arrival day, event_id): the first by (source_file, raw), plus its copy count."""
-    first = F.min(F.struct("source_file", "raw", "key", "event_time", "value", "arrival_time"))
+    first = F.min(F.struct("source_file", "raw", "line", "key", "event_time", "value", "arrival_time"))
     return (
         good.groupBy("arrival_date", "event_id")
         .agg(first.alias("first"), F.count(F.lit(1)).alias("copies"))
@@ -148,6 +254,7 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
     """Ingest arrival days ``first .. last`` and replace their partitions in one write per table."""
     classified = (
         read_landing(spark, landing, first, last)
+        .transform(with_line_numbers)
         .transform(with_parsed_fields, config)
         .transform(with_reason, config)
         .persist()
@@ -159,10 +266,9 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
         is_late = F.col("arrival_date") > F.date_add("event_date", lateness)
         unique = unique.withColumn("is_late", is_late).persist()
 
-        event_cols = ["key", "event_time", "value", "event_id", "arrival_time", "source_file"]
-        accepted = unique.where(~F.col("is_late")).select(*event_cols, "arrival_date")
+        accepted = unique.where(~F.col("is_late")).select(*EVENT_COLUMNS, "arrival_date")
         late = unique.where(F.col("is_late")).select(
-            *event_cols, F.lit(LATE_REASON).alias("reason"), "event_date", "arrival_date")
+            *EVENT_COLUMNS, F.lit(LATE_REASON).alias("reason"), "event_date", "arrival_date")
         quarantined = classified.where(F.col("reason").isNotNull()).select(
             "source_file", "raw", "reason", "arrival_date")
 
@@ -171,8 +277,8 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
                                     partition_filters=arrival_days)
         delta_io.replace_partitions(quarantined, QUARANTINE.path(lakehouse),
                                     partition_by=list(QUARANTINE.partition_by), partition_filters=arrival_days)
-        delta_io.replace_partitions(late, LATE_EVENTS.path(lakehouse),
-                                    partition_by=list(LATE_EVENTS.partition_by), partition_filters=arrival_days)
+        delta_io.replace_partitions(late, LATE_EVENTS.path(lakehouse), partition_by=list(LATE_EVENTS.partition_by),
+                                    partition_filters=[*arrival_days, ("reason", "=", LATE_REASON)])
         return _result(classified, unique)
     finally:
         classified.unpersist()

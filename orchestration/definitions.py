@@ -19,7 +19,10 @@ from dagster_pyspark import PySparkResource
 from assets import build_assets
 from assets.partitions import daily_partitions
 from assets.resources import LakehouseResource
+from expectations.asset_checks import build_asset_checks
 from jobs.spark_session import SPARK_DEFAULTS, local_python
+from orchestration.automation import automation_sensor, build_landing_sensor, with_late_firings
+from orchestration.freshness import build_watermark_check, with_freshness
 from windowing_core.config import PipelineConfig
 
 
@@ -30,14 +33,16 @@ def spark_config(master: str | None = None) -> dict[str, str]:
 
 def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_root: str,
                       spark_master: str | None = None) -> dg.Definitions:
-    assets = build_assets(config)
+    assets = with_freshness(with_late_firings(build_assets(config)), config)
     daily_job = dg.define_asset_job("daily_pipeline", selection=dg.AssetSelection.all(),
                                     partitions_def=daily_partitions,
                                     description="Every asset for one day: ingest, partials, windows.")
     return dg.Definitions(
         assets=assets,
+        asset_checks=[*build_asset_checks(config, daily_partitions), build_watermark_check(config)],
         jobs=[daily_job],
         schedules=[dg.build_schedule_from_partitioned_job(daily_job, hour_of_day=1, minute_of_hour=0)],
+        sensors=[build_landing_sensor(daily_partitions), automation_sensor],
         resources={
             "pyspark": PySparkResource(spark_config=spark_config(spark_master)),
             "lakehouse": LakehouseResource(landing_root=landing_root, lakehouse_root=lakehouse_root),

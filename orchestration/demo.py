@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     import dagster as dg
 
     from jobs.demo_events import generate_demo_events
+    from orchestration.ci_checks import exit_code, expected_checks, print_table, rows_of
     from orchestration.definitions import build_definitions
     from orchestration.report import print_summary
     from windowing_core.config import PipelineConfig
@@ -69,12 +70,15 @@ def main(argv: list[str] | None = None) -> int:
         run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         raise_on_error=False,
     )
-    ok = result.success
-    checks = result.get_asset_check_evaluations()
-    print_summary(lakehouse, config, checks)
-    print(f"{'done' if ok else 'FAILED'} in {time.monotonic() - started:.0f}s; "
+    print_summary(lakehouse, config, [])
+    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    rows = rows_of(result.get_asset_check_evaluations(), expected_checks(defs, config), days)
+    print("\nasset checks, per daily partition (ERROR checks block what is downstream; WARN only report)")
+    print_table(rows)
+    code = exit_code(rows, result.success)
+    print(f"{'done' if code == 0 else 'FAILED'} in {time.monotonic() - started:.0f}s; "
           f"see it in the UI: DAGSTER_HOME={os.environ['DAGSTER_HOME']} dagster dev")
-    return 0 if ok and all(c.passed for c in checks) else 1
+    return code
 
 
 if __name__ == "__main__":

@@ -1,0 +1,271 @@
+"""The catalog's checks as Dagster asset checks: one multi-check per table, evaluated per day.
+
+The checks are partitioned like their assets, and every result is recorded against its daily
+partition. A run over one partition (the daily schedule, a click in the UI) evaluates that day.
+A single-run backfill over a range evaluates the range at once (one Great Expectations batch,
+one Spark job per reconciliation) and still records one evaluation per check and day: Dagster
+plans a range check once per partition, and ``AssetCheckResult`` could only speak for the
+range, so each day's ``AssetCheckEvaluation`` is emitted directly.
+
+ERROR checks are ``blocking``: a failure fails the step, and Dagster does not start anything
+downstream of the checked asset in the same run. WARN checks report only.
+
+The resources come by key (``pyspark``, ``lakehouse``), as the assets use them. (No ``from
+__future__ import annotations`` here: Dagster reads the check function's annotations at
+definition time.)
+"""
+
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+import dagster as dg
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (  # not re-exported by dagster
+    AssetCheckEvaluationTargetMaterializationData,
+)
+from pyspark.sql import DataFrame, SparkSession
+
+from expectations import reconciliation, suites
+from expectations.catalog import ERROR, Check, Outcome, checks_of
+from jobs import delta_io
+from jobs.ingest_events import MissingInputError, read_landing
+from jobs.tables import (
+    DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, Table,
+    day_filter,
+)
+from jobs.tables import days as day_list
+from windowing_core.config import PipelineConfig
+
+Results = dict[str, dict[date, Outcome]]
+
+
+@dataclass
+class Inputs:
+    """What an evaluator needs: Spark, the roots, the configuration, the days and checks asked for."""
+
+    spark: SparkSession
+    landing_root: str
+    lakehouse_root: str
+    config: PipelineConfig
+    days: list[date]
+    selected: set[str]
+    instance: dg.DagsterInstance | None = None
+
+    @property
+    def first(self) -> date:
+        return self.days[0]
+
+    @property
+    def last(self) -> date:
+        return self.days[-1]
+
+    def read(self, table: Table, column: str, first: date, last: date) -> DataFrame:
+        return delta_io.read_table(self.spark, table.path(self.lakehouse_root),
+                                   partition_filters=day_filter(column, first, last))
+
+    def read_if_exists(self, table: Table, column: str, first: date, last: date) -> DataFrame | None:
+        if not delta_io.table_exists(table.path(self.lakehouse_root)):
+            return None
+        return self.read(table, column, first, last)
+
+
+# -- evaluators, one per table ------------------------------------------------------------------
+
+
+def evaluate_events(inputs: Inputs) -> Results:
+    reports = {d: ingest_report(inputs.instance, d) for d in inputs.days}
+    covered = [d for r in reports.values() if r is not None for d in r.days] + inputs.days
+    first, last = min(covered), max(covered)
+    try:
+        landing = read_landing(inputs.spark, inputs.landing_root, first, last)
+    except MissingInputError as err:  # archived or moved: the records cannot be recounted
+        return {"input_records_reconcile": {d: Outcome(False, {"problem": f"cannot recount the input: {err}"})
+                                            for d in inputs.days}}
+    return {"input_records_reconcile": reconciliation.input_records_reconcile(
+        landing,
+        inputs.read(EVENTS, "arrival_date", first, last),
+        inputs.read(QUARANTINE, "arrival_date", first, last),
+        inputs.read(LATE_EVENTS, "arrival_date", first, last),
+        reports, inputs.days)}
+
+
+def evaluate_quarantine(inputs: Inputs) -> Results:
+    return {"quarantine_share_below_limit": reconciliation.quarantine_share_below_limit(
+        inputs.read(QUARANTINE, "arrival_date", inputs.first, inputs.last),
+        inputs.read(EVENTS, "arrival_date", inputs.first, inputs.last),
+        inputs.read(LATE_EVENTS, "arrival_date", inputs.first, inputs.last),
+        inputs.days)}
+
+
+def evaluate_minute_partials(inputs: Inputs) -> Results:
+    partials = inputs.read(MINUTE_PARTIALS, "event_date", inputs.first, inputs.last)
+    suite = suites.minute_partials_suite(inputs.config)
+    results = suites.run_suite(partials, suites.prepare_minute_partials(partials, inputs.config), suite,
+                               inputs.days, inputs.selected)
+    if "partials_count_accepted_events" in inputs.selected:
+        lateness = timedelta(days=inputs.config.allowed_lateness_days)
+        results["partials_count_accepted_events"] = reconciliation.partials_count_accepted_events(
+            partials,
+            inputs.read(EVENTS, "arrival_date", inputs.first, inputs.last + lateness),
+            inputs.read(LATE_EVENTS, "event_date", inputs.first, inputs.last),
+            inputs.days)
+    return results
+
+
+def evaluate_daily_partials(inputs: Inputs) -> Results:
+    tiles = inputs.read(DAILY_PARTIALS, "event_date", inputs.first, inputs.last)
+    results = suites.run_suite(tiles, tiles, suites.daily_partials_suite(inputs.config), inputs.days,
+                               inputs.selected)
+    if "tiles_match_minute_partials" in inputs.selected:
+        results["tiles_match_minute_partials"] = reconciliation.tiles_match_minute_partials(
+            tiles, inputs.read(MINUTE_PARTIALS, "event_date", inputs.first, inputs.last), inputs.config,
+            inputs.days)
+    return results
+
+
+def evaluate_window_changes(inputs: Inputs) -> Results:
+    changes = inputs.read(WINDOW_CHANGES, "date", inputs.first, inputs.last)
+    day_before = inputs.first - timedelta(days=1)
+    previous = inputs.read_if_exists(WINDOW_SNAPSHOT, "date", day_before, day_before)
+    if previous is not None and previous.isEmpty():
+        previous = None  # not materialised, or every key empty: the first change points are not judged
+    results = suites.run_suite(changes, suites.prepare_window_changes(changes, previous, inputs.config),
+                               suites.window_changes_suite(inputs.config), inputs.days, inputs.selected)
+    if "changes_conserve_frames" in inputs.selected:
+        reach = timedelta(days=reconciliation.frames_reach_days(inputs.config))
+        results["changes_conserve_frames"] = reconciliation.changes_conserve_frames(
+            changes, inputs.read(MINUTE_PARTIALS, "event_date", inputs.first - reach, inputs.last),
+            inputs.config, inputs.days)
+    return results
+
+
+def evaluate_window_snapshot(inputs: Inputs) -> Results:
+    snapshots = inputs.read(WINDOW_SNAPSHOT, "date", inputs.first - timedelta(days=1), inputs.last)
+    current = snapshots.where(snapshots["date"] >= inputs.first)
+    results = suites.run_suite(current, suites.prepare_window_snapshot(current, inputs.config, inputs.days),
+                               suites.window_snapshot_suite(inputs.config), inputs.days, inputs.selected)
+    if "snapshot_matches_last_change" in inputs.selected:
+        results["snapshot_matches_last_change"] = reconciliation.snapshot_matches_last_change(
+            snapshots, inputs.read(WINDOW_CHANGES, "date", inputs.first, inputs.last), inputs.config,
+            inputs.days)
+    return results
+
+
+EVALUATORS: dict[str, Callable[[Inputs], Results]] = {
+    EVENTS.name: evaluate_events,
+    QUARANTINE.name: evaluate_quarantine,
+    MINUTE_PARTIALS.name: evaluate_minute_partials,
+    DAILY_PARTIALS.name: evaluate_daily_partials,
+    WINDOW_CHANGES.name: evaluate_window_changes,
+    WINDOW_SNAPSHOT.name: evaluate_window_snapshot,
+}
+
+
+def ingest_report(instance: dg.DagsterInstance | None, day: date) -> reconciliation.IngestReport | None:
+    """The counts the latest ``events`` materialisation of this arrival day reported."""
+    if instance is None:
+        return None
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(EVENTS.name), asset_partitions=[day.isoformat()]),
+        limit=1,
+    ).records
+    if not records:
+        return None
+    metadata = records[0].asset_materialization.metadata
+    try:
+        first, last = (date.fromisoformat(d.strip()) for d in metadata["arrival_days"].value.split(".."))
+        counts = ("input_records", "accepted", "quarantined", "duplicates", "late_beyond_allowed_lateness")
+        return reconciliation.IngestReport(first, last, *(int(metadata[k].value) for k in counts))
+    except (KeyError, ValueError):
+        return None
+
+
+# -- Dagster ------------------------------------------------------------------------------------
+
+
+def _partition_days(context: dg.AssetCheckExecutionContext) -> list[date]:
+    window = context.partition_time_window
+    return day_list(window.start.date(), (window.end - timedelta(days=1)).date())
+
+
+def _metadata(outcome: Outcome) -> dict[str, Any]:
+    return {k: dg.MetadataValue.json(v) if isinstance(v, (dict, list)) else v
+            for k, v in outcome.metadata.items()}
+
+
+def _headline(outcome: Outcome) -> str | None:
+    if outcome.passed:
+        return None
+    m = outcome.metadata
+    if "share" in m:
+        return f"{m['share']:.1%} of the day's records quarantined (limit {m['limit']:.0%})"
+    for key in ("problem", "problems"):
+        if key in m:
+            return m[key] if isinstance(m[key], str) else "; ".join(m[key])
+    for key in ("unexpected_rows", "mismatches", "keys_differing", "difference"):
+        if key in m:
+            return f"{key.replace('_', ' ')}: {m[key]}"
+    return None
+
+
+def _target(instance: dg.DagsterInstance, asset_key: dg.AssetKey, day: date):
+    """The materialisation a day's evaluation judged, so the UI shows the check next to it."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=[day.isoformat()]), limit=1).records
+    if not records:
+        return None
+    record = records[0]
+    return AssetCheckEvaluationTargetMaterializationData(
+        storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp)
+
+
+def evaluations(checks: list[Check], results: Results, days: list[date], asset_key: dg.AssetKey,
+                instance: dg.DagsterInstance | None) -> Iterator[dg.AssetCheckEvaluation]:
+    for check in checks:
+        for day in days:
+            outcome = results.get(check.name, {}).get(day) or Outcome(False, {"problem": "not evaluated"})
+            yield dg.AssetCheckEvaluation(
+                asset_key=asset_key, check_name=check.name, passed=outcome.passed,
+                metadata=_metadata(outcome), severity=dg.AssetCheckSeverity(check.severity),
+                description=_headline(outcome), blocking=check.blocking, partition=day.isoformat(),
+                target_materialization_data=_target(instance, asset_key, day) if instance else None,
+            )
+
+
+def table_checks(table: str, config: PipelineConfig, partitions_def: dg.PartitionsDefinition,
+                 evaluate: Callable[[Inputs], Results]) -> dg.AssetChecksDefinition:
+    checks = checks_of(config, table)
+    asset_key = dg.AssetKey(table)
+    with warnings.catch_warnings():  # partitioned checks are a preview in Dagster 1.13
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        specs = [dg.AssetCheckSpec(c.name, asset=asset_key, description=f"[{c.severity}] {c.guards}",
+                                   blocking=c.blocking, partitions_def=partitions_def,
+                                   metadata={"severity": c.severity})
+                 for c in checks]
+
+    @dg.multi_asset_check(name=f"{table}_checks", specs=specs, can_subset=True,
+                          required_resource_keys={"pyspark", "lakehouse"},
+                          description=f"Data-quality checks on {table}, per daily partition.")
+    def run_checks(context: dg.AssetCheckExecutionContext):
+        selected = [c for c in checks
+                    if dg.AssetCheckKey(asset_key, c.name) in context.selected_asset_check_keys]
+        days = _partition_days(context)
+        lakehouse = context.resources.lakehouse
+        inputs = Inputs(context.resources.pyspark.spark_session, lakehouse.landing_root,
+                        lakehouse.lakehouse_root, config, days, {c.name for c in selected}, context.instance)
+        results = evaluate(inputs)
+        yield from evaluations(selected, results, days, asset_key, context.instance)
+        assets_def = context.op_execution_context.assets_def
+        for c in selected:  # the outputs downstream steps wait on (blocking checks)
+            yield dg.Output(None, output_name=assets_def.get_output_name_for_asset_check_key(
+                dg.AssetCheckKey(asset_key, c.name)))
+
+    return run_checks
+
+
+def build_asset_checks(config: PipelineConfig,
+                       partitions_def: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
+    """Every table's checks for this configuration, partitioned like the assets."""
+    return [table_checks(table, config, partitions_def, evaluate) for table, evaluate in EVALUATORS.items()]

@@ -1,0 +1,458 @@
+"""Great Expectations suites for the partial and window tables, validated on Spark DataFrames.
+
+Great Expectations 1.x runs through an ephemeral context (no Great Expectations project on
+disk), one per process: a Spark data source, a dataframe asset and a whole-dataframe batch
+definition. Expectations that need the window specs or the rows around a row (the slide grid,
+the previous change point) are expressed over derived columns added in Spark first
+(``prepare_*``), so Great Expectations still only sees plain column expectations and reports
+them in its usual shape.
+
+Each expectation carries the name of the check it belongs to (``meta["check"]``); a check passes
+when all of its expectations pass. A range of days is validated as one batch: the row
+expectations hold for the range exactly when they hold for every day in it, so only a failing
+check is validated again day by day, to say which partitions fail. The schema is validated on
+the table as read, before any derived column is added.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from functools import reduce
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType
+
+from expectations.catalog import Outcome, VARIANCE_KINDS, has_mean_min_max, of_kinds
+from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from windowing_core.aggregations import Aggregation
+from windowing_core.config import PipelineConfig
+from windowing_core.reference import day_start
+from windowing_core.window_spec import DAY_SECONDS, WindowSpec
+
+SAMPLE_ROWS = 5
+
+Pairs = list[tuple[str, Any]]  # (check name, expectation)
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    day_column: str  # the partition column: one batch per day when a check fails
+    sample_columns: list[str]  # what a person sees of an offending row
+    declared: list[tuple[str, str]]  # the table's columns and Spark DDL types, in order
+    build: Callable[[], Pairs]  # fresh expectations each time (an expectation joins one suite)
+
+
+# -- declared schemas -------------------------------------------------------------------------------
+
+
+def _fields(aggregations: Iterable[Aggregation]) -> list[tuple[str, str]]:
+    return [(c, f.spark_type) for a in aggregations for c, f in zip(a.field_columns(), a.fields)]
+
+
+def _outputs(config: PipelineConfig) -> list[tuple[str, str]]:
+    return [(a.name, a.output_type) for a in config.aggregations]
+
+
+def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]]:
+    """The columns the README's Tables section promises, with Spark types, in stored order
+    (partition column last)."""
+    if table == MINUTE_PARTIALS.name:
+        return [("key", "string"), ("frame_start", "timestamp"), ("event_count", "bigint"),
+                *_fields(config.aggregations), ("event_date", "date")]
+    if table == DAILY_PARTIALS.name:
+        return [("key", "string"), ("event_count", "bigint"), *_fields(config.aggregations),
+                ("event_date", "date")]
+    if table == WINDOW_CHANGES.name:
+        return [("key", "string"), ("window", "string"), ("window_start", "timestamp"),
+                ("window_end", "timestamp"), ("event_count", "bigint"), *_outputs(config), ("date", "date")]
+    if table == WINDOW_SNAPSHOT.name:
+        # The carried state: event_count and the partials a running sum can carry (invertible).
+        return [("key", "string"), ("window", "string"), ("as_of", "timestamp"), ("event_count", "bigint"),
+                *_fields(a for a in config.aggregations if a.invertible), *_outputs(config), ("date", "date")]
+    raise ValueError(f"no declared schema for table {table!r}")
+
+
+def _spark_type_name(ddl: str) -> str:
+    """``bigint`` -> ``LongType``: the class name Great Expectations compares for Spark."""
+    return type(DataType.fromDDL(ddl)).__name__
+
+
+def _samples(declared: list[tuple[str, str]]) -> list[str]:
+    return [name for name, ddl in declared if ddl != "binary"]  # sketches say nothing to a person
+
+
+# -- expectations -----------------------------------------------------------------------------------
+
+
+def _gx():
+    import great_expectations.expectations as gxe
+
+    return gxe
+
+
+def _not_negative(columns: Iterable[str], minimum: int = 0) -> list:
+    gxe = _gx()
+    return [gxe.ExpectColumnValuesToBeBetween(column=c, min_value=minimum) for c in columns]
+
+
+def _count_outputs(config: PipelineConfig) -> list[str]:
+    return [a.name for a in of_kinds(config, "count")]
+
+
+def _fields_of(config: PipelineConfig, kind: str, invertible_only: bool = False) -> list[str]:
+    """Partial field columns of the aggregations of one kind (only the stored ones in a snapshot)."""
+    return [c for a in of_kinds(config, kind) if a.invertible or not invertible_only
+            for c in a.field_columns()]
+
+
+def _value_checks(config: PipelineConfig) -> Pairs:
+    """Checks on the finished values, shared by window_changes and window_snapshot."""
+    gxe = _gx()
+    pairs: Pairs = [("sums_non_negative", e) for e in _not_negative(a.name for a in of_kinds(config, "sum"))]
+    variances = [a.name for a in of_kinds(config, *VARIANCE_KINDS)]
+    pairs += [("variances_non_negative", e) for e in _not_negative(variances)]
+    if has_mean_min_max(config):
+        low, high = of_kinds(config, "min")[0].name, of_kinds(config, "max")[0].name
+        for mean in of_kinds(config, "mean"):  # an empty window has no mean, min or max: not judged
+            for larger, smaller in ((mean.name, low), (high, mean.name)):
+                pairs.append(("mean_between_min_and_max", gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+                    column_A=larger, column_B=smaller, or_equal=True,
+                    ignore_row_if="either_value_is_missing")))
+    return pairs
+
+
+def _window_name_checks(config: PipelineConfig) -> Pairs:
+    gxe = _gx()
+    return [
+        ("keys_not_null", gxe.ExpectColumnValuesToNotBeNull(column="key")),
+        ("windows_declared", gxe.ExpectColumnValuesToNotBeNull(column="window")),
+        ("windows_declared", gxe.ExpectColumnValuesToBeInSet(column="window",
+                                                             value_set=[w.name for w in config.windows])),
+    ]
+
+
+def minute_partials_suite(config: PipelineConfig) -> Suite:
+    declared = declared_columns(MINUTE_PARTIALS.name, config)
+
+    def build() -> Pairs:
+        gxe = _gx()
+        return [
+            ("keys_not_null", gxe.ExpectColumnValuesToNotBeNull(column="key")),
+            ("frames_on_bucket_grid", gxe.ExpectColumnValuesToBeInSet(column="frame_start_off_grid_seconds",
+                                                                      value_set=[0])),
+            ("frames_inside_partition", gxe.ExpectColumnPairValuesToBeEqual(column_A="frame_date",
+                                                                            column_B="event_date")),
+            ("frames_unique", gxe.ExpectCompoundColumnsToBeUnique(
+                column_list=["key", "frame_start", "event_date"])),
+            *[("counts_non_negative", e)
+              for e in _not_negative(["event_count", *_fields_of(config, "count")])],
+            *[("sums_non_negative", e) for e in _not_negative(_fields_of(config, "sum"))],
+        ]
+
+    return Suite(MINUTE_PARTIALS.name, "event_date", _samples(declared), declared, build)
+
+
+def daily_partials_suite(config: PipelineConfig) -> Suite:
+    declared = declared_columns(DAILY_PARTIALS.name, config)
+
+    def build() -> Pairs:
+        gxe = _gx()
+        return [
+            ("keys_not_null", gxe.ExpectColumnValuesToNotBeNull(column="key")),
+            ("tiles_unique", gxe.ExpectCompoundColumnsToBeUnique(column_list=["key", "event_date"])),
+            *[("counts_non_negative", e)
+              for e in _not_negative(["event_count", *_fields_of(config, "count")])],
+            *[("sums_non_negative", e) for e in _not_negative(_fields_of(config, "sum"))],
+        ]
+
+    return Suite(DAILY_PARTIALS.name, "event_date", _samples(declared), declared, build)
+
+
+def window_changes_suite(config: PipelineConfig) -> Suite:
+    declared = declared_columns(WINDOW_CHANGES.name, config)
+
+    def build() -> Pairs:
+        gxe = _gx()
+        return [
+            *_window_name_checks(config),
+            ("window_ends_on_grid", gxe.ExpectColumnValuesToBeInSet(column="window_end_off_grid_seconds",
+                                                                    value_set=[0])),
+            ("window_length_matches_spec", gxe.ExpectColumnPairValuesToBeEqual(
+                column_A="window_length_seconds", column_B="declared_length_seconds")),
+            ("window_ends_inside_partition", gxe.ExpectColumnPairValuesToBeEqual(column_A="window_end_date",
+                                                                                 column_B="date")),
+            ("change_points_unique", gxe.ExpectCompoundColumnsToBeUnique(
+                column_list=["key", "window", "window_end", "date"])),
+            ("no_repeated_change_points", gxe.ExpectColumnValuesToBeInSet(column="repeats_previous_value",
+                                                                          value_set=[False])),
+            *[("counts_non_negative", e) for e in _not_negative(["event_count", *_count_outputs(config)])],
+            *_value_checks(config),
+        ]
+
+    return Suite(WINDOW_CHANGES.name, "date", _samples(declared), declared, build)
+
+
+def window_snapshot_suite(config: PipelineConfig) -> Suite:
+    declared = declared_columns(WINDOW_SNAPSHOT.name, config)
+
+    def build() -> Pairs:
+        gxe = _gx()
+        counts = ["event_count", *_fields_of(config, "count", invertible_only=True), *_count_outputs(config)]
+        return [
+            *_window_name_checks(config),
+            ("snapshot_as_of_last_window_end", gxe.ExpectColumnPairValuesToBeEqual(
+                column_A="as_of", column_B="declared_as_of", ignore_row_if="neither")),
+            ("snapshot_keys_not_empty", gxe.ExpectColumnValuesToBeBetween(column="event_count", min_value=1)),
+            ("snapshot_keys_not_empty", gxe.ExpectColumnValuesToNotBeNull(column="event_count")),
+            ("snapshot_keys_unique", gxe.ExpectCompoundColumnsToBeUnique(
+                column_list=["key", "window", "date"])),
+            *[("counts_non_negative", e) for e in _not_negative(counts)],
+            *[("sums_non_negative", e)
+              for e in _not_negative(_fields_of(config, "sum", invertible_only=True))],
+            *_value_checks(config),
+        ]
+
+    return Suite(WINDOW_SNAPSHOT.name, "date", _samples(declared), declared, build)
+
+
+# -- derived columns --------------------------------------------------------------------------------
+
+
+def _per_window(config: PipelineConfig, value: Callable[[WindowSpec], Column]) -> Column:
+    """A CASE over the row's window name; null for a window that is not configured."""
+    case = None
+    for spec in config.windows:
+        branch = F.col("window") == spec.name
+        case = F.when(branch, value(spec)) if case is None else case.when(branch, value(spec))
+    return case
+
+
+def empty_values(config: PipelineConfig) -> dict[str, Column]:
+    """Each aggregation's finished value of an empty window, as a typed literal."""
+    return {a.name: F.lit(a.finish(a.empty())).cast(a.output_type) for a in config.aggregations}
+
+
+def same_values(config: PipelineConfig, left: dict[str, Column], right: dict[str, Column]) -> Column:
+    """Every finished value equal (null equals null)."""
+    return reduce(lambda x, y: x & y, [left[a.name].eqNullSafe(right[a.name]) for a in config.aggregations])
+
+
+def prepare_minute_partials(partials: DataFrame, config: PipelineConfig) -> DataFrame:
+    start = F.unix_seconds("frame_start")
+    return partials.withColumns({
+        # -1 for a missing frame_start, which no grid position matches
+        "frame_start_off_grid_seconds": F.coalesce(F.pmod(start, F.lit(config.bucket)), F.lit(-1)),
+        "frame_date": F.to_date("frame_start"),
+    })
+
+
+def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | None,
+                           config: PipelineConfig) -> DataFrame:
+    """Add the grid, length, partition and repetition columns the change-point suite expects.
+
+    ``previous_snapshot``: the snapshot of the day before the first day in ``changes``, or None
+    when that day has none. A key's first change point in the range is compared with it (a key
+    missing from it was empty); without it, that first change point is not judged.
+    """
+    end = F.unix_seconds("window_end")
+    values = [a.name for a in config.aggregations]
+    by_key = Window.partitionBy("key", "window").orderBy("window_end")
+    frame = changes.withColumns({
+        "window_end_off_grid_seconds": _per_window(  # -1: no window_end
+            config, lambda s: F.coalesce(F.pmod(end - F.lit(s.offset), F.lit(s.slide)), F.lit(-1))),
+        "window_length_seconds": end - F.unix_seconds("window_start"),
+        "declared_length_seconds": _per_window(config, lambda s: F.lit(s.length).cast("long")),
+        "window_end_date": F.to_date("window_end"),
+        "__has_previous": F.lag("window_end").over(by_key).isNotNull(),
+        **{f"__previous_{v}": F.lag(v).over(by_key) for v in values},
+    })
+    if previous_snapshot is not None:
+        before = previous_snapshot.select("key", "window", F.lit(True).alias("__in_snapshot"),
+                                          *[F.col(v).alias(f"__snapshot_{v}") for v in values])
+        frame = frame.join(before, ["key", "window"], "left")
+        empty = empty_values(config)
+        carried = {v: F.when(F.col("__in_snapshot"), F.col(f"__snapshot_{v}")).otherwise(empty[v])
+                   for v in values}
+    current = {v: F.col(v) for v in values}
+    previous = {v: F.col(f"__previous_{v}") for v in values}
+    final = _per_window(config, lambda s: F.lit(s.emit == "final"))  # one row per window: may repeat
+    repeats = F.when(final, F.lit(None).cast("boolean")).when(
+        F.col("__has_previous"), same_values(config, current, previous))
+    if previous_snapshot is not None:
+        repeats = repeats.otherwise(same_values(config, current, carried))
+    helpers = [c for c in frame.columns if c.startswith("__")]
+    return frame.withColumn("repeats_previous_value", repeats).drop(*helpers)
+
+
+def as_of_per_day(config: PipelineConfig, days: Iterable[date]) -> list[tuple[str, date, int]]:
+    """(window, day, the day's last window end in epoch seconds): what a snapshot is as of."""
+    return [(spec.name, day, spec.end_at_or_before(day_start(day) + DAY_SECONDS - 1))
+            for spec in config.windows for day in days]
+
+
+def prepare_window_snapshot(snapshot: DataFrame, config: PipelineConfig, days: list[date]) -> DataFrame:
+    declared = snapshot.sparkSession.createDataFrame(
+        as_of_per_day(config, days), "window string, date date, as_of_seconds long",
+    ).select("window", "date", F.timestamp_seconds("as_of_seconds").alias("declared_as_of"))
+    return snapshot.join(F.broadcast(declared), ["window", "date"], "left")
+
+
+# -- running a suite --------------------------------------------------------------------------------
+
+
+_BATCHES: list = []  # one ephemeral context per process: each new one makes a temporary folder
+
+
+def _batch_definition():
+    if not _BATCHES:
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        context = gx.get_context(mode="ephemeral")
+        context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        source = context.data_sources.add_spark(name="panes", persist=False)  # the caller persists
+        asset = source.add_dataframe_asset(name="table")
+        _BATCHES.append(asset.add_batch_definition_whole_dataframe("whole"))
+    return _BATCHES[0]
+
+
+def _validate(frame: DataFrame, expectations: list, sample_columns: list[str], name: str,
+              detailed: bool = True) -> list:
+    """Great Expectations' results for these expectations on this DataFrame (a whole batch):
+    with unexpected counts and sample rows when ``detailed``, else only pass or fail."""
+    import great_expectations as gx
+
+    batch = _batch_definition().get_batch(batch_parameters={"dataframe": frame})
+    suite = gx.ExpectationSuite(name=name, expectations=expectations)
+    result_format = {
+        "result_format": "SUMMARY",
+        "partial_unexpected_count": SAMPLE_ROWS,
+        "unexpected_index_column_names": sample_columns,
+        "return_unexpected_index_query": False,
+    } if detailed and sample_columns else "BOOLEAN_ONLY" if not detailed else "SUMMARY"
+    return batch.validate(suite, result_format=result_format).results
+
+
+def json_safe(value: Any) -> Any:
+    """A JSON-friendly copy for Dagster metadata."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    return value
+
+
+def _summaries(results: list) -> dict[str, dict[str, Any]]:
+    """Per check: passed, the unexpected row count, each expectation's result, sample rows."""
+    by_check: dict[str, dict[str, Any]] = {}
+    for r in results:
+        config = r.expectation_config
+        check = config.meta["check"]
+        summary = by_check.setdefault(check, {"passed": True, "unexpected_rows": 0, "expectations": [],
+                                              "sample_rows": []})
+        result = r.result or {}
+        error = (r.exception_info or {}).get("exception_message") if not r.success else None
+        item = {"expectation": config.type, **{k: json_safe(v) for k, v in config.kwargs.items()
+                                              if k not in ("batch_id", "result_format")},
+                "success": bool(r.success)}
+        if "unexpected_count" in result:
+            item["unexpected_count"] = result["unexpected_count"]
+        if "observed_value" in result:
+            item["observed_value"] = json_safe(result["observed_value"])
+        if error:
+            item["error"] = error
+        summary["expectations"].append(item)
+        if not r.success:
+            summary["passed"] = False
+            summary["unexpected_rows"] += int(result.get("unexpected_count") or 0)
+            room = SAMPLE_ROWS - len(summary["sample_rows"])
+            summary["sample_rows"] += json_safe(result.get("partial_unexpected_index_list") or [])[:room]
+    return by_check
+
+
+def _outcome(summary: dict[str, Any], rows: int, suite: Suite) -> Outcome:
+    metadata = {"rows_checked": rows, "great_expectations_suite": suite.name,
+                "expectations": summary["expectations"]}
+    if not summary["passed"]:
+        metadata["unexpected_rows"] = summary["unexpected_rows"]
+        if summary["sample_rows"]:
+            metadata["sample_rows"] = summary["sample_rows"]
+    return Outcome(summary["passed"], metadata)
+
+
+def run_suite(table: DataFrame, prepared: DataFrame, suite: Suite, days: list[date],
+              selected: set[str] | None = None) -> dict[str, dict[date, Outcome]]:
+    """Validate the range once; validate a failing check again per day to find the failing days.
+
+    ``table`` is the table as read (for the schema), ``prepared`` the same rows with the derived
+    columns. Returns ``{check: {day: Outcome}}`` for the selected checks (all when None).
+    """
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)
+    pairs = [(c, e) for c, e in suite.build() if selected is None or c in selected]
+    outcomes: dict[str, dict[date, Outcome]] = {}
+    if selected is None or "schema_matches_declared" in selected:
+        outcome = schema_outcome(table, suite)
+        outcomes["schema_matches_declared"] = {d: outcome for d in days}
+    if not pairs:
+        return outcomes
+    for check, expectation in pairs:
+        expectation.meta = {"check": check}
+    prepared = prepared.persist()
+    try:
+        rows = {r[0]: r[1] for r in prepared.groupBy(suite.day_column).count().collect()}
+        # The range in one batch, asking only pass or fail: counts and samples cost Spark jobs
+        # per expectation, so they are asked for again only where something failed.
+        summaries = _summaries(_validate(prepared, [e for _, e in pairs], suite.sample_columns, suite.name,
+                                         detailed=False))
+        failing = {c for c, s in summaries.items() if not s["passed"]}
+        for check, summary in summaries.items():
+            outcomes[check] = {d: _outcome(summary, rows.get(d, 0), suite) for d in days}
+        for day in days if failing else []:  # one detailed batch per day, with the failing checks only
+            if not rows.get(day):  # no rows that day: nothing there can fail a row expectation
+                for check in failing:
+                    outcomes[check][day] = Outcome(True, {"rows_checked": 0,
+                                                          "great_expectations_suite": suite.name})
+                continue
+            again = [(c, e) for c, e in suite.build() if c in failing]
+            for check, e in again:
+                e.meta = {"check": check}
+            one_day = prepared if len(days) == 1 else prepared.where(F.col(suite.day_column) == F.lit(day))
+            day_summaries = _summaries(_validate(one_day, [e for _, e in again], suite.sample_columns,
+                                                 suite.name))
+            for check in failing:
+                outcomes[check][day] = _outcome(day_summaries[check], rows[day], suite)
+    finally:
+        prepared.unpersist()
+    return outcomes
+
+
+def schema_outcome(table: DataFrame, suite: Suite) -> Outcome:
+    """The table's columns, order and types against the declared ones (no data is read)."""
+    gxe = _gx()
+    present = set(table.columns)
+    expectations = [gxe.ExpectTableColumnsToMatchOrderedList(column_list=[n for n, _ in suite.declared])]
+    expectations += [gxe.ExpectColumnValuesToBeOfType(column=n, type_=_spark_type_name(t))
+                     for n, t in suite.declared if n in present]
+    for e in expectations:
+        e.meta = {"check": "schema_matches_declared"}
+    summary = _summaries(_validate(table.limit(0), expectations, [], suite.name))["schema_matches_declared"]
+    outcome = _outcome(summary, 0, suite)
+    outcome.metadata.pop("rows_checked")
+    outcome.metadata["declared"] = [f"{n} {t}" for n, t in suite.declared]
+    if not outcome.passed:
+        outcome.metadata["problem"] = "the table's columns differ from the declared ones"
+        outcome.metadata["actual"] = [f"{f.name} {f.dataType.simpleString()}" for f in table.schema.fields]
+    return outcome

@@ -1,0 +1,305 @@
+"""Reconciliation checks: each passes on consistent tables and fails on a deliberately broken one."""
+
+from datetime import date
+
+import pytest
+
+from expectations import reconciliation
+from expectations.reconciliation import IngestReport, RangeFold, expected_rows, window_values
+from expectations.suites import declared_columns
+from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from tests.expectations.frames import BEFORE, DAY, NEXT, at, table
+from windowing_core.aggregations import aggregation
+from windowing_core.config import PipelineConfig
+from windowing_core.window_spec import WindowSpec, to_epoch_seconds
+
+EVENT_COLUMNS = [("key", "string"), ("event_time", "timestamp"), ("value", "bigint"), ("event_id", "string"),
+                 ("arrival_time", "timestamp"), ("source_file", "string"), ("arrival_date", "date")]
+QUARANTINE_COLUMNS = [("source_file", "string"), ("raw", "string"), ("reason", "string"),
+                      ("arrival_date", "date")]
+LATE_COLUMNS = [("key", "string"), ("event_time", "timestamp"), ("value", "bigint"), ("event_id", "string"),
+                ("arrival_time", "timestamp"), ("source_file", "string"), ("reason", "string"),
+                ("event_date", "date"), ("arrival_date", "date")]
+
+
+# -- input_records_reconcile ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ingested(spark):
+    """One arrival day: 6 records = 3 accepted + 1 quarantined + 1 duplicate + 1 late."""
+    landing = table(spark, [("raw", "string"), ("arrival_date", "date")], [{"arrival_date": DAY}] * 6)
+    events = table(spark, EVENT_COLUMNS, [{"event_id": f"e{i}", "arrival_date": DAY} for i in range(3)])
+    quarantine = table(spark, QUARANTINE_COLUMNS, [{"reason": "malformed_json", "arrival_date": DAY}])
+    late = table(spark, LATE_COLUMNS, [{"reason": "beyond_allowed_lateness", "event_date": date(2025, 1, 20),
+                                        "arrival_date": DAY},
+                                       # written by a watermark, for its event day: not an input record
+                                       {"reason": "behind_watermark", "event_date": DAY, "arrival_date": DAY}])
+    return landing, events, quarantine, late
+
+
+def report(**changes) -> IngestReport:
+    counts = {"input_records": 6, "accepted": 3, "quarantined": 1, "duplicates": 1, "late": 1, **changes}
+    return IngestReport(DAY, DAY, **counts)
+
+
+def test_input_records_reconcile_passes_when_landing_report_and_tables_agree(ingested):
+    outcome = reconciliation.input_records_reconcile(*ingested, {DAY: report()}, [DAY])[DAY]
+    assert outcome.passed, outcome.metadata
+    assert outcome.metadata["this_day"]["duplicates_implied"] == 1
+
+
+def test_input_records_reconcile_fails_when_a_table_lost_rows(ingested):
+    landing, events, quarantine, late = ingested
+    outcome = reconciliation.input_records_reconcile(landing, events.limit(2), quarantine, late,
+                                                     {DAY: report()}, [DAY])[DAY]
+    assert not outcome.passed
+    assert outcome.metadata["problems"] == ["accepted: recounted 2, reported 3"]
+
+
+def test_input_records_reconcile_fails_when_the_landing_folder_changed(ingested):
+    landing, *tables = ingested
+    outcome = reconciliation.input_records_reconcile(landing.union(landing.limit(1)), *tables,
+                                                     {DAY: report()}, [DAY])[DAY]
+    assert not outcome.passed
+    assert "input_records: recounted 7, reported 6" in outcome.metadata["problems"]
+
+
+def test_input_records_reconcile_fails_when_the_report_does_not_add_up(ingested):
+    outcome = reconciliation.input_records_reconcile(*ingested, {DAY: report(duplicates=0)}, [DAY])[DAY]
+    assert not outcome.passed
+    assert "does not add up" in outcome.metadata["problems"][0]
+
+
+def test_input_records_reconcile_fails_without_a_report(ingested):
+    outcome = reconciliation.input_records_reconcile(*ingested, {DAY: None}, [DAY])[DAY]
+    assert not outcome.passed
+
+
+def test_a_range_report_is_reconciled_over_its_whole_range(spark, ingested):
+    """A range run reports once for all its days; each day is judged against the range's totals."""
+    landing, events, quarantine, late = ingested
+    next_landing = table(spark, [("raw", "string"), ("arrival_date", "date")], [{"arrival_date": NEXT}] * 2)
+    next_events = table(spark, EVENT_COLUMNS, [{"event_id": "n", "arrival_date": NEXT}] * 2)
+    both = IngestReport(DAY, NEXT, input_records=8, accepted=5, quarantined=1, duplicates=1, late=1)
+    outcomes = reconciliation.input_records_reconcile(landing.union(next_landing), events.union(next_events),
+                                                      quarantine, late, {NEXT: both}, [NEXT])
+    assert outcomes[NEXT].passed, outcomes[NEXT].metadata
+
+
+# -- quarantine_share_below_limit -----------------------------------------------------------------
+
+
+def test_quarantine_share_warns_above_the_limit_and_reports_reasons(spark):
+    events = table(spark, EVENT_COLUMNS, [{"arrival_date": DAY}] * 9 + [{"arrival_date": NEXT}] * 100)
+    quarantine = table(spark, QUARANTINE_COLUMNS, [
+        {"reason": "truncated_gzip", "raw": None, "arrival_date": DAY},
+        {"reason": "bad_encoding", "arrival_date": DAY}, {"reason": "malformed_json", "arrival_date": NEXT}])
+    late = table(spark, LATE_COLUMNS, [])
+    outcomes = reconciliation.quarantine_share_below_limit(quarantine, events, late, [DAY, NEXT], limit=0.01)
+    assert not outcomes[DAY].passed
+    assert outcomes[DAY].metadata["by_reason"] == {"bad_encoding": 1, "truncated_gzip": 1}
+    assert outcomes[DAY].metadata["share"] == pytest.approx(2 / 11, rel=1e-4)
+    assert [r["reason"] for r in outcomes[DAY].metadata["sample_rows"]] == ["bad_encoding", "truncated_gzip"]
+    assert outcomes[NEXT].passed  # 1 of 101
+
+
+# -- partials_count_accepted_events ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def accepted(spark):
+    """Event day DAY: ids a, b, c; b arrived twice (DAY and NEXT) and counts once. Event day NEXT: d."""
+    return table(spark, EVENT_COLUMNS, [
+        {"key": "k1", "event_time": at(DAY, 10, 0, 5), "event_id": "a", "arrival_date": DAY},
+        {"key": "k1", "event_time": at(DAY, 10, 0, 50), "event_id": "b", "arrival_date": DAY},
+        {"key": "k1", "event_time": at(DAY, 10, 0, 50), "event_id": "b", "arrival_date": NEXT},
+        {"key": "k2", "event_time": at(DAY, 23, 59, 59), "event_id": "c", "arrival_date": NEXT},
+        {"key": "k2", "event_time": at(NEXT, 0, 0, 1), "event_id": "d", "arrival_date": NEXT},
+    ])
+
+
+def partials(spark, rows):
+    config = PipelineConfig()
+    return table(spark, declared_columns(MINUTE_PARTIALS.name, config), rows)
+
+
+def test_partials_count_accepted_events_passes_when_every_event_is_in_one_frame(spark, accepted):
+    frames = partials(spark, [{"key": "k1", "frame_start": at(DAY, 10), "event_count": 2, "event_date": DAY},
+                              {"key": "k2", "frame_start": at(DAY, 23, 59), "event_count": 1, "event_date": DAY},
+                              {"key": "k2", "frame_start": at(NEXT, 0), "event_count": 1, "event_date": NEXT}])
+    outcomes = reconciliation.partials_count_accepted_events(frames, accepted, table(spark, LATE_COLUMNS, []),
+                                                             [DAY, NEXT])
+    assert outcomes[DAY].passed and outcomes[NEXT].passed, outcomes
+
+
+def test_partials_count_accepted_events_fails_on_a_double_counted_duplicate(spark, accepted):
+    frames = partials(spark, [{"key": "k1", "frame_start": at(DAY, 10), "event_count": 3, "event_date": DAY},
+                              {"key": "k2", "frame_start": at(DAY, 23, 59), "event_count": 1, "event_date": DAY}])
+    outcome = reconciliation.partials_count_accepted_events(frames, accepted, table(spark, LATE_COLUMNS, []),
+                                                            [DAY])[DAY]
+    assert not outcome.passed
+    assert outcome.metadata["difference"] == 1
+    assert outcome.metadata["sample_frames"] == [
+        {"key": "k1", "minute": "2025-01-28T10:00:00", "events": 2, "in_frames": 3}]
+
+
+def test_partials_count_accepted_events_takes_out_events_held_back_by_a_watermark(spark, accepted):
+    frames = partials(spark, [{"key": "k1", "frame_start": at(DAY, 10), "event_count": 2, "event_date": DAY}])
+    late = table(spark, LATE_COLUMNS, [{"event_id": "c", "reason": "behind_watermark", "event_date": DAY,
+                                        "arrival_date": NEXT}])
+    assert reconciliation.partials_count_accepted_events(frames, accepted, late, [DAY])[DAY].passed
+
+
+# -- tiles_match_minute_partials ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tiles, differing", [
+    ([{"key": "k1", "event_count": 2, "count__n": 2, "sum__s": 7}, {"key": "k2", "event_count": 1, "sum__s": 1}], set()),
+    ([{"key": "k1", "event_count": 2, "count__n": 2, "sum__s": 6}, {"key": "k2", "event_count": 1, "sum__s": 1}],
+     {"k1"}),  # a sum that lost a frame
+    ([{"key": "k1", "event_count": 2, "count__n": 2, "sum__s": 7}], {"k2"}),  # a key without its tile
+])
+def test_tiles_match_minute_partials(spark, tiles, differing):
+    """k1 has frames (1 event, sum 3) and (1 event, sum 4); k2 one frame (1 event, sum 1)."""
+    config = PipelineConfig()
+    frames = partials(spark, [
+        {"key": "k1", "frame_start": at(DAY, 10), "event_count": 1, "count__n": 1, "sum__s": 3, "event_date": DAY},
+        {"key": "k1", "frame_start": at(DAY, 11), "event_count": 1, "count__n": 1, "sum__s": 4, "event_date": DAY},
+        {"key": "k2", "frame_start": at(DAY, 12), "event_count": 1, "count__n": 1, "sum__s": 1, "event_date": DAY}])
+    stored = table(spark, declared_columns(DAILY_PARTIALS.name, config), [{"event_date": DAY, **t} for t in tiles])
+    outcome = reconciliation.tiles_match_minute_partials(stored, frames, config, [DAY])[DAY]
+    assert outcome.passed == (not differing)
+    assert {r["key"] for r in outcome.metadata.get("sample_rows", [])} == differing
+
+
+# -- changes_conserve_frames ----------------------------------------------------------------------
+
+# A 1h window sliding every 30 minutes; key k has two one-minute frames on DAY:
+#
+#   frames         10:05 (value 3)      10:40 (value 2)
+#   10:30  [09:30, 10:30)  |--x--|                            -> (1, 3)
+#   11:00  [10:00, 11:00)  |----x-----x----|                  -> (2, 5)
+#   11:30  [10:30, 11:30)           |-----x----|              -> (1, 2)
+#   12:00  [11:00, 12:00)                      |----|         -> (0, 0)  the step back to empty
+WINDOW = WindowSpec.of("1h", "1h", "30m")
+CONFIG = PipelineConfig(windows=(WINDOW,), aggregations=(aggregation("count"), aggregation("sum")))
+TRUE_CHANGES = {(10, 30): (1, 3), (11, 0): (2, 5), (11, 30): (1, 2), (12, 0): (0, 0)}
+
+
+def frames_of_k(spark):
+    return table(spark, declared_columns(MINUTE_PARTIALS.name, CONFIG), [
+        {"key": "k", "frame_start": at(DAY, 10, 5), "event_count": 1, "count__n": 1, "sum__s": 3, "event_date": DAY},
+        {"key": "k", "frame_start": at(DAY, 10, 40), "event_count": 1, "count__n": 1, "sum__s": 2, "event_date": DAY},
+    ])
+
+
+def changes_of_k(spark, points: dict):
+    return table(spark, declared_columns(WINDOW_CHANGES.name, CONFIG), [
+        {"key": "k", "window": "1h", "window_start": at(DAY, hh - 1, mm), "window_end": at(DAY, hh, mm),
+         "event_count": count, "count": count, "sum": total, "date": DAY}
+        for (hh, mm), (count, total) in points.items()])
+
+
+def test_expected_rows_recomputes_the_drawn_change_points():
+    frames = [(to_epoch_seconds(at(DAY, 10, 5)), ((1,), (3,))),  # (start, (count partial, sum partial))
+              (to_epoch_seconds(at(DAY, 10, 40)), ((1,), (2,)))]
+    rows = expected_rows(window_values(frames, WINDOW, list(CONFIG.aggregations)), WINDOW, DAY)
+    assert rows == {to_epoch_seconds(at(DAY, hh, mm)): v for (hh, mm), v in TRUE_CHANGES.items()}
+
+
+def test_range_fold_keeps_order_for_any_run():
+    tree = RangeFold(list("abcdefg"), lambda x, y: x + y, "")
+    assert all(tree.fold(lo, hi) == "abcdefg"[lo:hi] for lo in range(8) for hi in range(lo, 8))
+
+
+def test_changes_conserve_frames_passes_on_the_true_change_points(spark):
+    outcome = reconciliation.changes_conserve_frames(changes_of_k(spark, TRUE_CHANGES), frames_of_k(spark),
+                                                     CONFIG, [DAY])[DAY]
+    assert outcome.passed, outcome.metadata
+    assert outcome.metadata["keys_checked"] == 1
+
+
+@pytest.mark.parametrize("broken, problem", [
+    ({**TRUE_CHANGES, (11, 0): (2, 6)}, "value differs from the frames"),
+    ({k: v for k, v in TRUE_CHANGES.items() if k != (12, 0)}, "missing change point"),
+    ({**TRUE_CHANGES, (13, 0): (0, 0)}, "change point where the value does not change"),
+])
+def test_changes_conserve_frames_fails_on_drifted_change_points(spark, broken, problem):
+    outcome = reconciliation.changes_conserve_frames(changes_of_k(spark, broken), frames_of_k(spark),
+                                                     CONFIG, [DAY])[DAY]
+    assert not outcome.passed
+    assert [r["problem"] for r in outcome.metadata["sample_rows"]] == [problem]
+
+
+def test_changes_conserve_frames_finds_a_key_whose_change_points_are_all_missing(spark):
+    outcome = reconciliation.changes_conserve_frames(changes_of_k(spark, {}), frames_of_k(spark), CONFIG,
+                                                     [DAY])[DAY]
+    assert not outcome.passed
+    assert outcome.metadata["mismatches"] == 4
+
+
+@pytest.mark.parametrize("rows, problem", [
+    ({(11, 0): (2, 5)}, None),
+    ({(11, 0): (2, 5), (12, 0): (0, 0)}, "row for a window without events"),
+    ({}, "missing row"),
+])
+def test_a_final_window_has_one_row_per_closed_window_that_held_events(spark, rows, problem):
+    """Tumbling 1h, emit final: both frames (10:05, 10:40) are in [10:00, 11:00): one row at 11:00."""
+    final = PipelineConfig(windows=(WindowSpec.of("1h", "1h", emit="final"),),
+                           aggregations=CONFIG.aggregations)
+    changes = table(spark, declared_columns(WINDOW_CHANGES.name, final), [
+        {"key": "k", "window": "1h", "window_start": at(DAY, hh - 1, mm), "window_end": at(DAY, hh, mm),
+         "count": n, "sum": s, "date": DAY} for (hh, mm), (n, s) in rows.items()])
+    outcome = reconciliation.changes_conserve_frames(changes, frames_of_k(spark), final, [DAY])[DAY]
+    assert outcome.passed == (problem is None)
+    assert [r["problem"] for r in outcome.metadata.get("sample_rows", [])] == ([problem] if problem else [])
+
+
+# -- snapshot_matches_last_change -----------------------------------------------------------------
+
+
+def snapshot_rows(spark, rows):
+    return table(spark, declared_columns(WINDOW_SNAPSHOT.name, CONFIG), [{"window": "1h", **r} for r in rows])
+
+
+def test_snapshot_matches_last_change(spark):
+    """Keys on DAY: a changed (last change 2, 5); b did not change (carried from BEFORE); c's last
+    change is to empty (absent). Broken: d's snapshot differs from its last change, e vanished
+    without a change, f kept a value its last change emptied."""
+    before = [{"key": k, "count": n, "sum": s, "date": BEFORE} for k, n, s in
+              [("a", 1, 1), ("b", 1, 7), ("c", 1, 1), ("e", 4, 4), ("f", 1, 1)]]
+    day = [{"key": k, "count": n, "sum": s, "date": DAY} for k, n, s in
+           [("a", 2, 5), ("b", 1, 7), ("d", 9, 9), ("f", 1, 1)]]
+    last = {"a": (2, 5), "c": (0, 0), "d": (3, 3), "f": (0, 0)}
+    changes = table(spark, declared_columns(WINDOW_CHANGES.name, CONFIG), [
+        {"key": k, "window": "1h", "window_start": at(DAY, 10), "window_end": at(DAY, 11), "count": n, "sum": s,
+         "date": DAY} for k, (n, s) in last.items()] + [
+        {"key": "a", "window": "1h", "window_start": at(DAY, 9), "window_end": at(DAY, 10), "count": 1, "sum": 3,
+         "date": DAY}])
+    outcome = reconciliation.snapshot_matches_last_change(snapshot_rows(spark, before + day), changes, CONFIG,
+                                                          [DAY])[DAY]
+    assert not outcome.passed
+    assert outcome.metadata["mismatches"] == 3
+    assert {r["key"] for r in outcome.metadata["sample_rows"]} == {"d", "e", "f"}
+
+
+def test_snapshot_matches_last_change_passes_on_a_consistent_day(spark):
+    before = [{"key": "b", "count": 1, "sum": 7, "date": BEFORE}]
+    day = [{"key": "a", "count": 2, "sum": 5, "date": DAY}, {"key": "b", "count": 1, "sum": 7, "date": DAY}]
+    changes = table(spark, declared_columns(WINDOW_CHANGES.name, CONFIG), [
+        {"key": "a", "window": "1h", "window_start": at(DAY, 10), "window_end": at(DAY, 11), "count": 2, "sum": 5,
+         "date": DAY}])
+    outcome = reconciliation.snapshot_matches_last_change(snapshot_rows(spark, before + day), changes, CONFIG,
+                                                          [DAY])[DAY]
+    assert outcome.passed, outcome.metadata
+    assert outcome.metadata["unverified_without_previous_snapshot"] == 0
+
+
+def test_snapshot_keys_without_a_previous_snapshot_are_unverified_not_failed(spark):
+    day = [{"key": "b", "count": 1, "sum": 7, "date": DAY}]
+    changes = table(spark, declared_columns(WINDOW_CHANGES.name, CONFIG), [])
+    outcome = reconciliation.snapshot_matches_last_change(snapshot_rows(spark, day), changes, CONFIG,
+                                                          [DAY])[DAY]
+    assert outcome.passed
+    assert outcome.metadata["unverified_without_previous_snapshot"] == 1

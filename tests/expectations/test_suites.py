@@ -1,0 +1,252 @@
+"""Great Expectations suites: each check fails on a table corrupted for it, on that day only.
+
+One small table per asset holds, on DAY, a correct key and one corrupted key per check, and on
+NEXT only correct rows. The suite runs once over both days (as a range run does), so each test
+also shows the failing day is told apart from the passing one.
+"""
+
+from dataclasses import replace
+
+import pytest
+
+from expectations import suites
+from expectations.catalog import checks_of
+from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from tests.expectations.frames import BEFORE, DAY, NEXT, at, table
+from windowing_core.aggregations import AGGREGATIONS, aggregation
+from windowing_core.config import PipelineConfig
+from windowing_core.window_spec import WindowSpec
+
+RICH = all(kind in AGGREGATIONS for kind in ("mean", "min", "max", "var_pop"))
+AGGS = [("count", "count"), ("sum", "sum")] + (
+    [("mean", "avg"), ("min", "low"), ("max", "high"), ("var_pop", "spread")] if RICH else [])
+CONFIG = PipelineConfig(
+    windows=(WindowSpec.of("1h", "1h", "15m"), WindowSpec.of("6h", "6h", emit="final")),
+    aggregations=tuple(aggregation(kind, name) for kind, name in AGGS),
+)
+DAYS = [DAY, NEXT]
+needs_rich = pytest.mark.skipif(not RICH, reason="mean, min, max and var_pop are not in the algebra yet")
+
+
+def keys_in(outcome) -> set:
+    return {row.get("key") for row in outcome.metadata.get("sample_rows", [])}
+
+
+# -- minute_partials ------------------------------------------------------------------------------
+
+PARTIALS = {
+    "keys_not_null": {"key": None},
+    "frames_on_bucket_grid": {"key": "offgrid", "frame_start": at(DAY, 10, 2, 30)},
+    "frames_inside_partition": {"key": "elsewhere", "frame_start": at(BEFORE, 23, 59)},
+    "frames_unique": {"key": "twice"},
+    "counts_non_negative": {"key": "negative", "event_count": -1, "count__n": -1},
+    "sums_non_negative": {"key": "negsum", "sum__s": -3},
+}
+
+
+@pytest.fixture(scope="module")
+def partials_results(spark):
+    base = {"frame_start": at(DAY, 12), "event_date": DAY}
+    rows = [{**base, "key": "good"}, *[{**base, **change} for change in PARTIALS.values()],
+            {**base, "key": "twice"}, {"key": "tomorrow", "frame_start": at(NEXT, 1), "event_date": NEXT}]
+    frame = table(spark, suites.declared_columns(MINUTE_PARTIALS.name, CONFIG), rows)
+    return suites.run_suite(frame, suites.prepare_minute_partials(frame, CONFIG),
+                            suites.minute_partials_suite(CONFIG), DAYS)
+
+
+@pytest.mark.parametrize("check, corrupted", [(c, PARTIALS[c]) for c in PARTIALS])
+def test_partial_check_fails_on_the_corrupted_day_only(partials_results, check, corrupted):
+    outcome = partials_results[check][DAY]
+    assert not outcome.passed
+    assert corrupted["key"] in keys_in(outcome)
+    assert "good" not in keys_in(outcome)
+    assert partials_results[check][NEXT].passed
+    assert partials_results[check][NEXT].metadata["rows_checked"] == 1
+
+
+def test_every_partial_check_has_a_corruption_test(partials_results):
+    assert {c.name for c in checks_of(CONFIG, MINUTE_PARTIALS.name)} - set(partials_results) == {
+        "partials_count_accepted_events"}  # a reconciliation, tested in test_reconciliation
+    assert set(PARTIALS) | {"schema_matches_declared"} == set(partials_results)
+
+
+# -- daily_partials -------------------------------------------------------------------------------
+
+TILES = {
+    "keys_not_null": {"key": None},
+    "tiles_unique": {"key": "twice"},
+    "counts_non_negative": {"key": "negative", "event_count": -2},
+    "sums_non_negative": {"key": "negsum", "sum__s": -3},
+}
+
+
+@pytest.fixture(scope="module")
+def tiles_results(spark):
+    rows = [{"key": "good", "event_date": DAY}, *[{"event_date": DAY, **change} for change in TILES.values()],
+            {"key": "twice", "event_date": DAY}, {"key": "tomorrow", "event_date": NEXT}]
+    frame = table(spark, suites.declared_columns(DAILY_PARTIALS.name, CONFIG), rows)
+    return suites.run_suite(frame, frame, suites.daily_partials_suite(CONFIG), DAYS)
+
+
+@pytest.mark.parametrize("check, corrupted", [(c, TILES[c]) for c in TILES])
+def test_tile_check_fails_on_the_corrupted_day_only(tiles_results, check, corrupted):
+    outcome = tiles_results[check][DAY]
+    assert not outcome.passed
+    assert corrupted["key"] in keys_in(outcome)
+    assert "good" not in keys_in(outcome)
+    assert tiles_results[check][NEXT].passed
+
+
+def test_every_tile_check_has_a_corruption_test(tiles_results):
+    covered = set(TILES) | {"schema_matches_declared", "tiles_match_minute_partials"}
+    assert {c.name for c in checks_of(CONFIG, DAILY_PARTIALS.name)} == covered
+
+
+# -- window_changes -------------------------------------------------------------------------------
+
+CHANGES = {
+    "keys_not_null": {"key": None},
+    "windows_declared": {"key": "unknown_window", "window": "2h"},
+    "window_ends_on_grid": {"key": "offgrid", "window_start": at(DAY, 9, 20), "window_end": at(DAY, 10, 20)},
+    "window_length_matches_spec": {"key": "short", "window_start": at(DAY, 10), "window_end": at(DAY, 10, 30)},
+    "window_ends_inside_partition": {"key": "elsewhere", "window_start": at(DAY, 23, 15), "window_end": at(NEXT, 0, 15)},
+    "change_points_unique": {"key": "twice"},
+    "no_repeated_change_points": {"key": "same", "window_start": at(DAY, 9, 15), "window_end": at(DAY, 10, 15)},
+    "counts_non_negative": {"key": "negative", "count": -1, "event_count": -1},
+    "sums_non_negative": {"key": "negsum", "sum": -2},
+    **({"mean_between_min_and_max": {"key": "mean", "avg": 9.0, "low": 1, "high": 3},
+        "variances_non_negative": {"key": "negvar", "spread": -0.5}} if RICH else {}),
+}
+
+
+@pytest.fixture(scope="module")
+def changes_results(spark):
+    base = {"window": "1h", "window_start": at(DAY, 11), "window_end": at(DAY, 12), "date": DAY}
+    rows = [
+        {**base, "key": "good", "window_start": at(DAY, 9, 15), "window_end": at(DAY, 10, 15), "count": 1},
+        {**base, "key": "good", "count": 2},
+        *[{**base, **change} for change in CHANGES.values()],
+        {**base, "key": "twice"},
+        {**base, "key": "same"},  # 10:15 and 12:00 with the same values: one change too many
+        {**base, "key": "tomorrow", "window_start": at(NEXT, 0), "window_end": at(NEXT, 1), "date": NEXT},
+        # final emission: the same value in consecutive closed windows is no repetition
+        {"key": "final", "window": "6h", "window_start": at(NEXT, 0), "window_end": at(NEXT, 6), "date": NEXT},
+        {"key": "final", "window": "6h", "window_start": at(NEXT, 6), "window_end": at(NEXT, 12), "date": NEXT},
+    ]
+    frame = table(spark, suites.declared_columns(WINDOW_CHANGES.name, CONFIG), rows)
+    return suites.run_suite(frame, suites.prepare_window_changes(frame, None, CONFIG),
+                            suites.window_changes_suite(CONFIG), DAYS)
+
+
+@pytest.mark.parametrize("check, corrupted", [(c, CHANGES[c]) for c in CHANGES])
+def test_change_check_fails_on_the_corrupted_day_only(changes_results, check, corrupted):
+    outcome = changes_results[check][DAY]
+    assert not outcome.passed
+    assert corrupted["key"] in keys_in(outcome)
+    assert "good" not in keys_in(outcome)
+    assert changes_results[check][NEXT].passed
+
+
+def test_every_change_check_has_a_corruption_test(changes_results):
+    covered = set(CHANGES) | {"schema_matches_declared", "changes_conserve_frames"}
+    assert {c.name for c in checks_of(CONFIG, WINDOW_CHANGES.name)} == covered
+
+
+def test_a_first_change_point_repeating_the_previous_snapshot_is_a_repetition(spark):
+    """The day before ended with k1 at count 2 and k2 absent (empty). A first change point of
+    the day with the same values repeats it:
+
+        snapshot of BEFORE:  k1 = (2, 2)          k2 absent = (0, 0)
+        changes of DAY:      k1 10:15 -> (2, 2)   k2 10:15 -> (0, 0)   k3 10:15 -> (1, 1)
+                             repeated             repeated             a change
+    """
+    config = PipelineConfig(windows=(WindowSpec.of("1h", "1h", "15m"),))
+    snapshot = table(spark, suites.declared_columns(WINDOW_SNAPSHOT.name, config),
+                     [{"key": "k1", "window": "1h", "count": 2, "sum": 2, "date": BEFORE}])
+    base = {"window": "1h", "window_start": at(DAY, 9, 15), "window_end": at(DAY, 10, 15), "date": DAY}
+    changes = table(spark, suites.declared_columns(WINDOW_CHANGES.name, config), [
+        {**base, "key": "k1", "count": 2, "sum": 2}, {**base, "key": "k2", "count": 0, "sum": 0},
+        {**base, "key": "k3", "count": 1, "sum": 1}])
+    result = suites.run_suite(changes, suites.prepare_window_changes(changes, snapshot, config),
+                              suites.window_changes_suite(config), [DAY], {"no_repeated_change_points"})
+    outcome = result["no_repeated_change_points"][DAY]
+    assert not outcome.passed
+    assert keys_in(outcome) == {"k1", "k2"}
+
+
+# -- window_snapshot ------------------------------------------------------------------------------
+
+SNAPSHOT = {
+    "keys_not_null": {"key": None},
+    "windows_declared": {"key": "unknown_window", "window": "2h"},
+    "snapshot_as_of_last_window_end": {"key": "stale", "as_of": at(DAY, 23, 30)},
+    "snapshot_keys_not_empty": {"key": "empty", "event_count": 0},
+    "snapshot_keys_unique": {"key": "twice"},
+    "counts_non_negative": {"key": "negative", "count": -1, "count__n": -1},
+    "sums_non_negative": {"key": "negsum", "sum": -1, "sum__s": -1},
+    **({"mean_between_min_and_max": {"key": "mean", "avg": 9.0, "low": 1, "high": 3},
+        "variances_non_negative": {"key": "negvar", "spread": -1.0}} if RICH else {}),
+}
+
+
+@pytest.fixture(scope="module")
+def snapshot_results(spark):
+    # the 1h window slides every 15 minutes: a day's last end is 23:45
+    base = {"window": "1h", "as_of": at(DAY, 23, 45), "date": DAY}
+    rows = [{**base, "key": "good"}, *[{**base, **change} for change in SNAPSHOT.values()], {**base, "key": "twice"},
+            {"key": "tomorrow", "window": "1h", "as_of": at(NEXT, 23, 45), "date": NEXT},
+            {"key": "tomorrow", "window": "6h", "as_of": at(NEXT, 18), "date": NEXT}]  # 6h tumbling: 18:00
+    frame = table(spark, suites.declared_columns(WINDOW_SNAPSHOT.name, CONFIG), rows)
+    return suites.run_suite(frame, suites.prepare_window_snapshot(frame, CONFIG, DAYS),
+                            suites.window_snapshot_suite(CONFIG), DAYS)
+
+
+@pytest.mark.parametrize("check, corrupted", [(c, SNAPSHOT[c]) for c in SNAPSHOT])
+def test_snapshot_check_fails_on_the_corrupted_day_only(snapshot_results, check, corrupted):
+    outcome = snapshot_results[check][DAY]
+    assert not outcome.passed
+    assert corrupted["key"] in keys_in(outcome)
+    assert "good" not in keys_in(outcome)
+    assert snapshot_results[check][NEXT].passed
+
+
+def test_every_snapshot_check_has_a_corruption_test(snapshot_results):
+    covered = set(SNAPSHOT) | {"schema_matches_declared", "snapshot_matches_last_change"}
+    assert {c.name for c in checks_of(CONFIG, WINDOW_SNAPSHOT.name)} == covered
+
+
+# -- schema ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("change", ["renamed", "retyped", "reordered", "extra"])
+def test_schema_matches_declared_fails_on_a_changed_schema(spark, change):
+    declared = suites.declared_columns(WINDOW_CHANGES.name, CONFIG)
+    columns = {
+        "renamed": [("user", "string"), *declared[1:]],
+        "retyped": [(n, "string" if n == "count" else t) for n, t in declared],
+        "reordered": [declared[1], declared[0], *declared[2:]],
+        "extra": [*declared[:-1], ("debug", "string"), declared[-1]],
+    }[change]
+    suite = suites.window_changes_suite(CONFIG)
+    assert suites.schema_outcome(table(spark, declared, []), suite).passed
+    outcome = suites.schema_outcome(table(spark, columns, []), suite)
+    assert not outcome.passed
+    assert outcome.metadata["actual"] == [f"{n} {t}" for n, t in columns]
+
+
+def test_derived_columns_are_not_part_of_the_schema(spark):
+    """The schema is judged on the table as read, not on the frame the row checks see."""
+    frame = table(spark, suites.declared_columns(MINUTE_PARTIALS.name, CONFIG),
+                  [{"key": "a", "frame_start": at(DAY, 1), "event_date": DAY}])
+    result = suites.run_suite(frame, suites.prepare_minute_partials(frame, CONFIG),
+                              suites.minute_partials_suite(CONFIG), [DAY], {"schema_matches_declared"})
+    assert result["schema_matches_declared"][DAY].passed
+
+
+def test_catalog_names_are_predicates_and_unique_per_table():
+    for table_name in (MINUTE_PARTIALS.name, WINDOW_CHANGES.name, WINDOW_SNAPSHOT.name):
+        names = [c.name for c in checks_of(CONFIG, table_name)]
+        assert len(names) == len(set(names))
+    only_counts = replace(CONFIG, aggregations=(aggregation("count"),))
+    assert "sums_non_negative" not in {c.name for c in checks_of(only_counts, WINDOW_CHANGES.name)}
+    assert "mean_between_min_and_max" not in {c.name for c in checks_of(only_counts, WINDOW_SNAPSHOT.name)}
