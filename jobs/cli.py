@@ -36,20 +36,24 @@ def job_arguments(doc: str | None, *, landing: bool = False) -> argparse.Argumen
     return parser
 
 
-def run_job(parser: argparse.ArgumentParser, args: argparse.Namespace,
-            run: Callable[..., str]) -> int:
-    """Load the configuration, run the job, print its one-line summary or one-line error."""
+def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = None, *,
+            landing: bool = False) -> int:
+    """Parse the shared flags, load the configuration, run ``job(spark, config, args, first, last)``
+    and print its one-line summary, or a one-line error."""
     from jobs.ingest_events import MissingInputError
     from jobs.spark_session import get_spark
 
-    if args.until is not None and args.until < args.date:
+    parser = job_arguments(doc, landing=landing)
+    args = parser.parse_args(argv)
+    last = args.until or args.date
+    if last < args.date:
         parser.error(f"--until {args.until} is before --date {args.date}")
     try:
         config = PipelineConfig.load(args.config)
     except ValueError as err:
         parser.error(f"bad configuration: {err}")
     try:
-        print(run(get_spark(), config))
+        print(job(get_spark(), config, args, args.date, last))
     except (MissingInputError, MissingTableError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 1

@@ -311,19 +311,15 @@ def _result(classified: DataFrame, unique: DataFrame) -> IngestResult:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.cli import job_arguments, run_job
+    from jobs.cli import run_job
 
-    parser = job_arguments(__doc__, landing=True)
-    args = parser.parse_args(argv)
-
-    def run(spark, config):
-        result = ingest(spark, args.landing, args.lakehouse, args.date, args.until or args.date, config)
+    def job(spark, config, args, first, last):
+        result = ingest(spark, args.landing, args.lakehouse, first, last, config)
         return (f"ingested {result.input_records} records from {result.files} files: "
                 f"{result.accepted} accepted, {result.quarantined} quarantined, "
                 f"{result.duplicates} duplicates, {result.late} late")
 
-    return run_job(parser, args, run)
-
+    return run_job(__doc__, job, argv, landing=True)
 
 if __name__ == "__main__":
     raise SystemExit(main())

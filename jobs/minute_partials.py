@@ -156,17 +156,13 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.cli import job_arguments, run_job
+    from jobs.cli import run_job
 
-    parser = job_arguments(__doc__)
-    args = parser.parse_args(argv)
+    def job(spark, config, args, first, last):
+        result = run(spark, args.lakehouse, first, last, config)
+        return f"wrote {result['rows_written']} minute partials for {first} .. {last}"
 
-    def job(spark, config):
-        result = run(spark, args.lakehouse, args.date, args.until or args.date, config)
-        return f"wrote {result['rows_written']} minute partials for {args.date} .. {args.until or args.date}"
-
-    return run_job(parser, args, job)
-
+    return run_job(__doc__, job, argv)
 
 if __name__ == "__main__":
     raise SystemExit(main())
