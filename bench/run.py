@@ -1,0 +1,464 @@
+"""The panes benchmark: frame-and-deduct against the scan floor and Spark's own sliding windows.
+
+    python -m bench.run [--sizes 1e4,1e5,1e6] [--out bench/results] [--work bench/.work]
+
+For each size it generates that many events over 8 event days (``bench.generate``, straight into
+the ``events`` Delta table), computes the minute partials of all 8 days and the window snapshot
+of day D - 1 (untimed set-up: what earlier daily runs leave behind), and then times, in one
+Spark session with panes' default settings, on a warm JVM, best of 2 where cheap:
+
+    scan floor      read day D's events, group into minute buckets per key (bench.methods)
+    panes           minute partials of D + 7d/1m sliding windows of D, Delta writes included
+    spark RANGE     Spark window functions over minute buckets with a 7-day RANGE frame
+    spark window()  Spark's window(ts, "7 days", "1 minute") per key, under a time limit
+
+It prints a table of seconds, ratios to the scan floor and peak memory, writes ``results.csv``,
+``ratio.png``, ``results.md`` (the tables for the README), ``explain.txt`` (the physical plans) and
+``profile.json`` (Spark's per-query metrics of the panes runs) under ``--out``. Then the same
+day with 1-day, 7-day and 30-day windows on a 32-day data set (``scaling.csv``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from datetime import date, timedelta
+from pathlib import Path
+
+from bench import methods
+from bench.generate import write_events
+from bench.measure import Measurement, last_sql_id, measure, plan_summary, sql_profile
+
+DAY = date(2025, 1, 8)
+DAYS = 8  # event days D - 7 .. D: every frame a 7-day window ending on D can hold
+SCALING_DAYS = 32  # enough for a 30-day window's entering and leaving frames
+TABLES = ["events", "minute_partials", "daily_partials", "window_snapshot", "window_changes"]
+METHODS = ["scan floor", "panes", "spark RANGE frame", "spark window()"]
+
+
+def _size(text: str) -> int:
+    return int(float(text))
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--sizes", default="1e4,1e5,1e6",
+                        help="event counts over the 8 days, comma-separated (default 1e4,1e5,1e6)")
+    parser.add_argument("--out", default="bench/results", help="folder for the CSV, PNG and notes")
+    parser.add_argument("--work", default="bench/.work", help="scratch folder for the lakehouses (deleted and rebuilt)")
+    parser.add_argument("--builtin-timeout", type=float, default=120.0,
+                        help="seconds before Spark's window() is cancelled (default 120); "
+                             "it is not tried at sizes above one where it did not finish")
+    parser.add_argument("--range-timeout", type=float, default=180.0,
+                        help="seconds before the RANGE-frame method is cancelled (default 180); "
+                             "it is not tried at sizes above one where it did not finish")
+    parser.add_argument("--scaling-events-per-day", type=_size, default=125_000,
+                        help="events per day of the window-length scaling set (32 days; default 125000)")
+    parser.add_argument("--skip-scaling", action="store_true", help="skip the window-length scaling")
+    parser.add_argument("--report-only", action="store_true",
+                        help="rebuild the plot, tables and plans from the CSVs already in --out")
+    parser.add_argument("--skip-spark-windows", action="store_true",
+                        help="time only the scan floor and panes (for a large size alone)")
+    parser.add_argument("--reps", type=int, default=2, help="repetitions per measurement, best kept (default 2)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--prototype", action="store_true",
+                        help="also time bench.prototype's variant of the panes jobs in the same run")
+    args = parser.parse_args(argv)
+    args.sizes = sorted(_size(s) for s in args.sizes.split(","))
+    return args
+
+
+def keys_for(n: int) -> int:
+    """10 events per key on average, 10^3 .. 10^6 keys."""
+    return max(1_000, min(1_000_000, n // 10))
+
+
+def prepare(spark, lakehouse: str, n: int, days: int, config, seed: int) -> dict:
+    """Events of ``days`` days ending on DAY, their minute partials, and D - 1's snapshot."""
+    from jobs import minute_partials
+
+    shutil.rmtree(lakehouse, ignore_errors=True)
+    first = DAY - timedelta(days=days - 1)
+    started = time.perf_counter()
+    events = write_events(spark, lakehouse, n, first, days, keys_for(n), seed=seed)
+    generated = time.perf_counter() - started
+    minute_partials.run(spark, lakehouse, first, DAY, config)
+    bootstrap(spark, lakehouse, config)
+    return {"rows": events["rows_written"], "files": events["files_written"], "generate_s": generated,
+            "prepare_s": time.perf_counter() - started}
+
+
+def bootstrap(spark, lakehouse: str, config) -> None:
+    """D - 1's snapshot, so day D's run continues from it as a daily schedule's would."""
+    from jobs import sliding_windows
+
+    previous = DAY - timedelta(days=1)
+    result = sliding_windows.run(spark, lakehouse, previous, previous, config)
+    assert result["baseline"] == "bootstrap", result
+
+
+def merge(a: Measurement | None, b: Measurement) -> Measurement:
+    """Two measurements of one method as one: the best finished run, the peak memory."""
+    if a is None:
+        return b
+    best = b if b.seconds is not None and (a.seconds is None or b.seconds < a.seconds) else a
+    merged = Measurement(seconds=best.seconds, runs=a.runs + b.runs, status=best.status, note=best.note,
+                         parts=best.parts, cpu_seconds=best.cpu_seconds, result=best.result)
+    merged.driver_peak_mb = max(a.driver_peak_mb, b.driver_peak_mb)
+    merged.workers_peak_mb = max(a.workers_peak_mb, b.workers_peak_mb)
+    return merged
+
+
+def _mb(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def print_row(size: int, method: str, m: Measurement, floor: float | None) -> None:
+    if m.seconds is None:
+        cell, ratio = m.note or m.status, ""
+    else:
+        cell = f"{m.seconds:8.2f}"
+        ratio = f"{m.seconds / floor:8.2f}x" if floor else ""
+        if m.parts:
+            cell += "  (" + ", ".join(f"{k} {v:.2f}" for k, v in m.parts.items()) + ")"
+    cpu = f"cpu {m.cpu_seconds:5.1f} s" if m.cpu_seconds is not None else ""
+    print(f"{size:>10,}  {method:<18} {cell:<40} {ratio:>10}  {cpu:<12} driver {_mb(m.driver_peak_mb)} MB, "
+          f"workers {_mb(m.workers_peak_mb)} MB", flush=True)
+
+
+def machine() -> dict:
+    cpu = ""
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    mem = 0
+    try:
+        mem = int(next(line.split()[1] for line in open("/proc/meminfo") if line.startswith("MemTotal"))) // 2**20
+    except (OSError, StopIteration):
+        pass
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
+    import deltalake
+    import pyspark
+
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": mem, "python": platform.python_version(),
+            "java": java[0] if java else "", "pyspark": pyspark.__version__, "deltalake": deltalake.__version__,
+            "load_average_at_start": os.getloadavg()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.report_only:
+        return report_only(args)
+    from jobs.spark_session import SPARK_DEFAULTS, get_spark
+    from windowing_core.config import PipelineConfig
+    from windowing_core.window_spec import WindowSpec
+
+    out, work = Path(args.out), Path(args.work)
+    out.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
+    config = PipelineConfig()
+    length = config.windows[0].length
+    info = {"machine": machine(), "spark_settings": SPARK_DEFAULTS, "sizes": args.sizes, "day": DAY.isoformat(),
+            "window": config.windows[0].describe()}
+
+    started = time.perf_counter()
+    spark = get_spark()
+    info["spark_start_s"] = round(time.perf_counter() - started, 1)
+    print(f"Spark session started in {info['spark_start_s']} s (not timed). Machine: {info['machine']}", flush=True)
+
+    prototype = None
+    if args.prototype:
+        from bench import prototype
+
+    rows: list[dict] = []
+    profiles: dict[str, list] = {}
+    builtin_stopped_at = range_stopped_at = None
+    print(f"\n{'events':>10}  {'method':<18} {'seconds (best)':<40} {'vs floor':>10}  {'cpu':<12} peak memory")
+    for n in args.sizes:
+        lakehouse = str(work / f"n{n}")
+        setup = prepare(spark, lakehouse, n, DAYS, config, args.seed)
+        print(f"{n:>10,}  set-up: {setup['rows']:,} event rows ({setup['files']} files) generated in "
+              f"{setup['generate_s']:.1f} s, partials and D-1 snapshot in {setup['prepare_s']:.1f} s", flush=True)
+        if n == args.sizes[0]:  # warm-up: JIT, Python workers and every code path once, untimed
+            methods.scan_floor(spark, lakehouse, DAY, config)
+            methods.panes_day(spark, lakehouse, DAY, config)
+            if not args.skip_spark_windows:
+                methods.spark_range_frame(spark, lakehouse, DAY, config, length)
+            if args.prototype:
+                methods.panes_day(spark, lakehouse, DAY, config, prototype.minute_partials_run,
+                                  prototype.sliding_windows_run)
+            print(f"{'':>10}  warm-up done at {time.perf_counter() - started:.0f} s", flush=True)
+        load = os.getloadavg()[0]
+        results: dict[str, Measurement] = {}
+        results["scan floor"] = measure(spark, lambda: methods.scan_floor(spark, lakehouse, DAY, config),
+                                        reps=args.reps, group="floor")
+        floor = results["scan floor"].seconds
+        panes = {"panes": lambda: methods.panes_day(spark, lakehouse, DAY, config)}
+        if args.prototype:
+            panes["panes (prototype)"] = lambda: methods.panes_day(
+                spark, lakehouse, DAY, config, prototype.minute_partials_run, prototype.sliding_windows_run)
+        before = last_sql_id(spark)
+        for _ in range(args.reps):  # interleaved, so other processes' load falls on both alike
+            for name, fn in panes.items():
+                results[name] = merge(results.get(name), measure(spark, fn, reps=1, group=name))
+        profiles[f"{n}"] = sql_profile(spark, before)
+        if args.skip_spark_windows:
+            pass
+        elif range_stopped_at is None:
+            results["spark RANGE frame"] = measure(
+                spark, lambda: methods.spark_range_frame(spark, lakehouse, DAY, config, length),
+                reps=args.reps, timeout=args.range_timeout, group="range", more_if_under=60)
+            if results["spark RANGE frame"].seconds is None:
+                range_stopped_at = n
+        else:
+            results["spark RANGE frame"] = Measurement(seconds=None, status="skipped",
+                                                       note=f"not tried: did not finish at {range_stopped_at:,}")
+        if args.skip_spark_windows:
+            pass
+        elif builtin_stopped_at is None:
+            spark.sparkContext.setLogLevel("ERROR")  # its failed code generation logs the whole plan
+            results["spark window()"] = measure(
+                spark, lambda: methods.spark_builtin_window(spark, lakehouse, DAY, config, length),
+                reps=1, timeout=args.builtin_timeout, group="builtin")
+            spark.sparkContext.setLogLevel("WARN")
+            if results["spark window()"].seconds is None:
+                builtin_stopped_at = n
+        else:
+            results["spark window()"] = Measurement(seconds=None, status="skipped",
+                                                    note=f"not tried: did not finish at {builtin_stopped_at:,}")
+        for method, m in results.items():
+            print_row(n, method, m, floor)
+            rows.append({"events": n, "event_rows": setup["rows"], "keys": keys_for(n), "method": method,
+                         "seconds": None if m.seconds is None else round(m.seconds, 3),
+                         "ratio_to_floor": None if m.seconds is None or not floor else round(m.seconds / floor, 2),
+                         "runs": " ".join(f"{r:.2f}" for r in m.runs), "status": m.status, "note": m.note,
+                         "parts": " ".join(f"{k}={v:.2f}" for k, v in m.parts.items()),
+                         "cpu_seconds": None if m.cpu_seconds is None else round(m.cpu_seconds, 1),
+                         "load_average": round(load, 1),
+                         "driver_peak_mb": round(m.driver_peak_mb), "workers_peak_mb": round(m.workers_peak_mb)})
+        write_csv(out / "results.csv", rows)
+
+    (out / "profile.json").write_text(json.dumps(profiles, indent=1))
+    scaling = [] if args.skip_scaling else window_scaling(spark, work, args, config)
+    info["total_s"] = round(time.perf_counter() - started, 1)
+    report(spark, out, work, args, config, rows, scaling, info)
+    return 0
+
+
+def report(spark, out: Path, work: Path, args, config, rows: list[dict], scaling: list[dict], info: dict) -> None:
+    """Plans, plot and tables; the measurements are already in the CSVs."""
+    (out / "run.json").write_text(json.dumps(info, indent=1, default=str))
+    plot(out / "ratio.png", rows, info)
+    try:
+        explain = explain_plans(spark, str(work / f"n{max(r['events'] for r in rows)}"), config,
+                                config.windows[0].length)
+        (out / "explain.txt").write_text(explain["text"])
+        info["explain"] = explain["summary"]
+    except Exception as err:  # the jobs change shape; the measurements must still be reported
+        info["explain"] = f"could not explain the plans: {type(err).__name__}: {err}"
+    (out / "run.json").write_text(json.dumps(info, indent=1, default=str))
+    (out / "results.md").write_text(markdown(rows, scaling, info))
+    print("\n" + markdown(rows, scaling, info))
+    print(f"wrote {out}/results.csv, ratio.png, results.md, explain.txt, profile.json, run.json "
+          f"({info.get('total_s', 0):.0f} s in all)")
+
+
+def report_only(args) -> int:
+    """Rebuild plot, tables and plans from an earlier run's CSVs (``--report-only``)."""
+    from jobs.spark_session import SPARK_DEFAULTS, get_spark
+    from windowing_core.config import PipelineConfig
+
+    out = Path(args.out)
+
+    def load(name: str) -> list[dict]:
+        path = out / name
+        if not path.exists():
+            return []
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+        for r in rows:
+            for k, v in r.items():
+                if v == "":
+                    r[k] = None
+                elif k in ("events", "event_rows", "keys", "driver_peak_mb", "workers_peak_mb", "changes",
+                           "snapshot_rows"):
+                    r[k] = int(float(v))
+                elif k in ("seconds", "ratio_to_floor", "cpu_seconds", "load_average", "partials_s", "sliding_s",
+                           "vs_1d"):
+                    r[k] = float(v)
+        return rows
+
+    previous = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
+    info = {"machine": previous.get("machine") or machine(), "spark_settings": SPARK_DEFAULTS, **{
+        k: v for k, v in previous.items() if k not in ("machine", "explain")}}
+    report(get_spark(), out, Path(args.work), args, PipelineConfig(), load("results.csv"), load("scaling.csv"), info)
+    return 0
+
+
+def window_scaling(spark, work: Path, args, config) -> list[dict]:
+    """The same day with 1-day, 7-day and 30-day windows; panes' time should stay flat."""
+    from windowing_core.config import PipelineConfig
+    from windowing_core.window_spec import WindowSpec
+
+    lakehouse = str(work / "scaling")
+    n = args.scaling_events_per_day * SCALING_DAYS
+    setup = prepare(spark, lakehouse, n, SCALING_DAYS, config, args.seed)
+    print(f"\nwindow-length scaling: {setup['rows']:,} event rows over {SCALING_DAYS} days "
+          f"(set-up {setup['prepare_s']:.0f} s)", flush=True)
+    floor = measure(spark, lambda: methods.scan_floor(spark, lakehouse, DAY, config), reps=args.reps, group="s-floor")
+    rows = [{"window": "scan floor", "seconds": round(floor.seconds, 3), "partials_s": None, "sliding_s": None,
+             "vs_1d": None, "changes": None, "snapshot_rows": None}]
+    print(f"  scan floor {floor.seconds:.2f} s", flush=True)
+    base: dict[str, float] = {}
+    variants = {"panes": (None, None)}
+    if args.prototype:
+        from bench import prototype
+
+        variants["panes (prototype)"] = (prototype.minute_partials_run, prototype.sliding_windows_run)
+    for name in ("1d", "7d", "30d"):
+        windowed = PipelineConfig(windows=(WindowSpec.of(name, name, "1m"),), aggregations=config.aggregations)
+        bootstrap(spark, lakehouse, windowed)
+        found: dict[str, Measurement] = {}
+        for _ in range(args.reps):
+            for variant, (partials_run, sliding_run) in variants.items():
+                found[variant] = merge(found.get(variant), measure(
+                    spark, lambda: methods.panes_day(spark, lakehouse, DAY, windowed, partials_run, sliding_run),
+                    reps=1, group=f"s-{name}"))
+        for variant, m in found.items():
+            base.setdefault(variant, m.seconds)
+            windows = m.result["windows"]
+            rows.append({"window": name if variant == "panes" else f"{name} ({variant})", "seconds": round(m.seconds, 3),
+                         "partials_s": round(m.parts["partials"], 3), "sliding_s": round(m.parts["sliding"], 3),
+                         "vs_1d": round(m.seconds / base[variant], 2), "changes": windows["changes"]["rows_written"],
+                         "snapshot_rows": windows["snapshots"]["rows_written"]})
+            print(f"  {name:>4} {variant:<18}: {m.seconds:.2f} s (partials {m.parts['partials']:.2f}, sliding "
+                  f"{m.parts['sliding']:.2f}), {m.seconds / base[variant]:.2f}x the 1d window; "
+                  f"{windows['changes']['rows_written']:,} change points, "
+                  f"{windows['snapshots']['rows_written']:,} snapshot rows", flush=True)
+    write_csv(Path(args.out) / "scaling.csv", rows)
+    return rows
+
+
+def explain_plans(spark, lakehouse: str, config, length: int) -> dict:
+    """Physical plans of the panes jobs' DataFrames (and of Spark's window() for contrast)."""
+    from pyspark.sql import functions as F
+
+    from jobs import delta_io, minute_partials, sliding_windows
+    from jobs.tables import EVENTS, day_filter
+
+    events = delta_io.read_table(spark, EVENTS.path(lakehouse),
+                                 partition_filters=day_filter("arrival_date", *minute_partials.arrival_days(DAY, DAY, config)))
+    partials = minute_partials.minute_partials(events, config, DAY, DAY)
+    if isinstance(partials, tuple):  # (partials, late events)
+        partials, late = partials
+        plans = {"minute_partials: minute_partials": partials, "minute_partials: late_events": late}
+    else:
+        plans = {"minute_partials: minute_partials": partials}
+    changes, snapshots, info = sliding_windows.sliding_windows(spark, lakehouse, DAY, DAY, config)
+    plans["sliding_windows: window_changes"] = changes
+    plans["sliding_windows: window_snapshot"] = snapshots
+    builtin = (methods._events(spark, lakehouse, DAY - timedelta(days=7), DAY, config)
+               .groupBy("key", F.window("event_time", f"{length} seconds", "1 minute")).count())
+    plans["for contrast: Spark window(event_time, 7 days, 1 minute)"] = builtin
+    persisted = [info]
+    try:
+        from bench import prototype
+
+        with prototype._patched(prototype.patches_for(prototype.CHANGES)):
+            partials, late = minute_partials.minute_partials(events, config, DAY, DAY)
+            p_changes, p_snapshots, p_info = sliding_windows.sliding_windows(spark, lakehouse, DAY, DAY, config)
+        plans["prototype: minute_partials"] = partials
+        plans["prototype: late_events"] = late
+        plans["prototype: window_changes"] = p_changes
+        plans["prototype: window_snapshot"] = p_snapshots
+        persisted.append(p_info)
+    except Exception as err:  # the prototype follows the product's internals, which change
+        print(f"no prototype plans: {type(err).__name__}: {err}", file=sys.stderr)
+    text, summary = [], {}
+    for name, df in plans.items():
+        s = plan_summary(df, TABLES)
+        summary[name] = {k: v for k, v in s.items() if k != "text"}
+        text.append(f"==== {name}\n{json.dumps(summary[name])}\n\n{s['text']}\n")
+    for value in (v for i in persisted for v in i.values()):  # persisted frames: only the plans were wanted
+        if hasattr(value, "unpersist"):
+            value.unpersist()
+    return {"text": "\n".join(text), "summary": summary}
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    if not rows:
+        return
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def plot(path: Path, rows: list[dict], info: dict) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot (pip install matplotlib)", file=sys.stderr)
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
+    styles = {"scan floor": "k--", "panes": "C0o-", "panes (prototype)": "C2o-", "spark RANGE frame": "C1s-",
+              "spark window()": "C3^-"}
+    for method in dict.fromkeys(r["method"] for r in rows):
+        points = [(r["events"], r["ratio_to_floor"]) for r in rows if r["method"] == method and r["ratio_to_floor"]]
+        if points:
+            ax.plot(*zip(*points), styles.get(method, "o-"), label=method)
+        timeouts = [r for r in rows if r["method"] == method and r["status"] == "timeout"]
+        for r in timeouts:  # a lower bound: the time limit over the floor
+            floor = next(x["seconds"] for x in rows if x["events"] == r["events"] and x["method"] == "scan floor")
+            bound = float(r["note"].split(" in ")[1].split(" ")[0]) / floor
+            ax.plot([r["events"]], [bound], "C3^", markerfacecolor="none", markersize=10)
+            ax.annotate("did not finish", (r["events"], bound), textcoords="offset points", xytext=(6, -3), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("events (8 days)")
+    ax.set_ylabel("seconds / scan-floor seconds")
+    m = info["machine"]
+    ax.set_title(f"Day D of a 7-day window sliding every minute\n{m['cores']} cores, {m['memory_gib']} GiB, "
+                 f"pyspark {m['pyspark']}", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def markdown(rows: list[dict], scaling: list[dict], info: dict) -> str:
+    lines = ["| events | keys | method | seconds | vs scan floor | CPU s | driver peak MB |",
+             "|---:|---:|---|---:|---:|---:|---:|"]
+    for r in rows:
+        seconds = f"{r['seconds']:.2f}" if r["seconds"] is not None else r["note"]
+        ratio = f"{r['ratio_to_floor']:.2f}x" if r["ratio_to_floor"] is not None else ""
+        cpu = "" if r["cpu_seconds"] is None else f"{r['cpu_seconds']:.1f}"
+        lines.append(f"| {r['events']:,} | {r['keys']:,} | {r['method']} | {seconds} | {ratio} | {cpu} | "
+                     f"{r['driver_peak_mb']:,} |")
+    if scaling:
+        lines += ["", "| window | seconds | minute partials | sliding | vs 1d |", "|---|---:|---:|---:|---:|"]
+        for r in scaling:
+            vs = "" if r["vs_1d"] is None else f"{r['vs_1d']:.2f}x"
+            lines.append(f"| {r['window']} | {r['seconds']:.2f} | {r['partials_s'] or ''} | {r['sliding_s'] or ''} | {vs} |")
+    m = info["machine"]
+    lines += ["", f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB; {m['java']}; "
+                  f"pyspark {m['pyspark']}, deltalake {m['deltalake']}; load average at start {m['load_average_at_start']}."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
