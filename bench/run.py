@@ -370,7 +370,22 @@ def explain_plans(spark, lakehouse: str, config, length: int) -> dict:
     builtin = (methods._events(spark, lakehouse, DAY - timedelta(days=7), DAY, config)
                .groupBy("key", F.window("event_time", f"{length} seconds", "1 minute")).count())
     plans["for contrast: Spark window(event_time, 7 days, 1 minute)"] = builtin
-    persisted = [info]
+    text, summary = [], {}
+
+    def summarise(plans: dict) -> None:
+        for name, df in plans.items():
+            s = plan_summary(df, TABLES)
+            summary[name] = {k: v for k, v in s.items() if k != "text"}
+            text.append(f"==== {name}\n{json.dumps(summary[name])}\n\n{s['text']}\n")
+
+    def unpersist(info: dict) -> None:  # the jobs persist frames; only the plans were wanted
+        for value in info.values():
+            if hasattr(value, "unpersist"):
+                value.unpersist()
+
+    summarise(plans)
+    unpersist(info)  # or the prototype's plans would read the product's cached frames
+    plans = {}
     try:
         from bench import prototype
 
@@ -381,17 +396,10 @@ def explain_plans(spark, lakehouse: str, config, length: int) -> dict:
         plans["prototype: late_events"] = late
         plans["prototype: window_changes"] = p_changes
         plans["prototype: window_snapshot"] = p_snapshots
-        persisted.append(p_info)
+        summarise(plans)
+        unpersist(p_info)
     except Exception as err:  # the prototype follows the product's internals, which change
         print(f"no prototype plans: {type(err).__name__}: {err}", file=sys.stderr)
-    text, summary = [], {}
-    for name, df in plans.items():
-        s = plan_summary(df, TABLES)
-        summary[name] = {k: v for k, v in s.items() if k != "text"}
-        text.append(f"==== {name}\n{json.dumps(summary[name])}\n\n{s['text']}\n")
-    for value in (v for i in persisted for v in i.values()):  # persisted frames: only the plans were wanted
-        if hasattr(value, "unpersist"):
-            value.unpersist()
     return {"text": "\n".join(text), "summary": summary}
 
 
