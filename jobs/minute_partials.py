@@ -125,6 +125,8 @@ def minute_partials(events: DataFrame, config: PipelineConfig, first: date,
     )
     late = unique.where(is_late).select(*EVENT_COLUMNS, F.lit(BEHIND_WATERMARK).alias("reason"),
                                         "event_date", "arrival_date")
+    if config.late_policy != "drop":  # nothing is late; spare Spark a second pass over the events
+        late = events.sparkSession.createDataFrame([], late.schema)
     return partials, late
 
 
