@@ -52,6 +52,7 @@ _NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # Spark reads the data files itself, so tables whose files need Delta-aware decoding are refused.
 _READABLE_FEATURES = {"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"}
 _STATS_STRING_LIMIT = 32  # longer strings would need Delta's truncation rules; no min/max instead
+_ROW_GROUP_ROWS = 1 << 19  # rows a task buffers per file before writing a row group
 _META = "panes."  # prefix of the keys delta-rs commits carry, so the driver can find its commit
 
 Filter = tuple[str, str, Any]
@@ -92,6 +93,25 @@ def column_max(path: str, column: str) -> Any:
     if name not in actions.column_names or actions.num_rows == 0:
         return None
     return pc.max(actions[name]).as_py()
+
+
+def row_count(path: str, *, partition_filters: list[Filter] | None = None) -> int:
+    """Rows in the matching partitions, from the Delta log's file statistics: no data is read.
+
+    Files without statistics count as holding rows, so this is 0 only where the partitions
+    are surely empty. A missing table raises MissingTableError.
+    """
+    table = _open(path)
+    filters = _conjunction(partition_filters)
+    _check_filter_columns(filters, table.metadata().partition_columns, path)
+    # File names are unique (a UUID each); their folders are spelled differently in the log.
+    names = {f.rsplit("/", 1)[-1] for f in table.file_uris(file_pruning_predicate=[filters] if filters else None)}
+    if not names:
+        return 0
+    actions = pa.table(table.get_add_actions(flatten=True))
+    return sum(1 if records is None else records
+               for path, records in zip(actions["path"].to_pylist(), actions["num_records"].to_pylist())
+               if unquote(path.rsplit("/", 1)[-1]) in names)
 
 
 def read_table(spark: SparkSession, path: str, *,
@@ -511,12 +531,28 @@ class _TaskFiles:
         if not self.partition_by:
             yield (), table
             return
+        single = self._single_key(table)
+        if single is not None:  # the usual case (one day per write): no group_by, no take
+            yield single, table
+            return
         index = table.select(self.partition_by).append_column("_row", pa.array(np.arange(table.num_rows)))
         groups = index.group_by(self.partition_by, use_threads=False).aggregate([("_row", "list")])
         rows = groups.column("_row_list")
         for i in range(groups.num_rows):
             key = tuple(groups.column(c)[i].as_py() for c in self.partition_by)
             yield key, table.take(rows[i].values)
+
+    def _single_key(self, table) -> tuple | None:
+        key = []
+        for c in self.partition_by:
+            column = table.column(c)
+            if column.null_count:
+                return None
+            low, high = pc.min_max(column).values()
+            if low != high:
+                return None
+            key.append(low.as_py())
+        return tuple(key)
 
     def _new_file(self, key: tuple) -> _OpenFile:
         values = {c: _partition_value(v) for c, v in zip(self.partition_by, key)}
@@ -543,6 +579,10 @@ class _TaskFiles:
 
 
 class _OpenFile:
+    """A Parquet file written in row groups of ``_ROW_GROUP_ROWS``: Spark hands the task Arrow
+    batches of 10,000 rows, and a row group each made files 1.5 times larger and slower to
+    write and read (bench/writer_cost.py)."""
+
     def __init__(self, fs, full_path: str, relative: str, partition_values: dict, schema):
         folder = full_path.rsplit("/", 1)[0]
         fs.create_dir(folder, recursive=True)
@@ -551,12 +591,24 @@ class _OpenFile:
         self.stream = fs.open_output_stream(full_path)
         self.writer = pq.ParquetWriter(self.stream, schema, compression="snappy")
         self.stats = _Stats(schema)
+        self.pending: list = []
+        self.pending_rows = 0
 
     def write(self, table) -> None:
-        self.writer.write_table(table)
-        self.stats.update(table)
+        self.pending.append(table)
+        self.pending_rows += table.num_rows
+        if self.pending_rows >= _ROW_GROUP_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            table = pa.concat_tables(self.pending)
+            self.pending, self.pending_rows = [], 0
+            self.writer.write_table(table, row_group_size=_ROW_GROUP_ROWS)
+            self.stats.update(table)
 
     def close(self) -> dict:
+        self._flush()
         self.writer.close()
         self.stream.close()
         return {"path": self.relative,  # as stored: delta-rs URI-encodes it in the log itself

@@ -23,6 +23,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from functools import reduce
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -75,22 +76,30 @@ def frame_deltas(frames: DataFrame, spec: WindowSpec, config: PipelineConfig,
                  after: int, stop: int) -> DataFrame:
     """``+state`` at each frame's enter end, ``-state`` at its leave end, for ends in (after, stop).
 
-    ``entering`` counts the frames entering at an end: for tumbling windows those ends are
-    exactly the windows holding events, which ``final`` emission needs.
+    One pass over the frames emits both deltas of a frame (``inline`` of a two-element array),
+    so the frames are read once and never cached. ``entering`` counts the frames entering at an
+    end: for tumbling windows those ends are exactly the windows holding events, which
+    ``final`` emission needs.
     """
     state = state_columns(config)
     f = _seconds()
-    enter = frames.select("key", _ceil_to_grid(f + spec.bucket, spec).alias("end"), *state,
-                          F.lit(1).alias("entering"))
-    leave = frames.select("key", _ceil_to_grid(f + spec.length + spec.bucket, spec).alias("end"),
-                          *[(-F.col(c)).alias(c) for c in state], F.lit(0).alias("entering"))
-    return enter.unionByName(leave).where((F.col("end") > after) & (F.col("end") < stop))
+    enter = F.struct(_ceil_to_grid(f + spec.bucket, spec).alias("end"), *[F.col(c).alias(c) for c in state],
+                     F.lit(1).alias("entering"))
+    leave = F.struct(_ceil_to_grid(f + spec.length + spec.bucket, spec).alias("end"),
+                     *[(-F.col(c)).alias(c) for c in state], F.lit(0).alias("entering"))
+    return (frames.select("key", F.inline(F.array(enter, leave)))
+            .where((F.col("end") > after) & (F.col("end") < stop)))
 
 
 def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Sum deltas per (key, end), then a running sum per key in end order: the window's state."""
+    """Sum deltas per (key, end), then a running sum per key in end order: the window's state.
+
+    Both steps are per key, so one shuffle on ``key`` serves the sum and the window alike
+    (left to itself Spark would shuffle on (key, end) first, then again on key).
+    """
     state = state_columns(config)
-    per_end = deltas.groupBy("key", "end").agg(*[F.sum(c).alias(c) for c in state], F.sum("entering").alias("entering"))
+    per_end = deltas.repartition("key").groupBy("key", "end").agg(
+        *[F.sum(c).alias(c) for c in state], F.sum("entering").alias("entering"))
     running = Window.partitionBy("key").orderBy("end").rowsBetween(Window.unboundedPreceding, 0)
     return per_end.select("key", "end", "entering", *[F.sum(c).over(running).alias(c) for c in state])
 
@@ -107,14 +116,6 @@ def baseline_from_frames(frames: DataFrame, spec: WindowSpec, config: PipelineCo
     inside = frames.where((f >= at - spec.length) & (f < at))
     return inside.groupBy("key").agg(*[F.sum(c).alias(c) for c in state_columns(config)]).select(
         "key", F.lit(at).cast("long").alias("end"), *state_columns(config), F.lit(0).alias("entering"))
-
-
-def with_start_rows(deltas: DataFrame, config: PipelineConfig, after: int) -> DataFrame:
-    """A zero delta at ``after`` for every key, so each key's first change has a row before it."""
-    zeros = deltas.select("key").distinct().select(
-        "key", F.lit(after).cast("long").alias("end"), *[F.lit(0).cast("long").alias(c) for c in state_columns(config)],
-        F.lit(0).alias("entering"))
-    return deltas.unionByName(zeros, allowMissingColumns=True)
 
 
 # -- non-invertible aggregations: exact over hierarchical frames ----------------------------------
@@ -194,21 +195,39 @@ def with_finished_values(frame: DataFrame, config: PipelineConfig) -> DataFrame:
     })
 
 
-def filter_changes(values: DataFrame, config: PipelineConfig, after: int) -> DataFrame:
-    """Keep ends where some finished value differs from the key's previous one."""
+def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, last: date) -> DataFrame:
+    """Mark, in one pass over each key's ends in order, what both writes need.
+
+    ``changed``: some finished value differs from the key's previous end (a key's first end
+    compares with the empty window, whose finished values every key starts from).
+    ``date``/``until``: the day of an end (the baseline's end counts as the first day) and, on
+    the day's last end, the last day its state holds before the key's next change. The marks
+    share the running sum's partitioning and order, so Spark adds no shuffle and no sort, and
+    the persisted result leaves the two writes a filter each.
+    """
     by_key = Window.partitionBy("key").orderBy("end")
-    changed = reduce(lambda a, b: a | b, [~F.col(a.name).eqNullSafe(F.lag(a.name).over(by_key))
-                                          for a in config.aggregations])
-    return values.withColumn("changed", changed).where((F.col("end") > after) & F.col("changed"))
+    changed = reduce(lambda a, b: a | b, [
+        ~F.col(a.name).eqNullSafe(F.lag(a.name, 1, a.finish(a.empty())).over(by_key).cast(a.output_type))
+        for a in config.aggregations])
+    def day_of(end: Column) -> Column:
+        return F.greatest(F.to_date(_timestamp(end)), F.lit(first))
+
+    next_end = F.lead("end").over(by_key)
+    return values.select(
+        "*",
+        changed.alias("changed"),
+        day_of(F.col("end")).alias("date"),
+        F.when(next_end.isNull(), F.lit(last))
+         .when(day_of(next_end) > day_of(F.col("end")), F.date_sub(day_of(next_end), 1)).alias("until"),
+    )
 
 
-def filter_final(values: DataFrame, after: int) -> DataFrame:
-    """Tumbling windows, ``final`` emission: one row per key and closed window that held events."""
-    return values.where((F.col("end") > after) & (F.col("entering") > 0) & (F.col("event_count") > 0))
-
-
-def window_rows(values: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int) -> DataFrame:
-    emitted = filter_final(values, after) if spec.emit == "final" else filter_changes(values, config, after)
+def window_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int) -> DataFrame:
+    """Change points, or for ``final`` emission one row per key and closed window that held events."""
+    if spec.emit == "final":
+        emitted = marked.where((F.col("end") > after) & (F.col("entering") > 0) & (F.col("event_count") > 0))
+    else:
+        emitted = marked.where((F.col("end") > after) & F.col("changed"))
     return emitted.select(
         "key",
         F.lit(spec.name).alias("window"),
@@ -220,24 +239,20 @@ def window_rows(values: DataFrame, spec: WindowSpec, config: PipelineConfig, aft
     )
 
 
-def daily_snapshots(values: DataFrame, spec: WindowSpec, config: PipelineConfig,
-                    first: date, last: date) -> DataFrame:
-    """Each key's state as of each day's last window end, for days ``first .. last``.
+def daily_snapshots(marked: DataFrame, spec: WindowSpec, config: PipelineConfig) -> DataFrame:
+    """Each key's state as of each day's last window end, for the days the marks span.
 
     A key's state holds until its next change, so each day's last row is carried forward over
     the following days without one (a sequence of days, never of windows). Empty keys drop out.
     """
-    by_key = Window.partitionBy("key").orderBy("date")
-    last_per_day = (
-        values.withColumn("date", F.greatest(F.to_date(_timestamp("end")), F.lit(first)))
-        .withColumn("rank", F.row_number().over(Window.partitionBy("key", "date").orderBy(F.desc("end"))))
-        .where("rank = 1")
-        .withColumn("until", F.coalesce(F.date_sub(F.lead("date").over(by_key), 1), F.lit(last)))
-        .withColumn("date", F.explode(F.sequence("date", "until")))
-    )
-    return last_per_day.where(F.col("event_count") > 0).select(
+    return marked.where(F.col("until").isNotNull() & (F.col("event_count") > 0)).select(
         "key",
         F.lit(spec.name).alias("window"),
+        F.explode(F.sequence("date", "until")).alias("date"),
+        *state_columns(config),
+        *[a.name for a in config.aggregations],
+    ).select(
+        "key", "window",
         _timestamp(_ceil_to_grid(F.unix_seconds(F.date_add("date", 1).cast("timestamp")), spec)
                    - spec.slide).alias("as_of"),
         *state_columns(config),
@@ -306,9 +321,12 @@ def _read_previous_snapshot(spark: SparkSession, lakehouse: str, day: date) -> D
     path = WINDOW_SNAPSHOT.path(lakehouse)
     if not delta_io.table_exists(path):
         return None
-    previous = delta_io.read_table(spark, path, partition_filters=day_filter("date", day, day))
+    days = day_filter("date", day, day)
     # An empty snapshot and a missing one both bootstrap: the bootstrap is exact either way.
-    return None if previous.isEmpty() else previous
+    # The Delta log's file statistics say which, without a Spark job.
+    if delta_io.row_count(path, partition_filters=days) == 0:
+        return None
+    return delta_io.read_table(spark, path, partition_filters=days)
 
 
 # -- the job --------------------------------------------------------------------------------------
@@ -319,7 +337,7 @@ def window_values(frames: DataFrame, baseline: DataFrame, tiles: DataFrame | Non
     """Every aggregation's finished value at each end where a key's window can change."""
     deltas = frame_deltas(frames.where(_in_ranges(_seconds(), plan.delta_ranges)), spec, config,
                           plan.after, plan.stop)
-    running = with_running_state(with_start_rows(deltas, config, plan.after).unionByName(baseline), config)
+    running = with_running_state(deltas.unionByName(baseline), config)
     if tiles is not None:
         exact_frames = frames.where(_in_ranges(_seconds(), plan.exact_ranges))
         exact = exact_values(exact_frames, tiles, running.select("key", "end"), spec, config)
@@ -332,14 +350,21 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     """Change points and snapshots of every configured window, for days ``first .. last``.
 
     All windows come from one read of the minute partials: the union of the frames each needs.
+    Each window's marked values are computed once and persisted, and both writes filter them;
+    ``info["persisted"]`` lists what the caller unpersists once both are written.
     """
     plans = {spec.name: _Plan(spec, config, first, last) for spec in config.windows}
     previous = _read_previous_snapshot(spark, lakehouse, first - timedelta(days=1))
     ranges = [r for p in plans.values() for r in p.frame_ranges]
     if previous is None:
         ranges += [p.bootstrap_range for p in plans.values()]
-    frames = _read_frames(spark, lakehouse, ranges).persist()
-    changes, snapshots = [], []
+    frames = _read_frames(spark, lakehouse, ranges)
+    changes, snapshots, persisted = [], [], []
+    # The daily case (one invertible window continuing from a snapshot) reads the frames once;
+    # anything reading them again (a bootstrap, exact values, more windows) reads them cached.
+    if previous is None or len(plans) > 1 or any(p.exact_ranges for p in plans.values()):
+        frames = frames.persist()
+        persisted.append(frames)
     for spec in config.windows:
         plan = plans[spec.name]
         if previous is not None:
@@ -350,10 +375,12 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
         if plan.exact_ranges:
             tiles = (_read_day_tiles(spark, lakehouse, plan.tile_days) if plan.tile_days
                      else tiles_of(frames.where(_in_ranges(_seconds(), plan.exact_ranges)), spec, config))
-        values = window_values(frames, baseline, tiles, spec, config, plan)
-        changes.append(window_rows(values, spec, config, plan.after))
-        snapshots.append(daily_snapshots(values, spec, config, first, last))
-    info = {"baseline": "snapshot" if previous is not None else "bootstrap", "frames": frames}
+        marked = with_emission_marks(window_values(frames, baseline, tiles, spec, config, plan),
+                                     config, first, last).persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(marked)
+        changes.append(window_rows(marked, spec, config, plan.after))
+        snapshots.append(daily_snapshots(marked, spec, config))
+    info = {"baseline": "snapshot" if previous is not None else "bootstrap", "persisted": persisted}
     return reduce(DataFrame.unionByName, changes), reduce(DataFrame.unionByName, snapshots), info
 
 
@@ -369,7 +396,8 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
                                                         partition_by=list(WINDOW_SNAPSHOT.partition_by),
                                                         partition_filters=days)
     finally:
-        info["frames"].unpersist()
+        for df in info["persisted"]:
+            df.unpersist()
     return {"changes": written_changes, "snapshots": written_snapshots, "baseline": info["baseline"]}
 
 

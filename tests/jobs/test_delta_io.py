@@ -130,7 +130,23 @@ def test_an_empty_replace_empties_the_partition(spark, tmp_path):
     assert contents(read_table(spark, path)) == expected([row("b", D2)])
 
 
-def test_an_empty_first_write_creates_the_table_with_its_schema(spark, tmp_path):
+def test_row_count_reads_the_log_of_the_matching_partitions_only(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1), row("b", D1, 2), row("c", D2)]), path, [D1, D2])
+    write(frame(spark, [row("d", D2, 3)]), path, [D2])  # replaced: the old file no longer counts
+    write(frame(spark, []), path, [D3])
+
+    assert delta_io.row_count(path) == 3
+    assert delta_io.row_count(path, partition_filters=[("event_date", "=", D1)]) == 2
+    assert delta_io.row_count(path, partition_filters=[("event_date", "in", [D2, D3])]) == 1
+    assert delta_io.row_count(path, partition_filters=[("event_date", "=", D3)]) == 0
+    with pytest.raises(ValueError, match="partition columns"):
+        delta_io.row_count(path, partition_filters=[("key", "=", "a")])
+    with pytest.raises(MissingTableError):
+        delta_io.row_count(str(tmp_path / "missing"))
+
+
+def test_awkward_partition_values_and_whole_table_replace_the_table_with_its_schema(spark, tmp_path):
     path = str(tmp_path / "t")
     write(frame(spark, [row("a", D1)]).where("false"), path, [D1])
 
@@ -230,6 +246,8 @@ def test_awkward_partition_values_and_whole_table_replace(spark, tmp_path):
                   key=lambda r: r["n"]) == [dict(zip(["n", "tag", "bucket"], r)) for r in rows]
     one = read_table(spark, path, partition_filters=[("tag", "=", "a b:c/d"), ("bucket", "=", 7)])
     assert [r.n for r in one.collect()] == [1]
+    assert delta_io.row_count(path, partition_filters=[("tag", "=", "a b:c/d"), ("bucket", "=", 7)]) == 1
+    assert delta_io.row_count(path, partition_filters=[("tag", "=", "é%41")]) == 1
 
 
 def test_delta_spark_path(spark, tmp_path, monkeypatch):
