@@ -29,7 +29,6 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -70,8 +69,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="time only the scan floor and panes (for a large size alone)")
     parser.add_argument("--reps", type=int, default=2, help="repetitions per measurement, best kept (default 2)")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--prototype", action="store_true",
-                        help="also time bench.prototype's variant of the panes jobs in the same run")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the generated events of an earlier run where they exist (same size and "
+                             "seed); the partials and the D-1 snapshot are recomputed either way")
     args = parser.parse_args(argv)
     args.sizes = sorted(_size(s) for s in args.sizes.split(","))
     return args
@@ -82,14 +82,28 @@ def keys_for(n: int) -> int:
     return max(1_000, min(1_000_000, n // 10))
 
 
-def prepare(spark, lakehouse: str, n: int, days: int, config, seed: int) -> dict:
-    """Events of ``days`` days ending on DAY, their minute partials, and D - 1's snapshot."""
-    from jobs import minute_partials
+def prepare(spark, lakehouse: str, n: int, days: int, config, seed: int, reuse: bool = False) -> dict:
+    """Events of ``days`` days ending on DAY, their minute partials, and D - 1's snapshot.
 
-    shutil.rmtree(lakehouse, ignore_errors=True)
+    With ``reuse`` the events of an earlier run with the same size and seed are kept (they are
+    deterministic); everything derived from them is computed again by the code as it is now.
+    """
+    from jobs import delta_io, minute_partials
+    from jobs.tables import EVENTS
+
     first = DAY - timedelta(days=days - 1)
     started = time.perf_counter()
-    events = write_events(spark, lakehouse, n, first, days, keys_for(n), seed=seed)
+    marker = Path(lakehouse) / "generated.json"
+    wanted = {"events": n, "days": days, "keys": keys_for(n), "seed": seed, "first": first.isoformat()}
+    if reuse and marker.exists() and json.loads(marker.read_text()).get("wanted") == wanted:
+        events = json.loads(marker.read_text())["events"]
+        for table in (t for t in Path(lakehouse).iterdir() if t.is_dir() and t.name != EVENTS.name):
+            shutil.rmtree(table)
+    else:
+        shutil.rmtree(lakehouse, ignore_errors=True)
+        events = write_events(spark, lakehouse, n, first, days, keys_for(n), seed=seed)
+        marker.write_text(json.dumps({"wanted": wanted, "events": events}))
+    assert delta_io.table_exists(EVENTS.path(lakehouse)), lakehouse
     generated = time.perf_counter() - started
     minute_partials.run(spark, lakehouse, first, DAY, config)
     bootstrap(spark, lakehouse, config)
@@ -104,18 +118,6 @@ def bootstrap(spark, lakehouse: str, config) -> None:
     previous = DAY - timedelta(days=1)
     result = sliding_windows.run(spark, lakehouse, previous, previous, config)
     assert result["baseline"] == "bootstrap", result
-
-
-def merge(a: Measurement | None, b: Measurement) -> Measurement:
-    """Two measurements of one method as one: the best finished run, the peak memory."""
-    if a is None:
-        return b
-    best = b if b.seconds is not None and (a.seconds is None or b.seconds < a.seconds) else a
-    merged = Measurement(seconds=best.seconds, runs=a.runs + b.runs, status=best.status, note=best.note,
-                         parts=best.parts, cpu_seconds=best.cpu_seconds, result=best.result)
-    merged.driver_peak_mb = max(a.driver_peak_mb, b.driver_peak_mb)
-    merged.workers_peak_mb = max(a.workers_peak_mb, b.workers_peak_mb)
-    return merged
 
 
 def _mb(value: float) -> str:
@@ -161,7 +163,6 @@ def main(argv: list[str] | None = None) -> int:
         return report_only(args)
     from jobs.spark_session import SPARK_DEFAULTS, get_spark
     from windowing_core.config import PipelineConfig
-    from windowing_core.window_spec import WindowSpec
 
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
@@ -176,17 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     info["spark_start_s"] = round(time.perf_counter() - started, 1)
     print(f"Spark session started in {info['spark_start_s']} s (not timed). Machine: {info['machine']}", flush=True)
 
-    prototype = None
-    if args.prototype:
-        from bench import prototype
-
     rows: list[dict] = []
     profiles: dict[str, list] = {}
     builtin_stopped_at = range_stopped_at = None
     print(f"\n{'events':>10}  {'method':<18} {'seconds (best)':<40} {'vs floor':>10}  {'cpu':<12} peak memory")
     for n in args.sizes:
         lakehouse = str(work / f"n{n}")
-        setup = prepare(spark, lakehouse, n, DAYS, config, args.seed)
+        setup = prepare(spark, lakehouse, n, DAYS, config, args.seed, args.reuse)
         print(f"{n:>10,}  set-up: {setup['rows']:,} event rows ({setup['files']} files) generated in "
               f"{setup['generate_s']:.1f} s, partials and D-1 snapshot in {setup['prepare_s']:.1f} s", flush=True)
         if n == args.sizes[0]:  # warm-up: JIT, Python workers and every code path once, untimed
@@ -194,23 +191,15 @@ def main(argv: list[str] | None = None) -> int:
             methods.panes_day(spark, lakehouse, DAY, config)
             if not args.skip_spark_windows:
                 methods.spark_range_frame(spark, lakehouse, DAY, config, length)
-            if args.prototype:
-                methods.panes_day(spark, lakehouse, DAY, config, prototype.minute_partials_run,
-                                  prototype.sliding_windows_run)
             print(f"{'':>10}  warm-up done at {time.perf_counter() - started:.0f} s", flush=True)
         load = os.getloadavg()[0]
         results: dict[str, Measurement] = {}
         results["scan floor"] = measure(spark, lambda: methods.scan_floor(spark, lakehouse, DAY, config),
                                         reps=args.reps, group="floor")
         floor = results["scan floor"].seconds
-        panes = {"panes": lambda: methods.panes_day(spark, lakehouse, DAY, config)}
-        if args.prototype:
-            panes["panes (prototype)"] = lambda: methods.panes_day(
-                spark, lakehouse, DAY, config, prototype.minute_partials_run, prototype.sliding_windows_run)
         before = last_sql_id(spark)
-        for _ in range(args.reps):  # interleaved, so other processes' load falls on both alike
-            for name, fn in panes.items():
-                results[name] = merge(results.get(name), measure(spark, fn, reps=1, group=name))
+        results["panes"] = measure(spark, lambda: methods.panes_day(spark, lakehouse, DAY, config),
+                                   reps=args.reps, group="panes")
         profiles[f"{n}"] = sql_profile(spark, before)
         if args.skip_spark_windows:
             pass
@@ -312,39 +301,29 @@ def window_scaling(spark, work: Path, args, config) -> list[dict]:
 
     lakehouse = str(work / "scaling")
     n = args.scaling_events_per_day * SCALING_DAYS
-    setup = prepare(spark, lakehouse, n, SCALING_DAYS, config, args.seed)
+    setup = prepare(spark, lakehouse, n, SCALING_DAYS, config, args.seed, args.reuse)
     print(f"\nwindow-length scaling: {setup['rows']:,} event rows over {SCALING_DAYS} days "
           f"(set-up {setup['prepare_s']:.0f} s)", flush=True)
     floor = measure(spark, lambda: methods.scan_floor(spark, lakehouse, DAY, config), reps=args.reps, group="s-floor")
     rows = [{"window": "scan floor", "seconds": round(floor.seconds, 3), "partials_s": None, "sliding_s": None,
              "vs_1d": None, "changes": None, "snapshot_rows": None}]
     print(f"  scan floor {floor.seconds:.2f} s", flush=True)
-    base: dict[str, float] = {}
-    variants = {"panes": (None, None)}
-    if args.prototype:
-        from bench import prototype
-
-        variants["panes (prototype)"] = (prototype.minute_partials_run, prototype.sliding_windows_run)
+    base = None
     for name in ("1d", "7d", "30d"):
         windowed = PipelineConfig(windows=(WindowSpec.of(name, name, "1m"),), aggregations=config.aggregations)
         bootstrap(spark, lakehouse, windowed)
-        found: dict[str, Measurement] = {}
-        for _ in range(args.reps):
-            for variant, (partials_run, sliding_run) in variants.items():
-                found[variant] = merge(found.get(variant), measure(
-                    spark, lambda: methods.panes_day(spark, lakehouse, DAY, windowed, partials_run, sliding_run),
-                    reps=1, group=f"s-{name}"))
-        for variant, m in found.items():
-            base.setdefault(variant, m.seconds)
-            windows = m.result["windows"]
-            rows.append({"window": name if variant == "panes" else f"{name} ({variant})", "seconds": round(m.seconds, 3),
-                         "partials_s": round(m.parts["partials"], 3), "sliding_s": round(m.parts["sliding"], 3),
-                         "vs_1d": round(m.seconds / base[variant], 2), "changes": windows["changes"]["rows_written"],
-                         "snapshot_rows": windows["snapshots"]["rows_written"]})
-            print(f"  {name:>4} {variant:<18}: {m.seconds:.2f} s (partials {m.parts['partials']:.2f}, sliding "
-                  f"{m.parts['sliding']:.2f}), {m.seconds / base[variant]:.2f}x the 1d window; "
-                  f"{windows['changes']['rows_written']:,} change points, "
-                  f"{windows['snapshots']['rows_written']:,} snapshot rows", flush=True)
+        m = measure(spark, lambda: methods.panes_day(spark, lakehouse, DAY, windowed), reps=args.reps,
+                    group=f"s-{name}")
+        base = base or m.seconds
+        windows = m.result["windows"]
+        rows.append({"window": name, "seconds": round(m.seconds, 3),
+                     "partials_s": round(m.parts["partials"], 3), "sliding_s": round(m.parts["sliding"], 3),
+                     "vs_1d": round(m.seconds / base, 2), "changes": windows["changes"]["rows_written"],
+                     "snapshot_rows": windows["snapshots"]["rows_written"]})
+        print(f"  {name:>4}: {m.seconds:.2f} s (partials {m.parts['partials']:.2f}, sliding "
+              f"{m.parts['sliding']:.2f}), {m.seconds / base:.2f}x the 1d window; "
+              f"{windows['changes']['rows_written']:,} change points, "
+              f"{windows['snapshots']['rows_written']:,} snapshot rows", flush=True)
     write_csv(Path(args.out) / "scaling.csv", rows)
     return rows
 
@@ -378,28 +357,9 @@ def explain_plans(spark, lakehouse: str, config, length: int) -> dict:
             summary[name] = {k: v for k, v in s.items() if k != "text"}
             text.append(f"==== {name}\n{json.dumps(summary[name])}\n\n{s['text']}\n")
 
-    def unpersist(info: dict) -> None:  # the jobs persist frames; only the plans were wanted
-        for value in info.values():
-            if hasattr(value, "unpersist"):
-                value.unpersist()
-
     summarise(plans)
-    unpersist(info)  # or the prototype's plans would read the product's cached frames
-    plans = {}
-    try:
-        from bench import prototype
-
-        with prototype._patched(prototype.patches_for(prototype.CHANGES)):
-            partials, late = minute_partials.minute_partials(events, config, DAY, DAY)
-            p_changes, p_snapshots, p_info = sliding_windows.sliding_windows(spark, lakehouse, DAY, DAY, config)
-        plans["prototype: minute_partials"] = partials
-        plans["prototype: late_events"] = late
-        plans["prototype: window_changes"] = p_changes
-        plans["prototype: window_snapshot"] = p_snapshots
-        summarise(plans)
-        unpersist(p_info)
-    except Exception as err:  # the prototype follows the product's internals, which change
-        print(f"no prototype plans: {type(err).__name__}: {err}", file=sys.stderr)
+    for df in info["persisted"]:  # the job persists what both writes read; only the plans were wanted
+        df.unpersist()
     return {"text": "\n".join(text), "summary": summary}
 
 
@@ -422,7 +382,7 @@ def plot(path: Path, rows: list[dict], info: dict) -> None:
         print("matplotlib is not installed: no plot (pip install matplotlib)", file=sys.stderr)
         return
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    styles = {"scan floor": "k--", "panes": "C0o-", "panes (prototype)": "C2o-", "spark RANGE frame": "C1s-",
+    styles = {"scan floor": "k--", "panes": "C0o-", "spark RANGE frame": "C1s-",
               "spark window()": "C3^-"}
     for method in dict.fromkeys(r["method"] for r in rows):
         points = [(r["events"], r["ratio_to_floor"]) for r in rows if r["method"] == method and r["ratio_to_floor"]]

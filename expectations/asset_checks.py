@@ -28,7 +28,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (  # n
 from pyspark.sql import DataFrame, SparkSession
 
 from expectations import reconciliation, suites
-from expectations.catalog import ERROR, Check, Outcome, checks_of
+from expectations.catalog import Check, Outcome, checks_of
 from jobs import delta_io
 from jobs.ingest_events import MissingInputError, read_landing
 from jobs.tables import (
