@@ -209,17 +209,14 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     changed = reduce(lambda a, b: a | b, [
         ~F.col(a.name).eqNullSafe(F.lag(a.name, 1, a.finish(a.empty())).over(by_key).cast(a.output_type))
         for a in config.aggregations])
+
     def day_of(end: Column) -> Column:
         return F.greatest(F.to_date(_timestamp(end)), F.lit(first))
 
-    next_end = F.lead("end").over(by_key)
-    return values.select(
-        "*",
-        changed.alias("changed"),
-        day_of(F.col("end")).alias("date"),
-        F.when(next_end.isNull(), F.lit(last))
-         .when(day_of(next_end) > day_of(F.col("end")), F.date_sub(day_of(next_end), 1)).alias("until"),
-    )
+    day, next_end = day_of(F.col("end")), F.lead("end").over(by_key)
+    until = (F.when(next_end.isNull(), F.lit(last))
+             .when(day_of(next_end) > day, F.date_sub(day_of(next_end), 1)))  # else null: not the day's last
+    return values.select("*", changed.alias("changed"), day.alias("date"), until.alias("until"))
 
 
 def window_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int) -> DataFrame:
