@@ -7,7 +7,9 @@
   then ``jobs.sliding_windows.run`` for D (continuing from D - 1's snapshot), Delta writes
   included.
 - ``spark_builtin_window``: Spark's ``window(event_time, length, "1 minute")`` grouped per key,
-  keeping the windows that end on day D.
+  keeping the windows that end on day D. It runs with code generation off: generated, its
+  10,080-way ``Expand`` is a Java class of over a million lines that janino spends minutes on
+  and then fails to compile, before Spark falls back to interpreting it anyway.
 - ``spark_range_frame``: minute buckets per key, and Spark window functions with a RANGE frame
   of the window's length, evaluated at every end where a bucket enters or leaves, keeping the
   change points of day D.
@@ -90,7 +92,15 @@ def spark_builtin_window(spark: SparkSession, lakehouse: str, day: date, config:
         .agg(F.count(F.lit(1)).alias("event_count"), F.sum("value").alias("sum"))
         .where((ends >= F.lit(start)) & (ends < F.lit(stop)))
     )
-    _noop(windows)
+    interpreted = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+    saved = {k: spark.conf.get(k, None) for k in interpreted}
+    try:
+        for k, v in interpreted.items():
+            spark.conf.set(k, v)
+        _noop(windows)
+    finally:
+        for k, v in saved.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
     return {}
 
 
