@@ -400,7 +400,9 @@ def plot(path: Path, rows: list[dict], info: dict) -> None:
             bound = float(r["note"].split(" in ")[1].split(" ")[0]) / floor
             colour = styles.get(method, "C3")[:2]
             ax.plot([r["events"]], [bound], f"{colour}^", markerfacecolor="none", markersize=10)
-            ax.annotate(f"{method}: did not finish", (r["events"], bound), textcoords="offset points", xytext=(6, -3), fontsize=8)
+            last = r["events"] == max(x["events"] for x in rows)  # label to the left, inside the axes
+            ax.annotate(f"{method}: did not finish", (r["events"], bound), textcoords="offset points",
+                        xytext=(-8 if last else 8, -3), ha="right" if last else "left", fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("events (8 days)")
