@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
 def report(spark, out: Path, work: Path, args, config, rows: list[dict], scaling: list[dict], info: dict) -> None:
     """Plans, plot and tables; the measurements are already in the CSVs."""
     (out / "run.json").write_text(json.dumps(info, indent=1, default=str))
-    plot(out / "ratio.png", rows, info)
+    plotted = plot(out / "ratio.png", rows, info)
     try:
         explain = explain_plans(spark, str(work / f"n{max(r['events'] for r in rows)}"), config,
                                 config.windows[0].length)
@@ -258,8 +258,9 @@ def report(spark, out: Path, work: Path, args, config, rows: list[dict], scaling
     (out / "run.json").write_text(json.dumps(info, indent=1, default=str))
     (out / "results.md").write_text(markdown(rows, scaling, info))
     print("\n" + markdown(rows, scaling, info))
-    print(f"wrote {out}/results.csv, ratio.png, results.md, explain.txt, profile.json, run.json "
-          f"({info.get('total_s', 0):.0f} s in all)")
+    written = ["results.csv", "scaling.csv" if scaling else "", "ratio.png" if plotted else "", "results.md",
+               "explain.txt", "profile.json", "run.json"]
+    print(f"wrote {out}/: {', '.join(n for n in written if n)} ({info.get('total_s', 0):.0f} s in all)")
 
 
 def report_only(args) -> int:
@@ -378,15 +379,15 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def plot(path: Path, rows: list[dict], info: dict) -> None:
+def plot(path: Path, rows: list[dict], info: dict) -> bool:
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed: no plot (pip install matplotlib)", file=sys.stderr)
-        return
+        print("matplotlib is not installed: no plot (pip install -e '.[bench]')", file=sys.stderr)
+        return False
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
     styles = {"scan floor": "k--", "panes": "C0o-", "spark RANGE frame": "C1s-",
               "spark window()": "C3^-"}
@@ -415,6 +416,7 @@ def plot(path: Path, rows: list[dict], info: dict) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+    return True
 
 
 def markdown(rows: list[dict], scaling: list[dict], info: dict) -> str:
