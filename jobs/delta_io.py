@@ -526,6 +526,9 @@ class _TaskFiles:
             if key not in self.open:
                 self.open[key] = self._new_file(key)
             self.open[key].write(rows.select(self.data_columns).cast(self.file_schema))
+        if sum(f.pending_rows for f in self.open.values()) >= _ROW_GROUP_ROWS:
+            for file in self.open.values():  # a task holds at most one row group's worth, however
+                file.flush()                 # many partitions it writes
 
     def _split(self, table):
         if not self.partition_by:
@@ -579,9 +582,9 @@ class _TaskFiles:
 
 
 class _OpenFile:
-    """A Parquet file written in row groups of ``_ROW_GROUP_ROWS``: Spark hands the task Arrow
-    batches of 10,000 rows, and a row group each made files 1.5 times larger and slower to
-    write and read (bench/writer_cost.py)."""
+    """A Parquet file written in row groups of up to ``_ROW_GROUP_ROWS``, flushed by its task:
+    Spark hands the task Arrow batches of 10,000 rows, and a row group each made files 1.5
+    times larger and slower to write and read (bench/writer_cost.py)."""
 
     def __init__(self, fs, full_path: str, relative: str, partition_values: dict, schema):
         folder = full_path.rsplit("/", 1)[0]
@@ -597,10 +600,8 @@ class _OpenFile:
     def write(self, table) -> None:
         self.pending.append(table)
         self.pending_rows += table.num_rows
-        if self.pending_rows >= _ROW_GROUP_ROWS:
-            self._flush()
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
         if self.pending:
             table = pa.concat_tables(self.pending)
             self.pending, self.pending_rows = [], 0
@@ -608,7 +609,7 @@ class _OpenFile:
             self.stats.update(table)
 
     def close(self) -> dict:
-        self._flush()
+        self.flush()
         self.writer.close()
         self.stream.close()
         return {"path": self.relative,  # as stored: delta-rs URI-encodes it in the log itself

@@ -130,6 +130,27 @@ def test_an_empty_replace_empties_the_partition(spark, tmp_path):
     assert contents(read_table(spark, path)) == expected([row("b", D2)])
 
 
+def test_small_arrow_batches_become_one_row_group_per_file(spark, tmp_path):
+    path = str(tmp_path / "t")
+    days = [D1, D2, D3]
+    df = spark.range(30_000).select(
+        F.format_string("k%05d", "id").alias("key"), F.col("id").alias("n"),
+        F.element_at(F.array(*[F.lit(d) for d in days]), (F.col("id") % 3 + 1).cast("int")).alias("event_date"),
+    ).coalesce(1)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")  # 30 batches, 3 days each
+    try:
+        replace_partitions(df, path, partition_by=["event_date"], partition_filters=[])
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+
+    files = DeltaTable(path).file_uris()
+    assert len(files) == 3
+    assert [pq.ParquetFile(f).metadata.num_row_groups for f in files] == [1, 1, 1]
+    assert delta_io.row_count(path) == 30_000
+    back = read_table(spark, path).groupBy("event_date").count().collect()
+    assert sorted((r.event_date, r["count"]) for r in back) == [(d, 10_000) for d in days]
+
+
 def test_row_count_reads_the_log_of_the_matching_partitions_only(spark, tmp_path):
     path = str(tmp_path / "t")
     write(frame(spark, [row("a", D1), row("b", D1, 2), row("c", D2)]), path, [D1, D2])
