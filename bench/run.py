@@ -1,6 +1,6 @@
 """The panes benchmark: frame-and-deduct against the scan floor and Spark's own sliding windows.
 
-    python -m bench.run [--sizes 1e4,1e5,1e6] [--out bench/results] [--work bench/.work]
+    python -m bench.run [--sizes 1e3,1e4,1e5,1e6,1e7] [--reuse] [--out bench/results] [--work bench/.work]
 
 For each size it generates that many events over 8 event days (``bench.generate``, straight into
 the ``events`` Delta table), computes the minute partials of all 8 days and the window snapshot
@@ -53,7 +53,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", default="1e3,1e4,1e5,1e6,1e7",
                         help="event counts over the 8 days, comma-separated (default 1e3,1e4,1e5,1e6,1e7)")
     parser.add_argument("--out", default="bench/results", help="folder for the CSV, PNG and notes")
-    parser.add_argument("--work", default="bench/.work", help="scratch folder for the lakehouses (deleted and rebuilt)")
+    parser.add_argument("--work", default="bench/.work",
+                        help="scratch folder for the lakehouses (rebuilt every run unless --reuse)")
     parser.add_argument("--builtin-timeout", type=float, default=600.0,
                         help="seconds before Spark's window() is cancelled (default 600); "
                              "it is not tried at sizes above one where it did not finish")
