@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from expectations import reconciliation, suites
 from expectations.catalog import Check, Outcome, checks_of
-from jobs import delta_io
+from jobs import delta_io, sliding_windows
 from jobs.ingest_events import MissingInputError, read_landing
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, Table,
@@ -64,11 +64,6 @@ class Inputs:
     def read(self, table: Table, column: str, first: date, last: date) -> DataFrame:
         return delta_io.read_table(self.spark, table.path(self.lakehouse_root),
                                    partition_filters=day_filter(column, first, last))
-
-    def read_if_exists(self, table: Table, column: str, first: date, last: date) -> DataFrame | None:
-        if not delta_io.table_exists(table.path(self.lakehouse_root)):
-            return None
-        return self.read(table, column, first, last)
 
 
 # -- evaluators, one per table ------------------------------------------------------------------
@@ -128,9 +123,8 @@ def evaluate_daily_partials(inputs: Inputs) -> Results:
 def evaluate_window_changes(inputs: Inputs) -> Results:
     changes = inputs.read(WINDOW_CHANGES, "date", inputs.first, inputs.last)
     day_before = inputs.first - timedelta(days=1)
-    previous = inputs.read_if_exists(WINDOW_SNAPSHOT, "date", day_before, day_before)
-    if previous is not None and previous.isEmpty():
-        previous = None  # not materialised, or every key empty: the first change points are not judged
+    # None where not materialised or every key empty: the first change points are not judged
+    previous = sliding_windows.read_snapshot(inputs.spark, inputs.lakehouse_root, day_before)
     results = suites.run_suite(changes, suites.prepare_window_changes(changes, previous, inputs.config),
                                suites.window_changes_suite(inputs.config), inputs.days, inputs.selected)
     if "changes_conserve_frames" in inputs.selected:

@@ -313,8 +313,9 @@ def _read_day_tiles(spark: SparkSession, lakehouse: str, days: list[str]) -> Dat
     return tiles.withColumn("tile", F.unix_seconds(F.col("event_date").cast("timestamp")))
 
 
-def _read_previous_snapshot(spark: SparkSession, lakehouse: str, day: date) -> DataFrame | None:
-    """The snapshot of ``day``, or None where there is none to continue from."""
+def read_snapshot(spark: SparkSession, lakehouse: str, day: date) -> DataFrame | None:
+    """The snapshot of ``day``, or None where there is none to continue from (the job's baseline;
+    the checks judge a day's first change points against it)."""
     path = WINDOW_SNAPSHOT.path(lakehouse)
     if not delta_io.table_exists(path):
         return None
@@ -351,7 +352,7 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     ``info["persisted"]`` lists what the caller unpersists once both are written.
     """
     plans = {spec.name: _Plan(spec, config, first, last) for spec in config.windows}
-    previous = _read_previous_snapshot(spark, lakehouse, first - timedelta(days=1))
+    previous = read_snapshot(spark, lakehouse, first - timedelta(days=1))
     ranges = [r for p in plans.values() for r in p.frame_ranges]
     if previous is None:
         ranges += [p.bootstrap_range for p in plans.values()]
