@@ -112,6 +112,12 @@ def _fields_of(config: PipelineConfig, kind: str, invertible_only: bool = False)
             for c in a.field_columns()]
 
 
+def _partial_sign_checks(config: PipelineConfig) -> Pairs:
+    """Counts and sums stored in partials, shared by minute_partials and daily_partials."""
+    return [*[("counts_non_negative", e) for e in _not_negative(["event_count", *_fields_of(config, "count")])],
+            *[("sums_non_negative", e) for e in _not_negative(_fields_of(config, "sum"))]]
+
+
 def _value_checks(config: PipelineConfig) -> Pairs:
     """Checks on the finished values, shared by window_changes and window_snapshot."""
     gxe = _gx()
@@ -151,9 +157,7 @@ def minute_partials_suite(config: PipelineConfig) -> Suite:
                                                                             column_B="event_date")),
             ("frames_unique", gxe.ExpectCompoundColumnsToBeUnique(
                 column_list=["key", "frame_start", "event_date"])),
-            *[("counts_non_negative", e)
-              for e in _not_negative(["event_count", *_fields_of(config, "count")])],
-            *[("sums_non_negative", e) for e in _not_negative(_fields_of(config, "sum"))],
+            *_partial_sign_checks(config),
         ]
 
     return Suite(MINUTE_PARTIALS.name, "event_date", _samples(declared), declared, build)
@@ -167,9 +171,7 @@ def daily_partials_suite(config: PipelineConfig) -> Suite:
         return [
             ("keys_not_null", gxe.ExpectColumnValuesToNotBeNull(column="key")),
             ("tiles_unique", gxe.ExpectCompoundColumnsToBeUnique(column_list=["key", "event_date"])),
-            *[("counts_non_negative", e)
-              for e in _not_negative(["event_count", *_fields_of(config, "count")])],
-            *[("sums_non_negative", e) for e in _not_negative(_fields_of(config, "sum"))],
+            *_partial_sign_checks(config),
         ]
 
     return Suite(DAILY_PARTIALS.name, "event_date", _samples(declared), declared, build)
