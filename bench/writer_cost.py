@@ -15,8 +15,6 @@ best wall time of each (and the CPU seconds of driver + JVM + Python workers of 
 - pyds transfer only  a Python data source whose writer only drains the Arrow batches: the cost
                       of shipping the rows to the Python workers, nothing written
 - delta-rs no stats   the delta-rs path with ``_Stats`` reduced to the row count
-- delta-rs no split   ``_split`` skipped when a batch has one partition value (the product has
-                      done this since this script's first run, with 512k-row row groups)
 - delta-rs batch 100k the product path with ``spark.sql.execution.arrow.maxRecordsPerBatch=100000``
                       (default 10000)
 
@@ -40,7 +38,6 @@ import uuid
 from collections import defaultdict
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bench.measure import cpu_seconds
@@ -71,26 +68,6 @@ class _NoStatsTaskFiles(delta_io._TaskFiles):
         return file
 
 
-class _NoSplitTaskFiles(delta_io._TaskFiles):
-    """Skip group_by + take when every row of the batch has the same partition values."""
-
-    def _split(self, table):
-        if self.partition_by:
-            key = []
-            for c in self.partition_by:
-                column = table.column(c)
-                if column.null_count:
-                    break
-                low, high = pc.min_max(column).values()
-                if low != high:
-                    break
-                key.append(low.as_py())
-            else:
-                yield tuple(key), table
-                return
-        yield from super()._split(table)
-
-
 class _VariantWriter(delta_io._TaskWriter):
     files_class = delta_io._TaskFiles
 
@@ -107,10 +84,6 @@ class _VariantWriter(delta_io._TaskWriter):
 
 class _NoStatsWriter(_VariantWriter):
     files_class = _NoStatsTaskFiles
-
-
-class _NoSplitWriter(_VariantWriter):
-    files_class = _NoSplitTaskFiles
 
 
 class _DrainWriter(delta_io._TaskWriter):
@@ -141,7 +114,6 @@ def _source(name: str, writer_class):
 
 VARIANTS = {
     "bench_nostats": _NoStatsWriter,
-    "bench_nosplit": _NoSplitWriter,
     "bench_drain": _DrainWriter,
 }
 
@@ -209,7 +181,6 @@ def profile(df, rows: int) -> list[tuple]:
     for batch_rows in (10_000, 100_000):
         shutil.rmtree(spec["uri"], ignore_errors=True)
         files = delta_io._TaskFiles(spec, ordered.schema)
-        fast = _NoSplitTaskFiles(spec, ordered.schema)
         t = defaultdict(float)
         for batch in table.to_batches(max_chunksize=batch_rows):
             s = time.perf_counter()
@@ -217,30 +188,27 @@ def profile(df, rows: int) -> list[tuple]:
             t["from_batches"] += time.perf_counter() - s
             s = time.perf_counter()
             parts = list(files._split(whole))
-            t["_split (group_by + take)"] += time.perf_counter() - s
-            s = time.perf_counter()
-            list(fast._split(whole))
-            t["_split one-value fast path (not used)"] += time.perf_counter() - s
+            t["_split"] += time.perf_counter() - s
             for key, part in parts:
                 if key not in files.open:
                     files.open[key] = files._new_file(key)
-                f = files.open[key]
                 s = time.perf_counter()
                 part = part.select(files.data_columns).cast(files.file_schema)
                 t["select + cast"] += time.perf_counter() - s
                 s = time.perf_counter()
-                f.writer.write_table(part)
-                t["ParquetWriter.write_table"] += time.perf_counter() - s
-                s = time.perf_counter()
-                f.stats.update(part)
-                t["_Stats.update"] += time.perf_counter() - s
+                files.open[key].write(part)
+                t["buffer"] += time.perf_counter() - s
+            s = time.perf_counter()
+            if sum(f.pending_rows for f in files.open.values()) >= delta_io._ROW_GROUP_ROWS:  # as append() does
+                for f in files.open.values():
+                    f.flush()
+            t["flush (row groups, _Stats)"] += time.perf_counter() - s
         s = time.perf_counter()
         done = files.close()
-        t["close (footer, stats json)"] += time.perf_counter() - s
-        total = sum(v for k, v in t.items() if "not used" not in k)
+        t["close (last row group, footer)"] += time.perf_counter() - s
         for k, v in t.items():
             out.append((k, batch_rows, v))
-        out.append(("total (excl. fast path)", batch_rows, total))
+        out.append(("total", batch_rows, sum(t.values())))
         meta = pq.ParquetFile(os.path.join(spec["uri"], done[0]["path"])).metadata
         out.append((f"-> {meta.num_row_groups} row groups, {done[0]['size'] / 1e6:.1f} MB", batch_rows, None))
     return out
@@ -266,7 +234,7 @@ def main() -> None:
           f"({time.perf_counter() - t0:.1f} s, untimed)", flush=True)
 
     paths = {m: os.path.join(WORK, m.replace(" ", "_")) for m in (
-        "delta-rs", "parquet", "delta-rs no stats", "delta-rs no split", "delta-rs batch 100k")}
+        "delta-rs", "parquet", "delta-rs no stats", "delta-rs batch 100k")}
     default_batch = spark.conf.get(BATCH_CONF)
 
     def batch100k():
@@ -284,7 +252,6 @@ def main() -> None:
         "noop": lambda: df.write.format("noop").mode("overwrite").save(),
         "pyds transfer only": lambda: write_variant(df, os.path.join(WORK, "drain"), "bench_drain"),
         "delta-rs no stats": lambda: write_variant(df, paths["delta-rs no stats"], "bench_nostats"),
-        "delta-rs no split": lambda: write_variant(df, paths["delta-rs no split"], "bench_nosplit"),
         "delta-rs batch 100k": batch100k,
     }
     best: dict[str, tuple[float, float]] = {}
