@@ -72,11 +72,11 @@ class _VariantWriter(delta_io._TaskWriter):
     files_class = delta_io._TaskFiles
 
     def write(self, iterator):
-        files = self.files_class(self.spec, self.schema)
+        files = self.files_class(self.targets[0], self.schemas[0])
         try:
             for batch in iterator:
                 files.append(batch)
-            return delta_io._Written(files.close())
+            return delta_io._Written([{**a, "target": 0} for a in files.close()])
         except BaseException:
             files.discard()
             raise
@@ -119,12 +119,13 @@ VARIANTS = {
 
 
 def write_variant(df, path: str, source: str) -> None:
-    """delta_io._replace_with_delta_rs with another registered source name."""
+    """delta_io._replace_with_delta_rs (one target) with another registered source name."""
     partition_by = ["date"]
     df = df.select(*[c for c in df.columns if c not in partition_by], *partition_by)
-    spec = {"uri": delta_io._uri(path), "partition_by": partition_by,
-            "filters": delta_io._conjunction([("date", "=", DAY)]), "write_id": uuid.uuid4().hex}
-    df.write.format(source).mode("overwrite").option("spec", json.dumps(spec)).save()
+    target = {"name": None, "uri": delta_io._uri(path), "partition_by": partition_by,
+              "filters": delta_io._conjunction([("date", "=", DAY)]), "write_id": uuid.uuid4().hex,
+              "schema": df.schema.json()}
+    df.write.format(source).mode("overwrite").option("spec", json.dumps({"route": None, "targets": [target]})).save()
 
 
 # -- data ---------------------------------------------------------------------------------------

@@ -168,7 +168,47 @@ def replace_partitions(df: DataFrame, path: str, *, partition_by: list[str],
 
     if _choose_writer(df.sparkSession) == DELTA_SPARK:
         return _replace_with_delta_spark(df, path, partition_by, filters)
-    return _replace_with_delta_rs(df, path, partition_by, filters)
+    return _replace_with_delta_rs(df, [_Target(None, path, list(df.columns), partition_by, filters)], route=None)[0]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One table of a routed write: its path and columns, and the partitions it replaces."""
+
+    path: str
+    columns: list[str]
+    partition_by: list[str]
+    partition_filters: list[Filter]
+
+
+def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Target]) -> dict[str, dict]:
+    """``replace_partitions`` of several tables from one pass over ``df``.
+
+    Each row goes to the target its ``route`` column names, with that target's columns; rows
+    routed nowhere are an error. A job whose tables are all cut from one expensive result
+    writes them this way instead of caching the result and reading it once per table. Each
+    table gets its own atomic commit, in the order given, as separate ``replace_partitions``
+    calls would; a target no row reaches has its matching partitions emptied.
+    """
+    resolved = []
+    for name, target in targets.items():
+        missing = [c for c in [*target.columns, *target.partition_by] if c not in df.columns]
+        if missing:
+            raise ValueError(f"columns {missing} of {target.path} are not columns of the routed data")
+        filters = _conjunction(target.partition_filters)
+        _check_filter_columns(filters, target.partition_by, target.path)
+        columns = [c for c in target.columns if c not in target.partition_by] + list(target.partition_by)
+        resolved.append(_Target(name, target.path, columns, list(target.partition_by), filters))
+    if _choose_writer(df.sparkSession) == DELTA_SPARK:
+        df = df.persist()  # delta-spark writes one table per pass: evaluate df once for all of them
+        try:
+            return {t.name: _replace_with_delta_spark(df.where(df[route] == t.name).select(*t.columns),
+                                                      t.path, t.partition_by, t.filters) for t in resolved}
+        finally:
+            df.unpersist()
+    written = _replace_with_delta_rs(df.select(*{c: None for t in resolved for c in t.columns}, route),
+                                     resolved, route=route)
+    return {t.name: w for t, w in zip(resolved, written)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,16 +406,36 @@ def _replace_with_delta_spark(df: DataFrame, path: str, partition_by: list[str],
 # delta-rs: Spark tasks write Parquet, the driver commits
 
 
-def _replace_with_delta_rs(df: DataFrame, path: str, partition_by: list[str],
-                           filters: list[tuple]) -> dict:
-    if table_exists(path):
-        _check_compatible(_open(path), df.schema, partition_by, path)
-    write_id = uuid.uuid4().hex
-    spec = {"uri": _uri(path), "partition_by": partition_by, "filters": filters, "write_id": write_id}
+@dataclass(frozen=True)
+class _Target:
+    """A table one write replaces partitions of, validated: ``columns`` with partitions last."""
+
+    name: str | None
+    path: str
+    columns: list[str]
+    partition_by: list[str]
+    filters: list[tuple]
+
+
+def _replace_with_delta_rs(df: DataFrame, targets: list[_Target], route: str | None) -> list[dict]:
+    """One Spark write feeding every target (by ``route``, or all rows to the only target)."""
+    fields = {f.name: f for f in df.schema.fields}
+    specs = []
+    for t in targets:
+        schema = StructType([fields[c] for c in t.columns])
+        if table_exists(t.path):
+            _check_compatible(_open(t.path), schema, t.partition_by, t.path)
+        specs.append({"name": t.name, "uri": _uri(t.path), "partition_by": t.partition_by, "filters": t.filters,
+                      "write_id": uuid.uuid4().hex, "schema": schema.json()})
     if df.sparkSession not in _REGISTERED:
         df.sparkSession.dataSource.register(_PanesDeltaSource)
         _REGISTERED.add(df.sparkSession)
-    df.write.format(_SOURCE_NAME).mode("overwrite").option("spec", json.dumps(spec)).save()
+    df.write.format(_SOURCE_NAME).mode("overwrite").option("spec", json.dumps(
+        {"route": route, "targets": specs})).save()
+    return [_written(t.path, spec["write_id"]) for t, spec in zip(targets, specs)]
+
+
+def _written(path: str, write_id: str) -> dict:
     # commit() ran in a Python worker, not here: find its commit by the id it carries.
     for commit in _open(path).history(limit=50):
         if commit.get(_META + "writeId") == write_id:
@@ -401,25 +461,43 @@ class _PanesDeltaSource(DataSource):
 
 class _TaskWriter(DataSourceArrowWriter):
     def __init__(self, spec: dict, schema: StructType):
-        self.spec = spec
-        self.schema = schema
+        self.route = spec["route"]
+        self.targets = spec["targets"]
+        self.schemas = [StructType.fromJson(json.loads(t["schema"])) for t in self.targets]
 
     def write(self, iterator) -> _Written:
-        files = _TaskFiles(self.spec, self.schema)
+        files = [_TaskFiles(t, s) for t, s in zip(self.targets, self.schemas)]
         try:
             for batch in iterator:
-                files.append(batch)
-            return _Written(files.close())
+                if self.route is None:
+                    files[0].append(batch)
+                    continue
+                routes = batch.column(self.route)
+                routed = 0
+                for target, task_files in zip(self.targets, files):
+                    rows = batch.filter(pc.equal(routes, target["name"]))
+                    routed += rows.num_rows
+                    task_files.append(rows)
+                if routed != batch.num_rows:
+                    unknown = pc.unique(pc.filter(routes, pc.invert(pc.is_in(routes, pa.array(
+                        [t["name"] for t in self.targets])).fill_null(False)))).to_pylist()
+                    raise ValueError(f"rows routed by {self.route!r} to {unknown}, which are none of the "
+                                     f"targets {[t['name'] for t in self.targets]}")
+            return _Written([{**a, "target": i} for i, f in enumerate(files) for a in f.close()])
         except BaseException:
-            files.discard()
+            for task_files in files:
+                task_files.discard()
             raise
 
     def commit(self, messages: list[_Written | None]) -> None:
-        _commit(self.spec, self.schema, [a for m in messages if m is not None for a in m.adds])
+        adds = [a for m in messages if m is not None for a in m.adds]
+        for i, (target, schema) in enumerate(zip(self.targets, self.schemas)):
+            _commit(target, schema, [a for a in adds if a["target"] == i])
 
     def abort(self, messages: list[_Written | None]) -> None:
-        fs, root = pafs.FileSystem.from_uri(self.spec["uri"])
+        roots = [pafs.FileSystem.from_uri(t["uri"]) for t in self.targets]
         for add in (a for m in messages if m is not None for a in m.adds):
+            fs, root = roots[add["target"]]
             try:
                 fs.delete_file(f"{root}/{add['path']}")
             except (FileNotFoundError, OSError):

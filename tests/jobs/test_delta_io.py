@@ -271,6 +271,65 @@ def test_awkward_partition_values_and_whole_table_replace(spark, tmp_path):
     assert delta_io.row_count(path, partition_filters=[("tag", "=", "é%41")]) == 1
 
 
+def routed_frame(spark, rows):
+    """Rows of two tables in one frame: ``dest`` names the table, each has columns of its own."""
+    return spark.createDataFrame(rows, "key string, n long, label string, event_date date, dest string")
+
+
+def routed_targets(tmp_path, days):
+    filters = [("event_date", "in", list(days))]
+    return {
+        "counts": delta_io.Target(str(tmp_path / "counts"), ["key", "n", "event_date"], ["event_date"], filters),
+        "labels": delta_io.Target(str(tmp_path / "labels"), ["label", "key"], [], []),
+    }
+
+
+def test_a_routed_write_replaces_each_table_from_one_pass(spark, tmp_path):
+    targets = routed_targets(tmp_path, [D1, D2])
+    delta_io.replace_partitions_routed(routed_frame(spark, [("old", 9, None, D2, "counts")]), "dest", targets)
+    rows = [("a", 1, None, D1, "counts"), ("b", 2, None, D1, "counts"), ("a", None, "x", None, "labels")]
+
+    written = delta_io.replace_partitions_routed(routed_frame(spark, rows).repartition(3), "dest", targets)
+
+    assert [(w["rows_written"], w["table_version"]) for w in written.values()] == [(2, 1), (1, 1)]
+    counts = read_table(spark, str(tmp_path / "counts"))
+    assert counts.columns == ["key", "n", "event_date"]
+    assert sorted(tuple(r) for r in counts.collect()) == [("a", 1, D1), ("b", 2, D1)]  # D2's "old" replaced
+    assert [tuple(r) for r in read_table(spark, str(tmp_path / "labels")).collect()] == [("x", "a")]
+
+
+def test_a_routed_target_no_row_reaches_is_emptied(spark, tmp_path):
+    targets = routed_targets(tmp_path, [D1])
+    delta_io.replace_partitions_routed(routed_frame(spark, [("a", 1, None, D1, "counts")]), "dest", targets)
+
+    written = delta_io.replace_partitions_routed(routed_frame(spark, [("a", None, "y", None, "labels")]),
+                                                 "dest", targets)
+
+    assert written["counts"]["rows_written"] == 0 and table_version(str(tmp_path / "counts")) == 1
+    assert read_table(spark, str(tmp_path / "counts")).isEmpty()
+    assert [r.label for r in read_table(spark, str(tmp_path / "labels")).collect()] == ["y"]
+
+
+def test_a_row_routed_nowhere_aborts_every_table(spark, tmp_path):
+    targets = routed_targets(tmp_path, [D1])
+    delta_io.replace_partitions_routed(routed_frame(spark, [("a", 1, "x", D1, "counts")]), "dest", targets)
+    parquet_before = sorted(p.name for p in tmp_path.rglob("*.parquet"))
+    rows = [("b", 2, None, D1, "counts"), ("c", 3, None, D1, "elsewhere")]
+
+    with pytest.raises(Exception, match=r"routed by 'dest' to \['elsewhere'\]"):
+        delta_io.replace_partitions_routed(routed_frame(spark, rows).coalesce(1), "dest", targets)
+
+    assert table_version(str(tmp_path / "counts")) == 0
+    assert [r.key for r in read_table(spark, str(tmp_path / "counts")).collect()] == ["a"]
+    assert sorted(p.name for p in tmp_path.rglob("*.parquet")) == parquet_before  # abort cleaned up
+
+
+def test_a_routed_target_must_name_columns_the_data_has(spark, tmp_path):
+    targets = {"counts": delta_io.Target(str(tmp_path / "counts"), ["key", "missing"], [], [])}
+    with pytest.raises(ValueError, match=r"columns \['missing'\] of .*counts are not columns"):
+        delta_io.replace_partitions_routed(routed_frame(spark, []), "dest", targets)
+
+
 def test_delta_spark_path(spark, tmp_path, monkeypatch):
     if not delta_io._delta_spark_available(spark):
         pytest.skip("delta-spark path not tested: io.delta.tables.DeltaTable is not on the Spark classpath "
