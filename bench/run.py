@@ -351,9 +351,8 @@ def explain_plans(spark, lakehouse: str, config, length: int) -> dict:
         plans = {"minute_partials: minute_partials": partials, "minute_partials: late_events": late}
     else:
         plans = {"minute_partials: minute_partials": partials}
-    changes, snapshots, info = sliding_windows.sliding_windows(spark, lakehouse, DAY, DAY, config)
-    plans["sliding_windows: window_changes"] = changes
-    plans["sliding_windows: window_snapshot"] = snapshots
+    rows, info = sliding_windows.sliding_windows(spark, lakehouse, DAY, DAY, config)
+    plans["sliding_windows: window_changes and window_snapshot"] = rows
     builtin = (methods._events(spark, lakehouse, DAY - timedelta(days=7), DAY, config)
                .groupBy("key", F.window("event_time", f"{length} seconds", "1 minute")).count())
     plans["for contrast: Spark window(event_time, 7 days, 1 minute)"] = builtin
@@ -366,7 +365,7 @@ def explain_plans(spark, lakehouse: str, config, length: int) -> dict:
             text.append(f"==== {name}\n{json.dumps(summary[name])}\n\n{s['text']}\n")
 
     summarise(plans)
-    for df in info["persisted"]:  # the job persists what both writes read; only the plans were wanted
+    for df in info["persisted"]:  # the job persists what it reads again; only the plans were wanted
         df.unpersist()
     return {"text": "\n".join(text), "summary": summary}
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 from datetime import date, timedelta
 from functools import reduce
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -92,16 +91,23 @@ def frame_deltas(frames: DataFrame, spec: WindowSpec, config: PipelineConfig,
 
 
 def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Sum deltas per (key, end), then a running sum per key in end order: the window's state.
+    """Each key's state at every end where its window changes: the running sum of its deltas.
 
-    Both steps are per key, so one shuffle on ``key`` serves the sum and the window alike
-    (left to itself Spark would shuffle on (key, end) first, then again on key).
+    A RANGE frame sums all of a key's deltas up to and including a row's end, so deltas sharing
+    an end (a frame entering as another leaves, the baseline) need no aggregate first: every
+    row of an end carries the same state, and the last of them is kept. ``entering`` counts
+    the frames entering at the end (the end's peers). One shuffle on key and one sort serve
+    these frames and the marks after them; a per-(key, end) sum first cost a second of
+    hashing at 10^7 events (bench/README.md).
     """
-    state = state_columns(config)
-    per_end = deltas.repartition("key").groupBy("key", "end").agg(
-        *[F.sum(c).alias(c) for c in state], F.sum("entering").alias("entering"))
-    running = Window.partitionBy("key").orderBy("end").rowsBetween(Window.unboundedPreceding, 0)
-    return per_end.select("key", "end", "entering", *[F.sum(c).over(running).alias(c) for c in state])
+    by_key = Window.partitionBy("key").orderBy("end")
+    upto, at = (by_key.rangeBetween(Window.unboundedPreceding, Window.currentRow),
+                by_key.rangeBetween(Window.currentRow, Window.currentRow))
+    running = deltas.select("key", "end", F.sum("entering").over(at).alias("entering"),
+                            *[F.sum(c).over(upto).alias(c) for c in state_columns(config)],
+                            F.lead("end").over(by_key).alias("next_row_end"))
+    last_of_end = F.col("next_row_end").isNull() | (F.col("next_row_end") != F.col("end"))
+    return running.where(last_of_end).drop("next_row_end")
 
 
 def baseline_from_snapshot(snapshot: DataFrame, spec: WindowSpec, config: PipelineConfig,
@@ -196,14 +202,13 @@ def with_finished_values(frame: DataFrame, config: PipelineConfig) -> DataFrame:
 
 
 def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, last: date) -> DataFrame:
-    """Mark, in one pass over each key's ends in order, what both writes need.
+    """Mark, in one pass over each key's ends in order, what both tables need.
 
     ``changed``: some finished value differs from the key's previous end (a key's first end
     compares with the empty window, whose finished values every key starts from).
     ``date``/``until``: the day of an end (the baseline's end counts as the first day) and, on
     the day's last end, the last day its state holds before the key's next change. The marks
-    share the running sum's partitioning and order, so Spark adds no shuffle and no sort, and
-    the persisted result leaves the two writes a filter each.
+    share the running sum's partitioning and order, so Spark adds no shuffle and no sort.
     """
     by_key = Window.partitionBy("key").orderBy("end")
     changed = reduce(lambda a, b: a | b, [
@@ -219,42 +224,52 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     return values.select("*", changed.alias("changed"), day.alias("date"), until.alias("until"))
 
 
-def window_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int) -> DataFrame:
-    """Change points, or for ``final`` emission one row per key and closed window that held events."""
-    if spec.emit == "final":
-        emitted = marked.where((F.col("end") > after) & (F.col("entering") > 0) & (F.col("event_count") > 0))
-    else:
-        emitted = marked.where((F.col("end") > after) & F.col("changed"))
-    return emitted.select(
-        "key",
-        F.lit(spec.name).alias("window"),
-        _timestamp(F.col("end") - spec.length).alias("window_start"),
-        _timestamp("end").alias("window_end"),
-        "event_count",
-        *[a.name for a in config.aggregations],
-        F.to_date(_timestamp("end")).alias("date"),
-    )
+TABLE = "table"  # which table a row of ``table_rows`` belongs to
 
 
-def daily_snapshots(marked: DataFrame, spec: WindowSpec, config: PipelineConfig) -> DataFrame:
-    """Each key's state as of each day's last window end, for the days the marks span.
+def change_columns(config: PipelineConfig) -> list[str]:
+    return ["key", "window", "window_start", "window_end", "event_count",
+            *[a.name for a in config.aggregations], "date"]
 
-    A key's state holds until its next change, so each day's last row is carried forward over
-    the following days without one (a sequence of days, never of windows). Empty keys drop out.
+
+def snapshot_columns(config: PipelineConfig) -> list[str]:
+    return ["key", "window", "as_of", *state_columns(config), *[a.name for a in config.aggregations], "date"]
+
+
+def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int) -> DataFrame:
+    """Both tables' rows of one window from one pass over its marks, each tagged with its ``TABLE``.
+
+    ``window_changes``: the change points, or for ``final`` emission one row per key and closed
+    window that held events. ``window_snapshot``: each key's state as of each day's last window
+    end. A key's state holds until its next change, so a day's last row is carried over the
+    following days without one (a sequence of days, never of windows); empty keys drop out.
+
+    Each marked row is tagged for both tables and kept where it belongs: two generators that
+    Spark compiles, where arrays of structs built per row by lambdas ran twice as slowly.
     """
-    return marked.where(F.col("until").isNotNull() & (F.col("event_count") > 0)).select(
+    end, is_change = F.col("end"), F.col(TABLE) == WINDOW_CHANGES.name
+    if spec.emit == "final":
+        emitted = (end > after) & (F.col("entering") > 0) & (F.col("event_count") > 0)
+    else:
+        emitted = (end > after) & F.col("changed")
+    held = F.col("until").isNotNull() & (F.col("event_count") > 0)
+    tagged = (marked.select("*", F.explode(F.array(F.lit(WINDOW_CHANGES.name), F.lit(WINDOW_SNAPSHOT.name)))
+                            .alias(TABLE))
+              .where(F.when(is_change, emitted).otherwise(held)))
+    days = tagged.select("*", F.explode(F.when(is_change, F.array(F.to_date(_timestamp("end"))))
+                                        .otherwise(F.sequence("date", "until"))).alias("day"))
+    as_of = _ceil_to_grid(F.unix_seconds(F.date_add("day", 1).cast("timestamp")), spec) - spec.slide
+    return days.select(
         "key",
         F.lit(spec.name).alias("window"),
-        F.explode(F.sequence("date", "until")).alias("date"),
-        *state_columns(config),
+        F.when(is_change, _timestamp(end - spec.length)).alias("window_start"),
+        F.when(is_change, _timestamp(end)).alias("window_end"),
+        F.when(~is_change, _timestamp(as_of)).alias("as_of"),
+        "event_count",
+        *[F.when(~is_change, F.col(c)).alias(c) for c in partial_columns(config, invertible=True)],
         *[a.name for a in config.aggregations],
-    ).select(
-        "key", "window",
-        _timestamp(_ceil_to_grid(F.unix_seconds(F.date_add("date", 1).cast("timestamp")), spec)
-                   - spec.slide).alias("as_of"),
-        *state_columns(config),
-        *[a.name for a in config.aggregations],
-        "date",
+        F.col("day").alias("date"),
+        TABLE,
     )
 
 
@@ -344,12 +359,11 @@ def window_values(frames: DataFrame, baseline: DataFrame, tiles: DataFrame | Non
 
 
 def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
-                    config: PipelineConfig) -> tuple[DataFrame, DataFrame, dict]:
-    """Change points and snapshots of every configured window, for days ``first .. last``.
+                    config: PipelineConfig) -> tuple[DataFrame, dict]:
+    """The rows of both tables (``table_rows``) of every configured window, for days ``first .. last``.
 
     All windows come from one read of the minute partials: the union of the frames each needs.
-    Each window's marked values are computed once and persisted, and both writes filter them;
-    ``info["persisted"]`` lists what the caller unpersists once both are written.
+    ``info["persisted"]`` lists what the caller unpersists once the rows are written.
     """
     plans = {spec.name: _Plan(spec, config, first, last) for spec in config.windows}
     previous = read_snapshot(spark, lakehouse, first - timedelta(days=1))
@@ -357,7 +371,7 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     if previous is None:
         ranges += [p.bootstrap_range for p in plans.values()]
     frames = _read_frames(spark, lakehouse, ranges)
-    changes, snapshots, persisted = [], [], []
+    rows, persisted = [], []
     # The daily case (one invertible window continuing from a snapshot) reads the frames once;
     # anything reading them again (a bootstrap, exact values, more windows) reads them cached.
     if previous is None or len(plans) > 1 or any(p.exact_ranges for p in plans.values()):
@@ -373,30 +387,29 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
         if plan.exact_ranges:
             tiles = (_read_day_tiles(spark, lakehouse, plan.tile_days) if plan.tile_days
                      else tiles_of(frames.where(_in_ranges(_seconds(), plan.exact_ranges)), spec, config))
-        marked = with_emission_marks(window_values(frames, baseline, tiles, spec, config, plan),
-                                     config, first, last).persist(StorageLevel.MEMORY_AND_DISK)
-        persisted.append(marked)
-        changes.append(window_rows(marked, spec, config, plan.after))
-        snapshots.append(daily_snapshots(marked, spec, config))
+        marked = with_emission_marks(window_values(frames, baseline, tiles, spec, config, plan), config, first, last)
+        rows.append(table_rows(marked, spec, config, plan.after))
     info = {"baseline": "snapshot" if previous is not None else "bootstrap", "persisted": persisted}
-    return reduce(DataFrame.unionByName, changes), reduce(DataFrame.unionByName, snapshots), info
+    return reduce(DataFrame.unionByName, rows), info
 
 
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
-    """Compute days ``first .. last`` and replace both tables' partitions."""
-    changes, snapshots, info = sliding_windows(spark, lakehouse, first, last, config)
+    """Compute days ``first .. last`` and replace both tables' partitions, from one pass."""
+    rows, info = sliding_windows(spark, lakehouse, first, last, config)
     days = day_filter("date", first, last)
+    targets = {
+        WINDOW_CHANGES.name: delta_io.Target(WINDOW_CHANGES.path(lakehouse), change_columns(config),
+                                             list(WINDOW_CHANGES.partition_by), days),
+        WINDOW_SNAPSHOT.name: delta_io.Target(WINDOW_SNAPSHOT.path(lakehouse), snapshot_columns(config),
+                                              list(WINDOW_SNAPSHOT.partition_by), days),
+    }
     try:
-        written_changes = delta_io.replace_partitions(changes, WINDOW_CHANGES.path(lakehouse),
-                                                      partition_by=list(WINDOW_CHANGES.partition_by),
-                                                      partition_filters=days)
-        written_snapshots = delta_io.replace_partitions(snapshots, WINDOW_SNAPSHOT.path(lakehouse),
-                                                        partition_by=list(WINDOW_SNAPSHOT.partition_by),
-                                                        partition_filters=days)
+        written = delta_io.replace_partitions_routed(rows, TABLE, targets)
     finally:
         for df in info["persisted"]:
             df.unpersist()
-    return {"changes": written_changes, "snapshots": written_snapshots, "baseline": info["baseline"]}
+    return {"changes": written[WINDOW_CHANGES.name], "snapshots": written[WINDOW_SNAPSHOT.name],
+            "baseline": info["baseline"]}
 
 
 def main(argv: list[str] | None = None) -> int:
