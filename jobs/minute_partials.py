@@ -65,15 +65,17 @@ def filter_event_days(events: DataFrame, first: date, last: date) -> DataFrame:
     return events.where((event_date >= F.lit(first)) & (event_date <= F.lit(last)))
 
 
-def deduplicate_across_arrivals(events: DataFrame) -> DataFrame:
+def deduplicate_across_arrivals(events: DataFrame, columns: list[str]) -> DataFrame:
     """The same event_id within one event day counts once: the earliest arrival wins.
 
+    Returns ``event_date``, ``event_id``, the winner's ``arrival_date``, ``source_file`` and
+    ``line``, and its ``columns``: only what the caller reads afterwards is shuffled and sorted.
     A ``min`` over a struct holding strings is a sort-based aggregate; shuffled first on the
     group's columns it runs whole on the reduce side, so the events are sorted once, not on
     both sides of the shuffle (duplicates are rare: a map-side pre-aggregate saves nothing).
     """
-    carried = [c for c in events.columns if c not in ("arrival_date", "source_file", "event_id")]
-    first = F.min(F.struct("arrival_date", "source_file", *carried))
+    order = ["arrival_date", "source_file", "line"]
+    first = F.min(F.struct(*order, *[c for c in columns if c not in order and c != "event_id"]))
     return (
         events.withColumn("event_date", F.to_date("event_time"))
         .repartition("event_date", "event_id")
@@ -119,20 +121,23 @@ def minute_partials(events: DataFrame, config: PipelineConfig, first: date,
     and the events kept as late under the late policy."""
     if config.late_policy == "drop":  # the watermark runs over every arrival, whatever its day
         events = events.transform(with_watermark, config)
+        carried = [*EVENT_COLUMNS, "watermark"]  # late events are kept whole
+        is_late = F.coalesce(F.col("event_time") < F.col("watermark"), F.lit(False))
     else:
-        events = events.withColumn("watermark", F.lit(None).cast("timestamp"))
-    unique = events.transform(filter_event_days, first, last).transform(deduplicate_across_arrivals)
-    is_late = F.coalesce(F.col("event_time") < F.col("watermark"), F.lit(False))
+        carried, is_late = ["key", "event_time", "value"], F.lit(False)
+    unique = events.transform(filter_event_days, first, last).transform(deduplicate_across_arrivals, carried)
     partials = (
         unique.where(~is_late)
         .transform(with_frame_start, config.bucket)
         .transform(to_partials, config)
         .select("key", "frame_start", "event_count", *partial_columns(config), "event_date")
     )
-    late = unique.where(is_late).select(*EVENT_COLUMNS, F.lit(BEHIND_WATERMARK).alias("reason"),
-                                        "event_date", "arrival_date")
-    if config.late_policy != "drop":  # nothing is late; spare Spark a second pass over the events
-        late = events.sparkSession.createDataFrame([], late.schema)
+    late_columns = [*EVENT_COLUMNS, F.lit(BEHIND_WATERMARK).alias("reason"), "event_date", "arrival_date"]
+    if config.late_policy == "drop":
+        late = unique.where(is_late).select(*late_columns)
+    else:  # nothing is late: the same schema, and no second pass over the events
+        shape = events.withColumn("event_date", F.to_date("event_time")).select(*late_columns)
+        late = events.sparkSession.createDataFrame([], shape.schema)
     return partials, late
 
 
