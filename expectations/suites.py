@@ -29,8 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
 from expectations.catalog import Outcome, VARIANCE_KINDS, has_mean_min_max, of_kinds
-from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
-from windowing_core.aggregations import Aggregation
+from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec
@@ -47,36 +46,6 @@ class Suite:
     sample_columns: list[str]  # what a person sees of an offending row
     declared: list[tuple[str, str]]  # the table's columns and Spark DDL types, in order
     build: Callable[[], Pairs]  # fresh expectations each time (an expectation joins one suite)
-
-
-# -- declared schemas -------------------------------------------------------------------------------
-
-
-def _fields(aggregations: Iterable[Aggregation]) -> list[tuple[str, str]]:
-    return [(c, f.spark_type) for a in aggregations for c, f in zip(a.field_columns(), a.fields)]
-
-
-def _outputs(config: PipelineConfig) -> list[tuple[str, str]]:
-    return [(a.name, a.output_type) for a in config.aggregations]
-
-
-def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]]:
-    """The columns the README's Tables section promises, with Spark types, in stored order
-    (partition column last)."""
-    if table == MINUTE_PARTIALS.name:
-        return [("key", "string"), ("frame_start", "timestamp"), ("event_count", "bigint"),
-                *_fields(config.aggregations), ("event_date", "date")]
-    if table == DAILY_PARTIALS.name:
-        return [("key", "string"), ("event_count", "bigint"), *_fields(config.aggregations),
-                ("event_date", "date")]
-    if table == WINDOW_CHANGES.name:
-        return [("key", "string"), ("window", "string"), ("window_start", "timestamp"),
-                ("window_end", "timestamp"), ("event_count", "bigint"), *_outputs(config), ("date", "date")]
-    if table == WINDOW_SNAPSHOT.name:
-        # The carried state: event_count and the partials a running sum can carry (invertible).
-        return [("key", "string"), ("window", "string"), ("as_of", "timestamp"), ("event_count", "bigint"),
-                *_fields(a for a in config.aggregations if a.invertible), *_outputs(config), ("date", "date")]
-    raise ValueError(f"no declared schema for table {table!r}")
 
 
 def _spark_type_name(ddl: str) -> str:

@@ -28,7 +28,8 @@ from pyspark.sql import functions as F
 
 from jobs import delta_io
 from jobs.tables import (
-    DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, partial_columns,
+    DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, declared_columns,
+    partial_columns,
 )
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
@@ -227,15 +228,6 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
 TABLE = "table"  # which table a row of ``table_rows`` belongs to
 
 
-def change_columns(config: PipelineConfig) -> list[str]:
-    return ["key", "window", "window_start", "window_end", "event_count",
-            *[a.name for a in config.aggregations], "date"]
-
-
-def snapshot_columns(config: PipelineConfig) -> list[str]:
-    return ["key", "window", "as_of", *state_columns(config), *[a.name for a in config.aggregations], "date"]
-
-
 def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int) -> DataFrame:
     """Both tables' rows of one window from one pass over its marks, each tagged with its ``TABLE``.
 
@@ -397,12 +389,8 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     """Compute days ``first .. last`` and replace both tables' partitions, from one pass."""
     rows, info = sliding_windows(spark, lakehouse, first, last, config)
     days = day_filter("date", first, last)
-    targets = {
-        WINDOW_CHANGES.name: delta_io.Target(WINDOW_CHANGES.path(lakehouse), change_columns(config),
-                                             list(WINDOW_CHANGES.partition_by), days),
-        WINDOW_SNAPSHOT.name: delta_io.Target(WINDOW_SNAPSHOT.path(lakehouse), snapshot_columns(config),
-                                              list(WINDOW_SNAPSHOT.partition_by), days),
-    }
+    targets = {t.name: delta_io.Target(t.path(lakehouse), [c for c, _ in declared_columns(t.name, config)],
+                                       list(t.partition_by), days) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
     try:
         written = delta_io.replace_partitions_routed(rows, TABLE, targets)
     finally:

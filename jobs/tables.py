@@ -6,8 +6,10 @@ Every job names tables through here, so a table's layout is stated once.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import date, timedelta
 
+from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 
 
@@ -51,3 +53,30 @@ def days(first: date, last: date) -> list[date]:
 def day_filter(column: str, first: date, last: date) -> list[tuple[str, str, object]]:
     """A partition filter selecting ``first .. last`` (both included) of a date column."""
     return [(column, "in", [d.isoformat() for d in days(first, last)])]
+
+
+def _fields(aggregations: Iterable[Aggregation]) -> list[tuple[str, str]]:
+    return [(c, f.spark_type) for a in aggregations for c, f in zip(a.field_columns(), a.fields)]
+
+
+def _outputs(config: PipelineConfig) -> list[tuple[str, str]]:
+    return [(a.name, a.output_type) for a in config.aggregations]
+
+
+def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]]:
+    """The columns the README's Tables section promises, with Spark DDL types, in stored order
+    (partition column last): what the jobs write and the schema checks hold the tables to."""
+    if table == MINUTE_PARTIALS.name:
+        return [("key", "string"), ("frame_start", "timestamp"), ("event_count", "bigint"),
+                *_fields(config.aggregations), ("event_date", "date")]
+    if table == DAILY_PARTIALS.name:
+        return [("key", "string"), ("event_count", "bigint"), *_fields(config.aggregations),
+                ("event_date", "date")]
+    if table == WINDOW_CHANGES.name:
+        return [("key", "string"), ("window", "string"), ("window_start", "timestamp"),
+                ("window_end", "timestamp"), ("event_count", "bigint"), *_outputs(config), ("date", "date")]
+    if table == WINDOW_SNAPSHOT.name:
+        # The carried state: event_count and the partials a running sum can carry (invertible).
+        return [("key", "string"), ("window", "string"), ("as_of", "timestamp"), ("event_count", "bigint"),
+                *_fields(a for a in config.aggregations if a.invertible), *_outputs(config), ("date", "date")]
+    raise ValueError(f"no declared schema for table {table!r}")

@@ -6,8 +6,7 @@ import pytest
 
 from expectations import reconciliation
 from expectations.reconciliation import IngestReport, RangeFold, expected_rows, window_values
-from expectations.suites import declared_columns
-from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
 from tests.expectations.frames import BEFORE, DAY, NEXT, at, table
 from windowing_core.aggregations import aggregation
 from windowing_core.config import PipelineConfig

@@ -11,7 +11,7 @@ import pytest
 
 from expectations import suites
 from expectations.catalog import checks_of
-from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
 from tests.expectations.frames import BEFORE, DAY, NEXT, at, table
 from windowing_core.aggregations import AGGREGATIONS, aggregation
 from windowing_core.config import PipelineConfig
@@ -49,7 +49,7 @@ def partials_results(spark):
     base = {"frame_start": at(DAY, 12), "event_date": DAY}
     rows = [{**base, "key": "good"}, *[{**base, **change} for change in PARTIALS.values()],
             {**base, "key": "twice"}, {"key": "tomorrow", "frame_start": at(NEXT, 1), "event_date": NEXT}]
-    frame = table(spark, suites.declared_columns(MINUTE_PARTIALS.name, CONFIG), rows)
+    frame = table(spark, declared_columns(MINUTE_PARTIALS.name, CONFIG), rows)
     return suites.run_suite(frame, suites.prepare_minute_partials(frame, CONFIG),
                             suites.minute_partials_suite(CONFIG), DAYS)
 
@@ -84,7 +84,7 @@ TILES = {
 def tiles_results(spark):
     rows = [{"key": "good", "event_date": DAY}, *[{"event_date": DAY, **change} for change in TILES.values()],
             {"key": "twice", "event_date": DAY}, {"key": "tomorrow", "event_date": NEXT}]
-    frame = table(spark, suites.declared_columns(DAILY_PARTIALS.name, CONFIG), rows)
+    frame = table(spark, declared_columns(DAILY_PARTIALS.name, CONFIG), rows)
     return suites.run_suite(frame, frame, suites.daily_partials_suite(CONFIG), DAYS)
 
 
@@ -133,7 +133,7 @@ def changes_results(spark):
         {"key": "final", "window": "6h", "window_start": at(NEXT, 0), "window_end": at(NEXT, 6), "date": NEXT},
         {"key": "final", "window": "6h", "window_start": at(NEXT, 6), "window_end": at(NEXT, 12), "date": NEXT},
     ]
-    frame = table(spark, suites.declared_columns(WINDOW_CHANGES.name, CONFIG), rows)
+    frame = table(spark, declared_columns(WINDOW_CHANGES.name, CONFIG), rows)
     return suites.run_suite(frame, suites.prepare_window_changes(frame, None, CONFIG),
                             suites.window_changes_suite(CONFIG), DAYS)
 
@@ -161,10 +161,10 @@ def test_a_first_change_point_repeating_the_previous_snapshot_is_a_repetition(sp
                              repeated             repeated             a change
     """
     config = PipelineConfig(windows=(WindowSpec.of("1h", "1h", "15m"),))
-    snapshot = table(spark, suites.declared_columns(WINDOW_SNAPSHOT.name, config),
+    snapshot = table(spark, declared_columns(WINDOW_SNAPSHOT.name, config),
                      [{"key": "k1", "window": "1h", "count": 2, "sum": 2, "date": BEFORE}])
     base = {"window": "1h", "window_start": at(DAY, 9, 15), "window_end": at(DAY, 10, 15), "date": DAY}
-    changes = table(spark, suites.declared_columns(WINDOW_CHANGES.name, config), [
+    changes = table(spark, declared_columns(WINDOW_CHANGES.name, config), [
         {**base, "key": "k1", "count": 2, "sum": 2}, {**base, "key": "k2", "count": 0, "sum": 0},
         {**base, "key": "k3", "count": 1, "sum": 1}])
     result = suites.run_suite(changes, suites.prepare_window_changes(changes, snapshot, config),
@@ -196,7 +196,7 @@ def snapshot_results(spark):
     rows = [{**base, "key": "good"}, *[{**base, **change} for change in SNAPSHOT.values()], {**base, "key": "twice"},
             {"key": "tomorrow", "window": "1h", "as_of": at(NEXT, 23, 45), "date": NEXT},
             {"key": "tomorrow", "window": "6h", "as_of": at(NEXT, 18), "date": NEXT}]  # 6h tumbling: 18:00
-    frame = table(spark, suites.declared_columns(WINDOW_SNAPSHOT.name, CONFIG), rows)
+    frame = table(spark, declared_columns(WINDOW_SNAPSHOT.name, CONFIG), rows)
     return suites.run_suite(frame, suites.prepare_window_snapshot(frame, CONFIG, DAYS),
                             suites.window_snapshot_suite(CONFIG), DAYS)
 
@@ -220,7 +220,7 @@ def test_every_snapshot_check_has_a_corruption_test(snapshot_results):
 
 @pytest.mark.parametrize("change", ["renamed", "retyped", "reordered", "extra"])
 def test_schema_matches_declared_fails_on_a_changed_schema(spark, change):
-    declared = suites.declared_columns(WINDOW_CHANGES.name, CONFIG)
+    declared = declared_columns(WINDOW_CHANGES.name, CONFIG)
     columns = {
         "renamed": [("user", "string"), *declared[1:]],
         "retyped": [(n, "string" if n == "count" else t) for n, t in declared],
@@ -236,7 +236,7 @@ def test_schema_matches_declared_fails_on_a_changed_schema(spark, change):
 
 def test_derived_columns_are_not_part_of_the_schema(spark):
     """The schema is judged on the table as read, not on the frame the row checks see."""
-    frame = table(spark, suites.declared_columns(MINUTE_PARTIALS.name, CONFIG),
+    frame = table(spark, declared_columns(MINUTE_PARTIALS.name, CONFIG),
                   [{"key": "a", "frame_start": at(DAY, 1), "event_date": DAY}])
     result = suites.run_suite(frame, suites.prepare_minute_partials(frame, CONFIG),
                               suites.minute_partials_suite(CONFIG), [DAY], {"schema_matches_declared"})
