@@ -20,6 +20,7 @@ Under ``late_policy: drop`` the events behind the watermark at their arrival go 
 from __future__ import annotations
 
 from datetime import date, timedelta
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -146,26 +147,36 @@ def arrival_days(first: date, last: date, config: PipelineConfig) -> tuple[date,
     return first, last + timedelta(days=config.allowed_lateness_days)
 
 
+TABLE = "table"  # which table a row of the job's one write belongs to
+
+
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
-    """Compute event days ``first .. last``; replace their partitions of both tables."""
+    """Compute event days ``first .. last``; replace their partitions of minute_partials,
+    daily_partials and (behind the watermark) late_events in one routed write."""
     events = delta_io.read_table(spark, EVENTS.path(lakehouse),
                                  partition_filters=day_filter("arrival_date", *arrival_days(first, last, config)))
     partials, late = minute_partials(events, config, first, last)
-    partials = partials.persist()
+    partials = partials.persist()  # written as frames, and folded into the daily tiles
+    days = day_filter("event_date", first, last)
+    late_days = [*days, ("reason", "=", BEHIND_WATERMARK)]
+    tables = [(MINUTE_PARTIALS, partials, days), (DAILY_PARTIALS, to_daily_partials(partials, config), days)]
+    late_path = LATE_EVENTS.path(lakehouse)
+    if (config.late_policy == "drop" or not delta_io.table_exists(late_path)
+            or delta_io.row_count(late_path, partition_filters=late_days)):
+        # Under ``include`` nothing is late: written only to create the table, or to empty
+        # what an earlier ``drop`` run kept there (the Delta log says, without a Spark job).
+        tables.append((LATE_EVENTS, late, late_days))
+    rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
+                  [df.withColumn(TABLE, F.lit(t.name)) for t, df, _ in tables])
+    targets = {t.name: delta_io.Target(t.path(lakehouse), df.columns, list(t.partition_by), filters)
+               for t, df, filters in tables}
     try:
-        days = day_filter("event_date", first, last)
-        written = delta_io.replace_partitions(partials, MINUTE_PARTIALS.path(lakehouse),
-                                              partition_by=list(MINUTE_PARTIALS.partition_by),
-                                              partition_filters=days)
-        daily = delta_io.replace_partitions(to_daily_partials(partials, config), DAILY_PARTIALS.path(lakehouse),
-                                            partition_by=list(DAILY_PARTIALS.partition_by), partition_filters=days)
-        # always replaced, so a switch back to ``include`` empties what ``drop`` wrote
-        dropped = delta_io.replace_partitions(late, LATE_EVENTS.path(lakehouse),
-                                              partition_by=list(LATE_EVENTS.partition_by),
-                                              partition_filters=[*days, ("reason", "=", BEHIND_WATERMARK)])
+        written = delta_io.replace_partitions_routed(rows, TABLE, targets)
     finally:
         partials.unpersist()
-    return {**written, "daily_rows_written": daily["rows_written"], "late_rows_written": dropped["rows_written"]}
+    late_rows = written[LATE_EVENTS.name]["rows_written"] if LATE_EVENTS.name in written else 0
+    return {**written[MINUTE_PARTIALS.name], "daily_rows_written": written[DAILY_PARTIALS.name]["rows_written"],
+            "late_rows_written": late_rows}
 
 
 def main(argv: list[str] | None = None) -> int:

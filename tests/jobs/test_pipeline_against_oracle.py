@@ -162,3 +162,26 @@ def test_rerunning_a_partition_gives_identical_tables(spark, tmp_path):
     minute_partials.run(spark, lakehouse, day, day, config)
     sliding_windows.run(spark, lakehouse, day, day, config)
     assert contents() == before
+
+
+def test_switching_the_late_policy_back_to_include_empties_what_drop_kept(spark, tmp_path):
+    drop = PipelineConfig(windows=(WindowSpec.of("1d", "1d", "1h"),), late_policy="drop", max_out_of_orderness=1800)
+    include = PipelineConfig(windows=drop.windows)
+    landing = random_landing(tmp_path / "landing", 2, FIRST, EVENT_DAYS)
+    lakehouse = str(tmp_path / "lakehouse")
+    last_arrival = FIRST + timedelta(days=EVENT_DAYS - 1 + 3)
+    ensure_days(tmp_path / "landing", FIRST, last_arrival)
+    ingest_events.ingest(spark, str(tmp_path / "landing"), lakehouse, FIRST, last_arrival, drop)
+    last = FIRST + timedelta(days=EVENT_DAYS - 1)
+
+    def late_reasons():
+        return Counter(r for _, r in _rows(spark, LATE_EVENTS.path(lakehouse), "event_id", "reason"))
+
+    minute_partials.run(spark, lakehouse, FIRST, last, drop)
+    dropped = late_reasons()
+    assert dropped["behind_watermark"] == len(reference.dropped_behind_watermark(landing.events, drop)) > 0
+
+    minute_partials.run(spark, lakehouse, FIRST, last, include)
+    assert late_reasons() == Counter({k: v for k, v in dropped.items() if k != "behind_watermark"})
+    partials = _rows(spark, MINUTE_PARTIALS.path(lakehouse), "event_count")
+    assert sum(r[0] for r in partials) == len(reference.accepted_events(landing.events, include))
