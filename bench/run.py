@@ -51,9 +51,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--sizes", default="1e3,3e3,1e4,1e5,1e6,1e7",
-                        help="event counts over the 8 days, comma-separated (default 1e3,3e3,1e4,1e5,1e6,1e7; 3e3 because "
-                             "Spark's window() grows by minutes per thousand events, so the grid is finer "
-                             "where it stops finishing)")
+                        help="event counts over the 8 days, comma-separated (default "
+                             "1e3,3e3,1e4,1e5,1e6,1e7; 3e3 because Spark's window() grows by minutes per "
+                             "thousand events, so the grid is finer where it stops finishing)")
     parser.add_argument("--out", default="bench/results", help="folder for the CSV, PNG and notes")
     parser.add_argument("--work", default="bench/.work",
                         help="scratch folder for the lakehouses (rebuilt every run unless --reuse)")

@@ -27,7 +27,8 @@ from pyspark.sql import functions as F
 
 from jobs import delta_io
 from jobs.tables import (
-    DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, day_filter, partial_columns,
+    DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, day_filter,
+    partial_columns,
 )
 from windowing_core.config import PipelineConfig
 
@@ -147,9 +148,6 @@ def arrival_days(first: date, last: date, config: PipelineConfig) -> tuple[date,
     return first, last + timedelta(days=config.allowed_lateness_days)
 
 
-TABLE = "table"  # which table a row of the job's one write belongs to
-
-
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
     """Compute event days ``first .. last``; replace their partitions of minute_partials,
     daily_partials and (behind the watermark) late_events in one routed write."""
@@ -167,11 +165,11 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         # what an earlier ``drop`` run kept there (the Delta log says, without a Spark job).
         tables.append((LATE_EVENTS, late, late_days))
     rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
-                  [df.withColumn(TABLE, F.lit(t.name)) for t, df, _ in tables])
+                  [df.withColumn(TABLE_COLUMN, F.lit(t.name)) for t, df, _ in tables])
     targets = {t.name: delta_io.Target(t.path(lakehouse), df.columns, list(t.partition_by), filters)
                for t, df, filters in tables}
     try:
-        written = delta_io.replace_partitions_routed(rows, TABLE, targets)
+        written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets)
     finally:
         partials.unpersist()
     late_rows = written[LATE_EVENTS.name]["rows_written"] if LATE_EVENTS.name in written else 0

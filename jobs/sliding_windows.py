@@ -28,8 +28,8 @@ from pyspark.sql import functions as F
 
 from jobs import delta_io
 from jobs.tables import (
-    DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, declared_columns,
-    partial_columns,
+    DAILY_PARTIALS, MINUTE_PARTIALS, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter,
+    declared_columns, partial_columns,
 )
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
@@ -98,8 +98,8 @@ def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
     an end (a frame entering as another leaves, the baseline) need no aggregate first: every
     row of an end carries the same state, and the last of them is kept. ``entering`` counts
     the frames entering at the end (the end's peers). One shuffle on key and one sort serve
-    these frames and the marks after them; a per-(key, end) sum first cost a second of
-    hashing at 10^7 events (bench/README.md).
+    these frames and the marks after them; a per-(key, end) sum first, hashing nearly as many
+    groups as rows, was slower (``bench/variants.py``).
     """
     by_key = Window.partitionBy("key").orderBy("end")
     upto, at = (by_key.rangeBetween(Window.unboundedPreceding, Window.currentRow),
@@ -225,28 +225,26 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     return values.select("*", changed.alias("changed"), day.alias("date"), until.alias("until"))
 
 
-TABLE = "table"  # which table a row of ``table_rows`` belongs to
-
-
 def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int) -> DataFrame:
-    """Both tables' rows of one window from one pass over its marks, each tagged with its ``TABLE``.
+    """Both tables' rows of one window from one pass over its marks, tagged by ``TABLE_COLUMN``.
 
     ``window_changes``: the change points, or for ``final`` emission one row per key and closed
     window that held events. ``window_snapshot``: each key's state as of each day's last window
     end. A key's state holds until its next change, so a day's last row is carried over the
     following days without one (a sequence of days, never of windows); empty keys drop out.
 
-    Each marked row is tagged for both tables and kept where it belongs: two generators that
-    Spark compiles, where arrays of structs built per row by lambdas ran twice as slowly.
+    Each marked row is tagged for both tables and kept where it belongs, by two generators that
+    Spark compiles: one pass, no cache, and faster than persisting the marks and filtering them
+    per table or than building arrays of structs per row with lambdas (``bench/variants.py``).
     """
-    end, is_change = F.col("end"), F.col(TABLE) == WINDOW_CHANGES.name
+    end, is_change = F.col("end"), F.col(TABLE_COLUMN) == WINDOW_CHANGES.name
     if spec.emit == "final":
         emitted = (end > after) & (F.col("entering") > 0) & (F.col("event_count") > 0)
     else:
         emitted = (end > after) & F.col("changed")
     held = F.col("until").isNotNull() & (F.col("event_count") > 0)
     tagged = (marked.select("*", F.explode(F.array(F.lit(WINDOW_CHANGES.name), F.lit(WINDOW_SNAPSHOT.name)))
-                            .alias(TABLE))
+                            .alias(TABLE_COLUMN))
               .where(F.when(is_change, emitted).otherwise(held)))
     days = tagged.select("*", F.explode(F.when(is_change, F.array(F.to_date(_timestamp("end"))))
                                         .otherwise(F.sequence("date", "until"))).alias("day"))
@@ -261,7 +259,7 @@ def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, afte
         *[F.when(~is_change, F.col(c)).alias(c) for c in partial_columns(config, invertible=True)],
         *[a.name for a in config.aggregations],
         F.col("day").alias("date"),
-        TABLE,
+        TABLE_COLUMN,
     )
 
 
@@ -392,7 +390,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     targets = {t.name: delta_io.Target(t.path(lakehouse), [c for c, _ in declared_columns(t.name, config)],
                                        list(t.partition_by), days) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
     try:
-        written = delta_io.replace_partitions_routed(rows, TABLE, targets)
+        written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets)
     finally:
         for df in info["persisted"]:
             df.unpersist()

@@ -36,6 +36,7 @@ WINDOW_SNAPSHOT = Table("window_snapshot", ("date",))
 ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, DAILY_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT)
 
 EVENT_COLUMNS = ["key", "event_time", "value", "event_id", "arrival_time", "source_file", "line"]
+TABLE_COLUMN = "table"  # in a job's one write to several tables: which table a row goes to
 
 
 def partial_columns(config: PipelineConfig, *, invertible: bool | None = None) -> list[str]:
