@@ -315,8 +315,10 @@ def window_scaling(spark, work: Path, args, config) -> list[dict]:
     configs = {name: PipelineConfig(windows=(WindowSpec.of(name, name, "1m"),), aggregations=config.aggregations)
                for name in ("1d", "7d", "30d")}
     best: dict[str, Measurement] = {}
-    for round_ in range(args.reps + 1):  # round 0 warms up; the windows interleave, so load falls on all alike
-        for name, windowed in configs.items():
+    names = list(configs)
+    for round_ in range(args.reps + 1):  # round 0 warms up; the windows interleave, so load falls on all alike,
+        for name in names[round_ % 3:] + names[:round_ % 3]:  # and each round starts with the next one
+            windowed = configs[name]
             bootstrap(spark, lakehouse, windowed)  # D - 1's snapshot of this window, untimed
             m = measure(spark, lambda: methods.panes_day(spark, lakehouse, DAY, windowed), reps=1,
                         group=f"s-{name}-{round_}")
@@ -324,7 +326,7 @@ def window_scaling(spark, work: Path, args, config) -> list[dict]:
             if round_ and (name not in best or m.seconds < best[name].seconds):
                 best[name] = m
     base = best["1d"].seconds
-    for name, m in best.items():
+    for name, m in ((n, best[n]) for n in names):
         windows = m.result["windows"]
         rows.append({"window": name, "seconds": round(m.seconds, 3),
                      "partials_s": round(m.parts["partials"], 3), "sliding_s": round(m.parts["sliding"], 3),

@@ -1,0 +1,184 @@
+"""The jobs' choices against the alternatives they replaced, on one lakehouse of ``bench.run``.
+
+    .venv/bin/python -m bench.variants                       # bench/.work/n10000000, ~5 min
+    .venv/bin/python -m bench.variants --lakehouse bench/.work/n1000000 --reps 5
+
+Each pair computes the same rows both ways for day D (``bench.run.DAY``) into Spark's ``noop``
+sink, so only the computation differs; the variants are interleaved in every round, and the
+best of ``--reps`` rounds is kept. Run ``python -m bench.run --sizes 1e7`` first (it leaves the
+minute partials and D - 1's snapshot in the lakehouse).
+
+- running sum: ``sliding_windows.with_running_state`` (a RANGE frame over the deltas, the last
+  row of each end kept) against a per-(key, end) ``sum`` first and a ROWS frame over it.
+- both window tables: ``sliding_windows.table_rows`` (each marked row tagged for both tables by
+  two compiled generators, one pass) against the marks persisted and filtered once per table,
+  and against arrays of structs built per row by higher-order functions (lambdas).
+- deduplication: ``minute_partials.deduplicate_across_arrivals`` carrying only key, event_time
+  and value of the winning arrival, against carrying every column of the event.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from datetime import timedelta
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from bench.run import DAY
+from jobs.tables import TABLE_COLUMN
+
+def _noop(df: DataFrame) -> None:
+    df.write.format("noop").mode("overwrite").save()
+
+
+# -- the alternatives, as the jobs had them ------------------------------------------------------
+
+
+def per_end_then_rows(deltas: DataFrame, config) -> DataFrame:
+    from jobs.sliding_windows import state_columns
+
+    state = state_columns(config)
+    per_end = deltas.repartition("key").groupBy("key", "end").agg(
+        *[F.sum(c).alias(c) for c in state], F.sum("entering").alias("entering"))
+    running = Window.partitionBy("key").orderBy("end").rowsBetween(Window.unboundedPreceding, 0)
+    return per_end.select("key", "end", "entering", *[F.sum(c).over(running).alias(c) for c in state])
+
+
+def persisted_then_filtered(marked: DataFrame, spec, config, after: int) -> None:
+    """The marks persisted, then one filter (and one write) per table."""
+    from jobs import sliding_windows as sw
+    from jobs.tables import declared_columns
+
+    kept = marked.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        changes = kept.where((F.col("end") > after) & F.col("changed")).select(
+            "key", F.lit(spec.name).alias("window"), sw._timestamp(F.col("end") - spec.length).alias("window_start"),
+            sw._timestamp("end").alias("window_end"), "event_count", *[a.name for a in config.aggregations],
+            F.to_date(sw._timestamp("end")).alias("date"))
+        as_of = sw._ceil_to_grid(F.unix_seconds(F.date_add("date", 1).cast("timestamp")), spec) - spec.slide
+        snapshot = (kept.where(F.col("until").isNotNull() & (F.col("event_count") > 0))
+                    .select("*", F.explode(F.sequence("date", "until")).alias("day")).drop("date")
+                    .withColumnRenamed("day", "date").withColumn("window", F.lit(spec.name))
+                    .withColumn("as_of", sw._timestamp(as_of))
+                    .select(*[c for c, _ in declared_columns("window_snapshot", config)]))
+        _noop(changes)
+        _noop(snapshot)
+    finally:
+        kept.unpersist()
+
+
+def lambda_rows(marked: DataFrame, spec, config, after: int) -> DataFrame:
+    """Both tables' rows as an array of structs per marked row, built by higher-order functions."""
+    from jobs import sliding_windows as sw
+    from jobs.tables import partial_columns
+
+    end, null_ts = F.col("end"), F.lit(None).cast("timestamp")
+
+    def row(table, start, stop, as_of, day, with_state):
+        return F.struct(F.col("key").alias("key"), F.lit(spec.name).alias("window"), start.alias("window_start"),
+                        stop.alias("window_end"), as_of.alias("as_of"), F.col("event_count").alias("event_count"),
+                        *[(F.col(c) if with_state else F.lit(None).cast("long")).alias(c)
+                          for c in partial_columns(config, invertible=True)],
+                        *[F.col(a.name).alias(a.name) for a in config.aggregations], day.alias("date"),
+                        F.lit(table).alias(TABLE_COLUMN))
+
+    change = row("window_changes", sw._timestamp(end - spec.length), sw._timestamp(end), null_ts,
+                 F.to_date(sw._timestamp(end)), False)
+
+    def as_of(day):
+        return sw._timestamp(sw._ceil_to_grid(F.unix_seconds(F.date_add(day, 1).cast("timestamp")), spec) - spec.slide)
+
+    held = F.col("until").isNotNull() & (F.col("event_count") > 0)
+    snapshots = F.transform(F.sequence("date", F.coalesce("until", "date")),
+                            lambda d: row("window_snapshot", null_ts, null_ts, as_of(d), d, True))
+    rows = F.concat(F.filter(F.array(change), lambda _: (end > after) & F.col("changed")),
+                    F.filter(snapshots, lambda _: held))
+    return marked.select(F.inline(rows))
+
+
+def dedup_every_column(events: DataFrame) -> DataFrame:
+    carried = [c for c in events.columns if c not in ("arrival_date", "source_file", "event_id")]
+    first = F.min(F.struct("arrival_date", "source_file", *carried))
+    return (events.withColumn("event_date", F.to_date("event_time")).repartition("event_date", "event_id")
+            .groupBy("event_date", "event_id").agg(first.alias("first")).select("event_date", "event_id", "first.*"))
+
+
+# -- the run -------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--lakehouse", default="bench/.work/n10000000")
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args(argv)
+
+    from jobs import delta_io, minute_partials as mp, sliding_windows as sw
+    from jobs.spark_session import get_spark
+    from jobs.tables import EVENTS, day_filter
+    from windowing_core.config import PipelineConfig
+
+    spark, config = get_spark(), PipelineConfig()
+    spec = config.windows[0]
+    plan = sw._Plan(spec, config, DAY, DAY)
+    previous = sw.read_snapshot(spark, args.lakehouse, DAY - timedelta(days=1))
+    if previous is None:
+        parser.error(f"no snapshot of {DAY - timedelta(days=1)} in {args.lakehouse}: run bench.run for its size first")
+    frames = sw._read_frames(spark, args.lakehouse, plan.frame_ranges)
+    baseline = sw.baseline_from_snapshot(previous, spec, config, plan.after)
+    deltas = sw.frame_deltas(frames, spec, config, plan.after, plan.stop).unionByName(baseline)
+
+    def marked(running: DataFrame) -> DataFrame:
+        return sw.with_emission_marks(sw.with_finished_values(running, config), config, DAY, DAY)
+
+    product_marks = marked(sw.with_running_state(deltas, config))
+    events = delta_io.read_table(spark, EVENTS.path(args.lakehouse),
+                                 partition_filters=day_filter("arrival_date", *mp.arrival_days(DAY, DAY, config)))
+    events = mp.filter_event_days(events, DAY, DAY)
+
+    def partials(unique: DataFrame) -> DataFrame:
+        return unique.transform(mp.with_frame_start, config.bucket).transform(mp.to_partials, config)
+
+    pairs = {
+        "running sum": {
+            "RANGE frame (jobs)": lambda: _noop(product_marks),
+            "per-(key, end) sum, then ROWS frame": lambda: _noop(marked(per_end_then_rows(deltas, config))),
+        },
+        "both window tables": {
+            "tagged by generators, one pass (jobs)":
+                lambda: _noop(sw.table_rows(product_marks, spec, config, plan.after)),
+            "persisted, filtered per table": lambda: persisted_then_filtered(product_marks, spec, config, plan.after),
+            "arrays of structs by lambdas": lambda: _noop(lambda_rows(product_marks, spec, config, plan.after)),
+        },
+        "deduplication": {
+            "key, event_time, value carried (jobs)": lambda: _noop(partials(
+                mp.deduplicate_across_arrivals(events, ["key", "event_time", "value"]))),
+            "every column carried": lambda: _noop(partials(dedup_every_column(events))),
+        },
+    }
+    for fns in pairs.values():  # warm-up: every plan once, untimed
+        for fn in fns.values():
+            fn()
+    best: dict[tuple[str, str], float] = {}
+    for _ in range(args.reps):
+        for pair, fns in pairs.items():
+            for name, fn in fns.items():
+                started = time.perf_counter()
+                fn()
+                seconds = time.perf_counter() - started
+                best[pair, name] = min(best.get((pair, name), seconds), seconds)
+    print(f"\n{args.lakehouse}, day {DAY}, best of {args.reps} interleaved rounds, noop sink:")
+    for pair, fns in pairs.items():
+        names = list(fns)
+        print(f"\n{pair}")
+        for name in names:
+            ratio = best[pair, name] / best[pair, names[0]]
+            print(f"  {name:<40} {best[pair, name]:6.2f} s  {ratio:5.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
