@@ -157,18 +157,11 @@ def replace_partitions(df: DataFrame, path: str, *, partition_by: list[str],
     a file outside the filters is aborted. An empty ``df`` empties the matching partitions.
     The table is created, partitioned by ``partition_by``, if it does not exist.
     """
-    partition_by = list(partition_by)
-    missing = [c for c in partition_by if c not in df.columns]
-    if missing:
-        raise ValueError(f"partition columns {missing} are not columns of the data written to {path}")
-    filters = _conjunction(partition_filters)
-    _check_filter_columns(filters, partition_by, path)
-    # Spark puts partition columns last when it reads; writing them last keeps one column order.
-    df = df.select(*[c for c in df.columns if c not in partition_by], *partition_by)
-
+    target = _Target.of(None, path, df.columns, partition_by, partition_filters, df.columns)
+    df = df.select(*target.columns)
     if _choose_writer(df.sparkSession) == DELTA_SPARK:
-        return _replace_with_delta_spark(df, path, partition_by, filters)
-    return _replace_with_delta_rs(df, [_Target(None, path, list(df.columns), partition_by, filters)], route=None)[0]
+        return _replace_with_delta_spark(df, path, target.partition_by, target.filters)
+    return _replace_with_delta_rs(df, [target], route=None)[0]
 
 
 @dataclass(frozen=True)
@@ -190,15 +183,8 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
     table gets its own atomic commit, in the order given, as separate ``replace_partitions``
     calls would; a target no row reaches has its matching partitions emptied.
     """
-    resolved = []
-    for name, target in targets.items():
-        missing = [c for c in [*target.columns, *target.partition_by] if c not in df.columns]
-        if missing:
-            raise ValueError(f"columns {missing} of {target.path} are not columns of the routed data")
-        filters = _conjunction(target.partition_filters)
-        _check_filter_columns(filters, target.partition_by, target.path)
-        columns = [c for c in target.columns if c not in target.partition_by] + list(target.partition_by)
-        resolved.append(_Target(name, target.path, columns, list(target.partition_by), filters))
+    resolved = [_Target.of(name, t.path, t.columns, t.partition_by, t.partition_filters, df.columns)
+                for name, t in targets.items()]
     if _choose_writer(df.sparkSession) == DELTA_SPARK:
         df = df.persist()  # delta-spark writes one table per pass: evaluate df once for all of them
         try:
@@ -415,6 +401,18 @@ class _Target:
     columns: list[str]
     partition_by: list[str]
     filters: list[tuple]
+
+    @classmethod
+    def of(cls, name: str | None, path: str, columns: list[str], partition_by: list[str],
+           partition_filters: list[Filter], available: list[str]) -> _Target:
+        missing = [c for c in [*columns, *partition_by] if c not in available]
+        if missing:
+            raise ValueError(f"columns {missing} of {path} are not columns of the data written")
+        filters = _conjunction(partition_filters)
+        _check_filter_columns(filters, partition_by, path)
+        # Spark puts partition columns last when it reads; writing them last keeps one column order.
+        ordered = [c for c in columns if c not in partition_by] + list(partition_by)
+        return cls(name, path, ordered, list(partition_by), filters)
 
 
 def _replace_with_delta_rs(df: DataFrame, targets: list[_Target], route: str | None) -> list[dict]:

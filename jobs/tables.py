@@ -5,8 +5,8 @@ Every job names tables through here, so a table's layout is stated once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import date, timedelta
 
 from windowing_core.aggregations import Aggregation
