@@ -154,13 +154,14 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     events = delta_io.read_table(spark, EVENTS.path(lakehouse),
                                  partition_filters=day_filter("arrival_date", *arrival_days(first, last, config)))
     partials, late = minute_partials(events, config, first, last)
-    partials = partials.persist()  # written as frames, and folded into the daily tiles
     days = day_filter("event_date", first, last)
     late_days = [*days, ("reason", "=", BEHIND_WATERMARK)]
-    tables = [(MINUTE_PARTIALS, partials, days), (DAILY_PARTIALS, to_daily_partials(partials, config), days)]
     late_path = LATE_EVENTS.path(lakehouse)
-    if (config.late_policy == "drop" or not delta_io.table_exists(late_path)
-            or delta_io.row_count(late_path, partition_filters=late_days)):
+    write_late = (config.late_policy == "drop" or not delta_io.table_exists(late_path)
+                  or delta_io.row_count(late_path, partition_filters=late_days))
+    partials = partials.persist()  # written as frames, and folded into the daily tiles
+    tables = [(MINUTE_PARTIALS, partials, days), (DAILY_PARTIALS, to_daily_partials(partials, config), days)]
+    if write_late:
         # Under ``include`` nothing is late: written only to create the table, or to empty
         # what an earlier ``drop`` run kept there (the Delta log says, without a Spark job).
         tables.append((LATE_EVENTS, late, late_days))
