@@ -367,18 +367,24 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     if previous is None or len(plans) > 1 or any(p.exact_ranges for p in plans.values()):
         frames = frames.persist()
         persisted.append(frames)
-    for spec in config.windows:
-        plan = plans[spec.name]
-        if previous is not None:
-            baseline = baseline_from_snapshot(previous, spec, config, plan.after)
-        else:
-            baseline = baseline_from_frames(frames, spec, config, plan.after)
-        tiles = None
-        if plan.exact_ranges:
-            tiles = (_read_day_tiles(spark, lakehouse, plan.tile_days) if plan.tile_days
-                     else tiles_of(frames.where(_in_ranges(_seconds(), plan.exact_ranges)), spec, config))
-        marked = with_emission_marks(window_values(frames, baseline, tiles, spec, config, plan), config, first, last)
-        rows.append(table_rows(marked, spec, config, plan.after))
+    try:
+        for spec in config.windows:
+            plan = plans[spec.name]
+            if previous is not None:
+                baseline = baseline_from_snapshot(previous, spec, config, plan.after)
+            else:
+                baseline = baseline_from_frames(frames, spec, config, plan.after)
+            tiles = None
+            if plan.exact_ranges:
+                tiles = (_read_day_tiles(spark, lakehouse, plan.tile_days) if plan.tile_days
+                         else tiles_of(frames.where(_in_ranges(_seconds(), plan.exact_ranges)), spec, config))
+            marked = with_emission_marks(window_values(frames, baseline, tiles, spec, config, plan),
+                                         config, first, last)
+            rows.append(table_rows(marked, spec, config, plan.after))
+    except BaseException:  # the caller unpersists only what it is handed
+        for df in persisted:
+            df.unpersist()
+        raise
     info = {"baseline": "snapshot" if previous is not None else "bootstrap", "persisted": persisted}
     return reduce(DataFrame.unionByName, rows), info
 

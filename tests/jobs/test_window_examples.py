@@ -3,6 +3,8 @@
 import json
 from datetime import date, datetime, timezone
 
+import pytest
+
 from jobs import delta_io, ingest_events, minute_partials, sliding_windows
 from jobs.tables import WINDOW_CHANGES
 from windowing_core.config import PipelineConfig
@@ -71,3 +73,21 @@ def test_one_hour_windows_sliding_by_30_minutes_with_a_15_minute_offset(spark, t
     rows = window_rows(spark, tmp_path, {"windows": {"1h": {"length": "1h", "slide": "30m", "offset": "15m"}}},
                        events)
     assert rows == [(at(0, 15), 1, 1), (at(0, 45), 2, 3), (at(1, 15), 2, 6), (at(1, 45), 1, 4), (at(2, 15), 0, 0)]
+
+
+def test_a_sliding_run_that_fails_part_way_leaves_nothing_cached(spark, tmp_path, monkeypatch):
+    # With no snapshot of the day before, the job bootstraps and so persists the frames it reads
+    # twice; a failure after that must not leave them cached for the rest of a long-lived process.
+    config = {"windows": {"1h": {"length": "1h"}}}
+    window_rows(spark, tmp_path, config, [(at(0, 10), 1)])
+    spark.catalog.clearCache()
+    cache = spark._jsparkSession.sharedState().cacheManager()
+
+    def broken(*args, **kwargs):
+        assert not cache.isEmpty(), "nothing was persisted: this test no longer tests the clean-up"
+        raise RuntimeError("broken after the persist")
+
+    monkeypatch.setattr(sliding_windows, "table_rows", broken)
+    with pytest.raises(RuntimeError, match="broken after the persist"):
+        sliding_windows.run(spark, str(tmp_path / "lake"), DAY, DAY, PipelineConfig.from_dict(config))
+    assert cache.isEmpty()
