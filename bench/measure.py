@@ -3,6 +3,10 @@
 - ``measure`` times a callable best-of-N on the warm session, optionally under a time limit
   (the callable runs in its own thread and Spark job group; past the limit the group is
   cancelled and the measurement says it did not finish).
+- ``settle`` collects the garbage of the JVM and of this Python before every timed repetition,
+  so no method pays for the heap an earlier one left behind (Spark's ``window()`` leaves
+  gigabytes).
+- ``steal_fraction`` reads how much of the cores the virtual machine's host took meanwhile.
 - ``MemorySampler`` samples the resident memory of the driver (this Python process and its
   JVM) and, separately, of the Python workers the JVM starts, every 100 ms, from ``/proc``.
 - ``plan_summary`` counts what matters in a DataFrame's physical plan: file scans per table,
@@ -13,6 +17,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -96,6 +101,27 @@ def cpu_seconds() -> float:
     return total / _TICK
 
 
+def cpu_ticks() -> tuple[int, int]:
+    """(ticks the host stole from this virtual machine, all ticks), summed over the cores."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def steal_fraction(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of all CPU time between two ``cpu_ticks`` readings that the host stole: time
+    this machine's cores were meant to run and did not. Seconds measured while it is high are
+    slow for reasons outside the benchmark; the ratios, measured side by side, less so."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else 0.0
+
+
+def settle(spark: SparkSession) -> None:
+    """Full garbage collection in the JVM and in Python, untimed, before a measured run."""
+    gc.collect()
+    spark.sparkContext._jvm.java.lang.System.gc()
+
+
 class MemorySampler:
     """Peak resident memory while the ``with`` block runs (sampled; short spikes can be missed)."""
 
@@ -160,6 +186,7 @@ def measure(spark: SparkSession, fn: Callable[[], Any], *, reps: int = 2, timeou
         for i in range(reps):
             if i and more_if_under is not None and m.runs and m.runs[0] >= more_if_under:
                 break
+            settle(spark)
             cpu_before = cpu_seconds()
             status, seconds, result = _run_once(spark, fn, timeout, f"{group}-{i}")
             cpu = cpu_seconds() - cpu_before

@@ -4,7 +4,8 @@
     .venv/bin/python -m bench.variants --lakehouse bench/.work/n1000000 --reps 5
 
 Each pair computes the same rows both ways for day D (``bench.run.DAY``) into Spark's ``noop``
-sink, so only the computation differs; the variants are interleaved in every round, and the
+sink, so only the computation differs (the partials pair writes Delta tables into a scratch
+folder, because the writes are where it differs); the variants are interleaved in every round, and the
 best of ``--reps`` rounds is kept. Run ``python -m bench.run --sizes 1e7`` first (it leaves the
 minute partials and D - 1's snapshot in the lakehouse).
 
@@ -15,18 +16,26 @@ minute partials and D - 1's snapshot in the lakehouse).
   and against arrays of structs built per row by higher-order functions (lambdas).
 - deduplication: ``minute_partials.deduplicate_across_arrivals`` carrying only key, event_time
   and value of the winning arrival, against carrying every column of the event.
+- frames and daily tiles: ``minute_partials.run``'s one query, where Spark reuses the shuffle
+  both tables share, against the frames persisted and then folded into the tiles. Its gain is
+  largest on small days (``--lakehouse bench/.work/n10000``): a persisted plan keeps all its
+  shuffle partitions, where AQE would merge them.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import tempfile
 import time
 from datetime import timedelta
+from functools import reduce
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from bench.measure import settle
 from bench.run import DAY
 from jobs.tables import TABLE_COLUMN
 
@@ -99,6 +108,26 @@ def lambda_rows(marked: DataFrame, spec, config, after: int) -> DataFrame:
     return marked.select(F.inline(rows))
 
 
+def frames_and_tiles(events: DataFrame, config, persisted: bool, scratch: str) -> None:
+    """Both tables of the partials job written, as the job writes them, into a scratch lakehouse."""
+    from jobs import delta_io, minute_partials as mp
+    from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, day_filter
+
+    frames, _ = mp.minute_partials(events, config, DAY, DAY)
+    if persisted:
+        frames = frames.persist()
+    try:
+        tables = [(MINUTE_PARTIALS, frames), (DAILY_PARTIALS, mp.to_daily_partials(frames, config))]
+        rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
+                      [df.withColumn(TABLE_COLUMN, F.lit(t.name)) for t, df in tables])
+        delta_io.replace_partitions_routed(rows, TABLE_COLUMN, {
+            t.name: delta_io.Target(t.path(scratch), df.columns, list(t.partition_by), day_filter("event_date", DAY, DAY))
+            for t, df in tables})
+    finally:
+        if persisted:
+            frames.unpersist()
+
+
 def dedup_every_column(events: DataFrame) -> DataFrame:
     carried = [c for c in events.columns if c not in ("arrival_date", "source_file", "event_id")]
     first = F.min(F.struct("arrival_date", "source_file", *carried))
@@ -122,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     from windowing_core.config import PipelineConfig
 
     spark, config = get_spark(), PipelineConfig()
+    scratch = tempfile.mkdtemp(prefix="panes-variants-")  # the partials pair writes its Delta tables here
     spec = config.windows[0]
     plan = sw._Plan(spec, config, DAY, DAY)
     previous = sw.read_snapshot(spark, args.lakehouse, DAY - timedelta(days=1))
@@ -137,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     product_marks = marked(sw.with_running_state(deltas, config))
     events = delta_io.read_table(spark, EVENTS.path(args.lakehouse),
                                  partition_filters=day_filter("arrival_date", *mp.arrival_days(DAY, DAY, config)))
+    arrivals = events
     events = mp.filter_event_days(events, DAY, DAY)
 
     def partials(unique: DataFrame) -> DataFrame:
@@ -158,19 +189,29 @@ def main(argv: list[str] | None = None) -> int:
                 mp.deduplicate_across_arrivals(events, ["key", "event_time", "value"]))),
             "every column carried": lambda: _noop(partials(dedup_every_column(events))),
         },
+        "frames and daily tiles": {
+            "one query, shared shuffle reused (jobs)":
+                lambda: frames_and_tiles(arrivals, config, persisted=False, scratch=scratch),
+            "frames persisted, then folded": lambda: frames_and_tiles(arrivals, config, persisted=True, scratch=scratch),
+        },
     }
-    for fns in pairs.values():  # warm-up: every plan once, untimed
-        for fn in fns.values():
-            fn()
     best: dict[tuple[str, str], float] = {}
-    for _ in range(args.reps):
-        for pair, fns in pairs.items():
-            for name, fn in fns.items():
-                started = time.perf_counter()
+    try:
+        for fns in pairs.values():  # warm-up: every plan once, untimed
+            for fn in fns.values():
                 fn()
-                seconds = time.perf_counter() - started
-                best[pair, name] = min(best.get((pair, name), seconds), seconds)
-    print(f"\n{args.lakehouse}, day {DAY}, best of {args.reps} interleaved rounds, noop sink:")
+        for _ in range(args.reps):
+            for pair, fns in pairs.items():
+                for name, fn in fns.items():
+                    settle(spark)
+                    started = time.perf_counter()
+                    fn()
+                    seconds = time.perf_counter() - started
+                    best[pair, name] = min(best.get((pair, name), seconds), seconds)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"\n{args.lakehouse}, day {DAY}, best of {args.reps} interleaved rounds, noop sink "
+          "(the frames and daily tiles: Delta writes):")
     for pair, fns in pairs.items():
         names = list(fns)
         print(f"\n{pair}")
