@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.variants                       # bench/.work/n10000000, ~5 min
     .venv/bin/python -m bench.variants --lakehouse bench/.work/n1000000 --reps 5
+    .venv/bin/python -m bench.variants --pair "frames and daily tiles" --reps 7
 
 Each pair computes the same rows both ways for day D (``bench.run.DAY``) into Spark's ``noop``
 sink, so only the computation differs (the partials pair writes Delta tables into a scratch
@@ -143,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--lakehouse", default="bench/.work/n10000000")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--pair", action="append", default=[],
+                        help="time only this pair (repeatable), e.g. --pair 'frames and daily tiles'")
     args = parser.parse_args(argv)
 
     from jobs import delta_io, minute_partials as mp, sliding_windows as sw
@@ -195,6 +198,10 @@ def main(argv: list[str] | None = None) -> int:
             "frames persisted, then folded": lambda: frames_and_tiles(arrivals, config, persisted=True, scratch=scratch),
         },
     }
+    unknown = [p for p in args.pair if p not in pairs]
+    if unknown:
+        parser.error(f"no pair {unknown}: the pairs are {list(pairs)}")
+    pairs = {name: fns for name, fns in pairs.items() if not args.pair or name in args.pair}
     best: dict[tuple[str, str], float] = {}
     try:
         for fns in pairs.values():  # warm-up: every plan once, untimed

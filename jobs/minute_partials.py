@@ -161,8 +161,8 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
                   or delta_io.row_count(late_path, partition_filters=late_days))
     # The frames are written and folded into the daily tiles in one query, without a cache: Spark
     # reuses the shuffle both branches share, so the events are read, deduplicated and grouped
-    # once, and AQE still merges small partitions (a persisted plan keeps all 8): 1.0 s against
-    # 1.7 s at 10^4 events, and no slower at 10^7 (``bench/variants.py``).
+    # once, and AQE still merges small partitions (a persisted plan keeps all 8): 0.87 s against
+    # 1.46 s at 10^4 events, and level at 10^7, 7.91 s against 7.70 s (``bench/variants.py``).
     tables = [(MINUTE_PARTIALS, partials, days), (DAILY_PARTIALS, to_daily_partials(partials, config), days)]
     if write_late:
         # Under ``include`` nothing is late: written only to create the table, or to empty
