@@ -6,8 +6,8 @@
 
 Each pair computes the same rows both ways for day D (``bench.run.DAY``) into Spark's ``noop``
 sink, so only the computation differs (the partials pair writes Delta tables into a scratch
-folder, because the writes are where it differs); the variants are interleaved in every round, and the
-best of ``--reps`` rounds is kept. Run ``python -m bench.run --sizes 1e7`` first (it leaves the
+folder, because the writes are where it differs); the variants are interleaved in every round,
+and the best of ``--reps`` rounds is kept. Run ``python -m bench.run --sizes 1e7`` first (it leaves the
 minute partials and D - 1's snapshot in the lakehouse).
 
 - running sum: ``sliding_windows.with_running_state`` (a RANGE frame over the deltas, the last
@@ -121,9 +121,9 @@ def frames_and_tiles(events: DataFrame, config, persisted: bool, scratch: str) -
         tables = [(MINUTE_PARTIALS, frames), (DAILY_PARTIALS, mp.to_daily_partials(frames, config))]
         rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
                       [df.withColumn(TABLE_COLUMN, F.lit(t.name)) for t, df in tables])
+        days = day_filter("event_date", DAY, DAY)
         delta_io.replace_partitions_routed(rows, TABLE_COLUMN, {
-            t.name: delta_io.Target(t.path(scratch), df.columns, list(t.partition_by), day_filter("event_date", DAY, DAY))
-            for t, df in tables})
+            t.name: delta_io.Target(t.path(scratch), df.columns, list(t.partition_by), days) for t, df in tables})
     finally:
         if persisted:
             frames.unpersist()
@@ -195,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         "frames and daily tiles": {
             "one query, shared shuffle reused (jobs)":
                 lambda: frames_and_tiles(arrivals, config, persisted=False, scratch=scratch),
-            "frames persisted, then folded": lambda: frames_and_tiles(arrivals, config, persisted=True, scratch=scratch),
+            "frames persisted, then folded":
+                lambda: frames_and_tiles(arrivals, config, persisted=True, scratch=scratch),
         },
     }
     unknown = [p for p in args.pair if p not in pairs]
