@@ -43,7 +43,8 @@ SCALING_DAYS = 32  # enough for a 30-day window's entering and leaving frames
 TABLES = ["events", "minute_partials", "daily_partials", "window_snapshot", "window_changes"]
 METHODS = ["scan floor", "panes", "spark RANGE frame", "spark window()"]
 # panes at 10^3 events, run after run on a new JVM: 20.9, 4.3, 3.5, 3.3, 2.6, 2.4, 2.2, 2.1, then
-# 1.9 to 2.2 s: the JIT compiles the jobs' code paths over the first eight or so runs.
+# 1.9 to 2.2 s: the JIT compiles the jobs' code paths over the first eight or so runs. Each run
+# prints its warm-up times (and keeps them in run.json) to show it settled.
 WARM_UP_RUNS = 10
 
 
@@ -194,12 +195,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{n:>10,}  set-up: {setup['rows']:,} event rows ({setup['files']} files) generated in "
               f"{setup['generate_s']:.1f} s, partials and D-1 snapshot in {setup['prepare_s']:.1f} s", flush=True)
         if n == args.sizes[0]:  # warm-up, untimed: JIT, Python workers and every code path
+            warming = []
             for _ in range(WARM_UP_RUNS):
                 methods.scan_floor(spark, lakehouse, DAY, config)
+                run_started = time.perf_counter()
                 methods.panes_day(spark, lakehouse, DAY, config)
+                warming.append(time.perf_counter() - run_started)
             if not args.skip_spark_windows:
                 methods.spark_range_frame(spark, lakehouse, DAY, config, length)
-            print(f"{'':>10}  warm-up done at {time.perf_counter() - started:.0f} s", flush=True)
+            info["warm_up_panes_s"] = [round(w, 2) for w in warming]
+            print(f"{'':>10}  warm-up done at {time.perf_counter() - started:.0f} s; panes took "
+                  f"{', '.join(f'{w:.2f}' for w in warming)} s run after run", flush=True)
         load, size_ticks = os.getloadavg()[0], cpu_ticks()
         results: dict[str, Measurement] = {}
         results["scan floor"] = measure(spark, lambda: methods.scan_floor(spark, lakehouse, DAY, config),
