@@ -30,7 +30,6 @@ import shutil
 import tempfile
 import time
 from datetime import timedelta
-from functools import reduce
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
@@ -110,20 +109,17 @@ def lambda_rows(marked: DataFrame, spec, config, after: int) -> DataFrame:
 
 
 def frames_and_tiles(events: DataFrame, config, persisted: bool, scratch: str) -> None:
-    """Both tables of the partials job written, as the job writes them, into a scratch lakehouse."""
-    from jobs import delta_io, minute_partials as mp
+    """Both tables of the partials job, written by its own ``write_tables`` into a scratch lakehouse."""
+    from jobs import minute_partials as mp
     from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, day_filter
 
     frames, _ = mp.minute_partials(events, config, DAY, DAY)
     if persisted:
         frames = frames.persist()
     try:
-        tables = [(MINUTE_PARTIALS, frames), (DAILY_PARTIALS, mp.to_daily_partials(frames, config))]
-        rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
-                      [df.withColumn(TABLE_COLUMN, F.lit(t.name)) for t, df in tables])
         days = day_filter("event_date", DAY, DAY)
-        delta_io.replace_partitions_routed(rows, TABLE_COLUMN, {
-            t.name: delta_io.Target(t.path(scratch), df.columns, list(t.partition_by), days) for t, df in tables})
+        mp.write_tables(scratch, [(MINUTE_PARTIALS, frames, days),
+                                  (DAILY_PARTIALS, mp.to_daily_partials(frames, config), days)])
     finally:
         if persisted:
             frames.unpersist()

@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 
 from jobs import delta_io
 from jobs.tables import (
-    DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, day_filter,
+    DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, Table, day_filter,
     partial_columns,
 )
 from windowing_core.config import PipelineConfig
@@ -148,6 +148,15 @@ def arrival_days(first: date, last: date, config: PipelineConfig) -> tuple[date,
     return first, last + timedelta(days=config.allowed_lateness_days)
 
 
+def write_tables(lakehouse: str, tables: list[tuple[Table, DataFrame, list]]) -> dict[str, dict]:
+    """Replace each ``(table, rows, partition filters)``'s partitions, all from one Spark write."""
+    rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
+                  [df.withColumn(TABLE_COLUMN, F.lit(t.name)) for t, df, _ in tables])
+    targets = {t.name: delta_io.Target(t.path(lakehouse), df.columns, list(t.partition_by), filters)
+               for t, df, filters in tables}
+    return delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets)
+
+
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
     """Compute event days ``first .. last``; replace their partitions of minute_partials,
     daily_partials and (behind the watermark) late_events in one routed write."""
@@ -168,11 +177,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         # Under ``include`` nothing is late: written only to create the table, or to empty
         # what an earlier ``drop`` run kept there (the Delta log says, without a Spark job).
         tables.append((LATE_EVENTS, late, late_days))
-    rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
-                  [df.withColumn(TABLE_COLUMN, F.lit(t.name)) for t, df, _ in tables])
-    targets = {t.name: delta_io.Target(t.path(lakehouse), df.columns, list(t.partition_by), filters)
-               for t, df, filters in tables}
-    written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets)
+    written = write_tables(lakehouse, tables)
     late_rows = written[LATE_EVENTS.name]["rows_written"] if LATE_EVENTS.name in written else 0
     return {**written[MINUTE_PARTIALS.name], "daily_rows_written": written[DAILY_PARTIALS.name]["rows_written"],
             "late_rows_written": late_rows}
