@@ -339,7 +339,8 @@ def window_scaling(spark, work: Path, args, config) -> list[dict]:
             if round_ and (name not in best or m.seconds < best[name].seconds):
                 best[name] = m
     base = best["1d"].seconds
-    for name, m in ((n, best[n]) for n in names):
+    for name in names:
+        m = best[name]
         windows = m.result["windows"]
         rows.append({"window": name, "seconds": round(m.seconds, 3),
                      "partials_s": round(m.parts["partials"], 3), "sliding_s": round(m.parts["sliding"], 3),
