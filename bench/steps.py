@@ -1,0 +1,142 @@
+"""Where panes' time goes: each job cut after every step, timed up to there, on one lakehouse.
+
+    .venv/bin/python -m bench.steps                                   # bench/.work/n10000000, ~6 min
+    .venv/bin/python -m bench.steps --lakehouse bench/.work/n10000 --reps 5
+
+``profile.json`` of ``bench.run`` times whole Spark queries; this prints what each step adds.
+Every step runs the jobs' own functions up to that step into Spark's ``noop`` sink (so a step's
+time includes all before it), except the last of each job, which is the job itself with its
+Delta writes. Two steps are the bench's stand-ins for what Spark's Window operator does first
+(shuffle on key, then sort by key and end), to split the running sum's cost. The steps are
+interleaved in every round and the best of ``--reps`` is kept; the difference between two
+steps is what the later one adds. Run ``python -m bench.run`` for the size first: it leaves
+the minute partials and D - 1's snapshot in the lakehouse, and the last step of each job
+replaces day D's partitions there as panes' daily run would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+from pyspark.sql import DataFrame
+
+from bench.measure import settle
+from bench.run import DAY
+
+
+def _noop(df: DataFrame) -> None:
+    df.write.format("noop").mode("overwrite").save()
+
+
+def steps(spark, lakehouse: str, config) -> dict[str, list[tuple[str, Callable[[], object]]]]:
+    """Each job's steps in order, each a thunk that runs the job up to and including it."""
+    from jobs import delta_io
+    from jobs import minute_partials as mp
+    from jobs import sliding_windows as sw
+    from jobs.tables import EVENTS, TABLE_COLUMN, day_filter
+
+    from bench.methods import scan_floor
+
+    def events() -> DataFrame:
+        arrivals = day_filter("arrival_date", *mp.arrival_days(DAY, DAY, config))
+        return mp.filter_event_days(delta_io.read_table(spark, EVENTS.path(lakehouse), partition_filters=arrivals),
+                                    DAY, DAY)
+
+    def unique() -> DataFrame:
+        return mp.deduplicate_across_arrivals(events(), ["key", "event_time", "value"])
+
+    def frames() -> DataFrame:
+        return unique().transform(mp.with_frame_start, config.bucket).transform(mp.to_partials, config)
+
+    def frames_and_tiles() -> DataFrame:
+        partials = frames()
+        return partials.unionByName(mp.to_daily_partials(partials, config), allowMissingColumns=True)
+
+    spec = config.windows[0]
+    plan = sw._Plan(spec, config, DAY, DAY)
+
+    def read() -> tuple[DataFrame, DataFrame]:
+        previous = sw.read_snapshot(spark, lakehouse, DAY - timedelta(days=1))
+        if previous is None:
+            raise SystemExit(f"no snapshot of {DAY - timedelta(days=1)} in {lakehouse}: run bench.run for its size first")
+        return sw._read_frames(spark, lakehouse, plan.frame_ranges), previous
+
+    def read_both() -> DataFrame:
+        frames_read, previous = read()
+        return frames_read.unionByName(previous, allowMissingColumns=True)
+
+    def deltas() -> DataFrame:
+        frames_read, previous = read()
+        return sw.frame_deltas(frames_read, spec, config, plan.after, plan.stop).unionByName(
+            sw.baseline_from_snapshot(previous, spec, config, plan.after))
+
+    def running() -> DataFrame:
+        return sw.with_running_state(deltas(), config)
+
+    def marked() -> DataFrame:
+        return sw.with_emission_marks(sw.with_finished_values(running(), config), config, DAY, DAY)
+
+    return {
+        "scan floor": [("events read, minute buckets per key", lambda: scan_floor(spark, lakehouse, DAY, config))],
+        "minute partials": [
+            ("events read (3 arrival days, event day D kept)", lambda: _noop(events())),
+            ("+ deduplicated across arrivals", lambda: _noop(unique())),
+            ("+ grouped into frames", lambda: _noop(frames())),
+            ("+ folded into daily tiles", lambda: _noop(frames_and_tiles())),
+            ("+ Delta writes (the job)", lambda: mp.run(spark, lakehouse, DAY, DAY, config)),
+        ],
+        "sliding windows": [
+            ("frames and D - 1's snapshot read", lambda: _noop(read_both())),
+            ("+ two deltas per frame, and the baseline", lambda: _noop(deltas())),
+            ("+ shuffled on key", lambda: _noop(deltas().repartition("key"))),
+            ("+ sorted by key and end", lambda: _noop(deltas().repartition("key").sortWithinPartitions("key", "end"))),
+            ("+ running sum (Window)", lambda: _noop(running())),
+            ("+ finished values, marks (Window)", lambda: _noop(marked())),
+            ("+ both tables' rows", lambda: _noop(sw.table_rows(marked(), spec, config, plan.after)
+                                                 .drop(TABLE_COLUMN))),
+            ("+ Delta writes (the job)", lambda: sw.run(spark, lakehouse, DAY, DAY, config)),
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lakehouse", default="bench/.work/n10000000", help="a lakehouse bench.run prepared")
+    parser.add_argument("--reps", type=int, default=3, help="interleaved rounds; the best is kept (default 3)")
+    args = parser.parse_args(argv)
+
+    from jobs.spark_session import get_spark
+    from windowing_core.config import PipelineConfig
+
+    spark = get_spark()
+    jobs = steps(spark, args.lakehouse, PipelineConfig())
+    thunks = [(job, name, fn) for job, named in jobs.items() for name, fn in named]
+    for _, _, fn in thunks:  # warm-up: every plan once, untimed
+        fn()
+    best: dict[tuple[str, str], float] = {}
+    for _ in range(args.reps):
+        for job, name, fn in thunks:
+            settle(spark)
+            started = time.perf_counter()
+            fn()
+            seconds = time.perf_counter() - started
+            best[job, name] = min(best.get((job, name), seconds), seconds)
+
+    floor = best["scan floor", jobs["scan floor"][0][0]]
+    print(f"\n{args.lakehouse}, day {DAY}, best of {args.reps} interleaved rounds; each step includes "
+          "those above it in its job:")
+    for job, named in jobs.items():
+        print(f"\n{job:<48} {'seconds':>8} {'adds':>7} {'vs floor':>9}")
+        before = 0.0
+        for name, _ in named:
+            seconds = best[job, name]
+            print(f"  {name:<46} {seconds:8.2f} {seconds - before:+7.2f} {seconds / floor:8.2f}x")
+            before = seconds
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
