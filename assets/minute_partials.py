@@ -1,4 +1,7 @@
-"""``minute_partials`` and ``daily_partials``: per key, the partial of every aggregation, by event day."""
+"""``minute_partials`` and ``daily_partials``: per key, the partial of every aggregation, by event day.
+
+``daily_partials`` is an asset only where the configuration slides over it
+(``jobs.tables.keeps_daily_partials``)."""
 
 import dagster as dg
 from dagster_pyspark import PySparkResource
@@ -6,24 +9,25 @@ from dagster_pyspark import PySparkResource
 from assets.partitions import arrivals_of_event_day, daily_partitions, day_range
 from assets.resources import LakehouseResource
 from jobs import minute_partials as job
-from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS
+from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, keeps_daily_partials
 from windowing_core.config import PipelineConfig
 
 
 def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
     arrivals = dg.AssetDep(EVENTS.name, partition_mapping=arrivals_of_event_day(config))
     aggregations = ", ".join(a.name for a in config.aggregations)
+    tiles = keeps_daily_partials(config)
+    specs = [dg.AssetSpec(MINUTE_PARTIALS.name, group_name="windows", kinds={"spark", "delta"}, deps=[arrivals],
+                          description=f"One row per key and {config.bucket}s frame: event_count and the "
+                                      f"partials of {aggregations}.")]
+    if tiles:
+        specs.append(dg.AssetSpec(DAILY_PARTIALS.name, group_name="windows", kinds={"spark", "delta"},
+                                  deps=[arrivals], description="The same partials per key and whole event "
+                                  "day: the coarser tiles non-invertible aggregations slide over."))
 
     @dg.multi_asset(
         name="partials",
-        specs=[
-            dg.AssetSpec(MINUTE_PARTIALS.name, group_name="windows", kinds={"spark", "delta"}, deps=[arrivals],
-                         description=f"One row per key and {config.bucket}s frame: event_count and the "
-                                     f"partials of {aggregations}."),
-            dg.AssetSpec(DAILY_PARTIALS.name, group_name="windows", kinds={"spark", "delta"}, deps=[arrivals],
-                         description="The same partials per key and whole event day: the coarser tiles "
-                                     "non-invertible aggregations slide over."),
-        ],
+        specs=specs,
         partitions_def=daily_partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
     )
@@ -40,6 +44,8 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
             "writer": written["writer"],
             "path": dg.MetadataValue.path(MINUTE_PARTIALS.path(lakehouse.lakehouse_root)),
         })
+        if not tiles:
+            return
         yield dg.MaterializeResult(asset_key=DAILY_PARTIALS.name, metadata={
             "dagster/row_count": written["daily_rows_written"], **shared,
             "path": dg.MetadataValue.path(DAILY_PARTIALS.path(lakehouse.lakehouse_root)),

@@ -5,8 +5,8 @@
     .venv/bin/python -m bench.variants --pair "frames and daily tiles" --reps 7
 
 Each pair computes the same rows both ways for day D (``bench.run.DAY``) into Spark's ``noop``
-sink, so only the computation differs (the partials pair writes Delta tables into a scratch
-folder, because the writes are where it differs); the variants are interleaved in every round,
+sink, so only the computation differs (the two partials pairs write Delta tables into a scratch
+folder, because the writes are where they differ; the daily tiles pair's point is a table fewer); the variants are interleaved in every round,
 and the best of ``--reps`` rounds is kept. Run ``python -m bench.run --sizes 1e7`` first (it leaves the
 minute partials and D - 1's snapshot in the lakehouse).
 
@@ -17,7 +17,10 @@ minute partials and D - 1's snapshot in the lakehouse).
   and against arrays of structs built per row by higher-order functions (lambdas).
 - deduplication: ``minute_partials.deduplicate_across_arrivals`` carrying only key, event_time
   and value of the winning arrival, against carrying every column of the event.
-- frames and daily tiles: ``minute_partials.run``'s one query, where Spark reuses the shuffle
+- daily tiles: ``minute_partials.run`` writes ``daily_partials`` only where a non-invertible
+  aggregation slides over a window of a day or more (``tables.keeps_daily_partials``; not under
+  the default count and sum), against writing them always (Delta writes into a scratch folder).
+- frames and daily tiles: where the tiles are kept, ``minute_partials.run``'s one query, where Spark reuses the shuffle
   both tables share, against the frames persisted and then folded into the tiles. Its gain is
   largest on small days (``--lakehouse bench/.work/n10000``): a persisted plan keeps all its
   shuffle partitions, where AQE would merge them.
@@ -108,8 +111,9 @@ def lambda_rows(marked: DataFrame, spec, config, after: int) -> DataFrame:
     return marked.select(F.inline(rows))
 
 
-def frames_and_tiles(events: DataFrame, config, persisted: bool, scratch: str) -> None:
-    """Both tables of the partials job, written by its own ``write_tables`` into a scratch lakehouse."""
+def frames_and_tiles(events: DataFrame, config, persisted: bool, scratch: str, tiles: bool = True) -> None:
+    """The partials job's tables (with or without the daily tiles), written by its own
+    ``write_tables`` into a scratch lakehouse."""
     from jobs import minute_partials as mp
     from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, day_filter
 
@@ -118,8 +122,10 @@ def frames_and_tiles(events: DataFrame, config, persisted: bool, scratch: str) -
         frames = frames.persist()
     try:
         days = day_filter("event_date", DAY, DAY)
-        mp.write_tables(scratch, [(MINUTE_PARTIALS, frames, days),
-                                  (DAILY_PARTIALS, mp.to_daily_partials(frames, config), days)])
+        tables = [(MINUTE_PARTIALS, frames, days)]
+        if tiles:
+            tables.append((DAILY_PARTIALS, mp.to_daily_partials(frames, config), days))
+        mp.write_tables(scratch, tables)
     finally:
         if persisted:
             frames.unpersist()
@@ -146,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from jobs import delta_io, minute_partials as mp, sliding_windows as sw
     from jobs.spark_session import get_spark
-    from jobs.tables import EVENTS, day_filter
+    from jobs.tables import EVENTS, day_filter, keeps_daily_partials
     from windowing_core.config import PipelineConfig
 
     spark, config = get_spark(), PipelineConfig()
@@ -188,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
                 mp.deduplicate_across_arrivals(events, ["key", "event_time", "value"]))),
             "every column carried": lambda: _noop(partials(dedup_every_column(events))),
         },
+        "daily tiles": {
+            "kept only where a window slides over them (jobs)":
+                lambda: frames_and_tiles(arrivals, config, persisted=False, scratch=scratch,
+                                         tiles=keeps_daily_partials(config)),
+            "always written": lambda: frames_and_tiles(arrivals, config, persisted=False, scratch=scratch),
+        },
         "frames and daily tiles": {
             "one query, shared shuffle reused (jobs)":
                 lambda: frames_and_tiles(arrivals, config, persisted=False, scratch=scratch),
@@ -215,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"\n{args.lakehouse}, day {DAY}, best of {args.reps} interleaved rounds, noop sink "
-          "(the frames and daily tiles: Delta writes):")
+          "(the daily tiles and the frames and daily tiles: Delta writes):")
     for pair, fns in pairs.items():
         names = list(fns)
         print(f"\n{pair}")

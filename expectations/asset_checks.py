@@ -262,4 +262,5 @@ def table_checks(table: str, config: PipelineConfig, partitions_def: dg.Partitio
 def build_asset_checks(config: PipelineConfig,
                        partitions_def: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
     """Every table's checks for this configuration, partitioned like the assets."""
-    return [table_checks(table, config, partitions_def, evaluate) for table, evaluate in EVALUATORS.items()]
+    return [table_checks(table, config, partitions_def, evaluate) for table, evaluate in EVALUATORS.items()
+            if checks_of(config, table)]  # none for a table this configuration does not keep

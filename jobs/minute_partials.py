@@ -1,8 +1,9 @@
 """Minute partials: one row per key and frame with the partial of every aggregation.
 
-Alongside, ``daily_partials`` holds the same partials combined per key and whole event day:
-the coarser tiles that let non-invertible aggregations slide exactly without reading every
-frame of a long window (see ``windowing_core.aggregations``).
+Alongside, where a non-invertible aggregation slides over a window of a day or more
+(``tables.keeps_daily_partials``), ``daily_partials`` holds the same partials combined per key
+and whole event day: the coarser tiles that let it slide exactly without reading every frame
+of a long window (see ``windowing_core.aggregations``).
 
 For event day D the events can have arrived on days D .. D + allowed lateness, so exactly those
 arrival partitions are read. The same ``event_id`` arriving on two of those days counts once
@@ -28,7 +29,7 @@ from pyspark.sql import functions as F
 from jobs import delta_io
 from jobs.tables import (
     DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, Table, day_filter,
-    partial_columns,
+    keeps_daily_partials, partial_columns,
 )
 from windowing_core.config import PipelineConfig
 
@@ -159,7 +160,7 @@ def write_tables(lakehouse: str, tables: list[tuple[Table, DataFrame, list]]) ->
 
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
     """Compute event days ``first .. last``; replace their partitions of minute_partials,
-    daily_partials and (behind the watermark) late_events in one routed write."""
+    daily_partials (where kept) and (behind the watermark) late_events in one routed write."""
     events = delta_io.read_table(spark, EVENTS.path(lakehouse),
                                  partition_filters=day_filter("arrival_date", *arrival_days(first, last, config)))
     partials, late = minute_partials(events, config, first, last)
@@ -172,15 +173,20 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     # reuses the shuffle both branches share, so the events are read, deduplicated and grouped
     # once, and AQE still merges small partitions (a persisted plan keeps all 8): 0.87 s against
     # 1.46 s at 10^4 events, and level at 10^7, 7.91 s against 7.70 s (``bench/variants.py``).
-    tables = [(MINUTE_PARTIALS, partials, days), (DAILY_PARTIALS, to_daily_partials(partials, config), days)]
+    tables = [(MINUTE_PARTIALS, partials, days)]
+    if keeps_daily_partials(config):
+        tables.append((DAILY_PARTIALS, to_daily_partials(partials, config), days))
     if write_late:
         # Under ``include`` nothing is late: written only to create the table, or to empty
         # what an earlier ``drop`` run kept there (the Delta log says, without a Spark job).
         tables.append((LATE_EVENTS, late, late_days))
     written = write_tables(lakehouse, tables)
-    late_rows = written[LATE_EVENTS.name]["rows_written"] if LATE_EVENTS.name in written else 0
-    return {**written[MINUTE_PARTIALS.name], "daily_rows_written": written[DAILY_PARTIALS.name]["rows_written"],
-            "late_rows_written": late_rows}
+
+    def rows(table: Table) -> int | None:  # None: not kept under this configuration
+        return written[table.name]["rows_written"] if table.name in written else None
+
+    return {**written[MINUTE_PARTIALS.name], "daily_rows_written": rows(DAILY_PARTIALS),
+            "late_rows_written": rows(LATE_EVENTS) or 0}
 
 
 def main(argv: list[str] | None = None) -> int:

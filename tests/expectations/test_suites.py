@@ -97,9 +97,13 @@ def test_tile_check_fails_on_the_corrupted_day_only(tiles_results, check, corrup
     assert tiles_results[check][NEXT].passed
 
 
+@needs_rich
 def test_every_tile_check_has_a_corruption_test(tiles_results):
     covered = set(TILES) | {"schema_matches_declared", "tiles_match_minute_partials"}
-    assert {c.name for c in checks_of(CONFIG, DAILY_PARTIALS.name)} == covered
+    # the tiles are kept (and checked) only where min or max slides over a window of a day or more
+    sliding_over_tiles = replace(CONFIG, windows=(*CONFIG.windows, WindowSpec.of("1d", "1d", "1h")))
+    assert {c.name for c in checks_of(sliding_over_tiles, DAILY_PARTIALS.name)} == covered
+    assert checks_of(CONFIG, DAILY_PARTIALS.name) == []
 
 
 # -- window_changes -------------------------------------------------------------------------------

@@ -3,9 +3,12 @@
 from datetime import datetime, timedelta, timezone
 
 import dagster as dg
+import pytest
 
+from jobs.tables import keeps_daily_partials
 from orchestration.definitions import build_definitions, defs
 from orchestration.freshness import output_watermark
+from windowing_core.aggregations import aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import WindowSpec
 
@@ -13,13 +16,14 @@ from windowing_core.window_spec import WindowSpec
 def test_definitions_load():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert {"events", "quarantine", "minute_partials", "daily_partials", "window_changes", "window_snapshot"} <= keys
+    assert {"events", "quarantine", "minute_partials", "window_changes", "window_snapshot"} <= keys
     assert defs.resolve_job_def("daily_pipeline") is not None
     assert [s.name for s in defs.schedules] == ["daily_pipeline_schedule"]
 
 
 def test_partition_mappings_follow_lateness_and_window_length():
-    config = PipelineConfig(allowed_lateness_days=3, windows=(WindowSpec.of("30d", "30d", "1h"),))
+    config = PipelineConfig(allowed_lateness_days=3, windows=(WindowSpec.of("30d", "30d", "1h"),),
+                            aggregations=(aggregation("max"),))  # slides over the day tiles
     graph = build_definitions(config, landing_root="l", lakehouse_root="h").resolve_asset_graph()
     partials = graph.get(dg.AssetKey("minute_partials"))
     events_mapping = partials.partition_mappings[dg.AssetKey("events")]
@@ -29,6 +33,25 @@ def test_partition_mappings_follow_lateness_and_window_length():
     assert (frames.start_offset, frames.end_offset) == (-31, 0)
     snapshot = graph.get(dg.AssetKey("window_snapshot"))
     assert snapshot.partition_mappings[dg.AssetKey("daily_partials")] == frames
+
+
+@pytest.mark.parametrize("aggregations, window, kept", [
+    (("count", "sum"), "30d", False),  # invertible: the snapshot carries them
+    (("max",), "30d", True),
+    (("max",), "1h", False),  # tiles under a day come from the frames the job reads anyway
+    (("count", "min"), "1d", True),
+])
+def test_daily_partials_is_an_asset_with_checks_only_where_a_window_slides_over_it(aggregations, window, kept):
+    config = PipelineConfig(windows=(WindowSpec.of(window, window, "1m"),),
+                            aggregations=tuple(aggregation(a) for a in aggregations))
+    built = build_definitions(config, landing_root="l", lakehouse_root="h")
+    graph = built.resolve_asset_graph()
+    tiles = dg.AssetKey("daily_partials")
+    assert (tiles in graph.get_all_asset_keys()) is kept
+    assert (tiles in graph.get(dg.AssetKey("window_changes")).parent_keys) is kept
+    checked = {k.asset_key for k in graph.asset_check_keys}
+    assert (tiles in checked) is kept
+    assert keeps_daily_partials(config) is kept
 
 
 def test_every_asset_backfills_in_a_single_run():
@@ -59,6 +82,6 @@ def test_the_output_watermark_stops_at_the_first_missing_day():
 def test_automation_fires_every_asset_downstream_of_ingest_and_sensors_start_running():
     graph = defs.resolve_asset_graph()
     automated = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition}
-    assert automated == {"minute_partials", "daily_partials", "window_changes", "window_snapshot"}
+    assert automated == {"minute_partials", "window_changes", "window_snapshot"}
     sensors = {s.name: s.default_status for s in defs.sensors}
     assert sensors == {"landing_sensor": dg.DefaultSensorStatus.RUNNING, "late_firings": dg.DefaultSensorStatus.RUNNING}

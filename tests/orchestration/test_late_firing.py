@@ -45,7 +45,7 @@ def setup(tmp_path_factory, spark):
                              spark_master="local[2]")
     instance = dg.DagsterInstance.ephemeral()
     materialize(defs, instance, ["events", "quarantine"], day(0), day(5))
-    materialize(defs, instance, ["minute_partials", "daily_partials"], day(0), day(5))
+    materialize(defs, instance, ["minute_partials"], day(0), day(5))
     materialize(defs, instance, ["window_changes", "window_snapshot"], day(0), day(5))
     return root, landing, defs, instance
 
@@ -70,11 +70,10 @@ def test_a_late_file_fires_exactly_the_affected_partitions(setup, spark):
     # Both are requested in the same tick: a window's deps that will be requested count as updated.
     result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor)
     assert result.get_requested_partitions(dg.AssetKey("minute_partials")) == days(1, 3)
-    assert result.get_requested_partitions(dg.AssetKey("daily_partials")) == days(1, 3)
     assert result.get_requested_partitions(dg.AssetKey("window_changes")) == days(1, 5)
     assert result.get_requested_partitions(dg.AssetKey("window_snapshot")) == days(1, 5)
     assert result.get_requested_partitions(dg.AssetKey("events")) == set()
-    materialize(defs, instance, ["minute_partials", "daily_partials"], day(1), day(3))
+    materialize(defs, instance, ["minute_partials"], day(1), day(3))
     materialize(defs, instance, ["window_changes", "window_snapshot"], day(1), day(5))
 
     # the late arrival has been handled: no partials fire again
