@@ -228,12 +228,13 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"\n{args.lakehouse}, day {DAY}, best of {args.reps} interleaved rounds, noop sink "
           "(the daily tiles and the frames and daily tiles: Delta writes):")
+    width = max(len(name) for fns in pairs.values() for name in fns)
     for pair, fns in pairs.items():
         names = list(fns)
         print(f"\n{pair}")
         for name in names:
             ratio = best[pair, name] / best[pair, names[0]]
-            print(f"  {name:<40} {best[pair, name]:6.2f} s  {ratio:5.2f}x")
+            print(f"  {name:<{width}} {best[pair, name]:6.2f} s  {ratio:5.2f}x")
     return 0
 
 
