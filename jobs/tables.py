@@ -49,7 +49,8 @@ def keeps_daily_partials(config: PipelineConfig) -> bool:
     """Whether the pipeline keeps ``daily_partials``: only a non-invertible aggregation over a
     window of a day or more slides over day tiles (``sliding_windows.tile_size``). Everything
     else is exact from the minute partials and the previous snapshot, so the tiles would be
-    written, checked and never read (at 10^4 events, 0.4 s of the partials job's 1.1 s)."""
+    written, checked and never read: without them the partials job is 1.46x faster at 10^4
+    events and 1.30x at 10^7 (``bench.variants --pair "daily tiles"``)."""
     return (any(not a.invertible for a in config.aggregations)
             and any(w.length >= DAY_SECONDS for w in config.windows))
 

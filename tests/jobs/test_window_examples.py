@@ -6,7 +6,7 @@ from datetime import date, datetime, timezone
 import pytest
 
 from jobs import delta_io, ingest_events, minute_partials, sliding_windows
-from jobs.tables import WINDOW_CHANGES
+from jobs.tables import DAILY_PARTIALS, WINDOW_CHANGES
 from windowing_core.config import PipelineConfig
 
 DAY = date(2025, 1, 30)
@@ -91,3 +91,14 @@ def test_a_sliding_run_that_fails_part_way_leaves_nothing_cached(spark, tmp_path
     with pytest.raises(RuntimeError, match="broken after the persist"):
         sliding_windows.run(spark, str(tmp_path / "lake"), DAY, DAY, PipelineConfig.from_dict(config))
     assert cache.isEmpty()
+
+
+@pytest.mark.parametrize("aggregations, kept", [
+    ({"count": "count", "sum": "sum"}, False),  # invertible: carried by the snapshot, no tiles read
+    ({"count": "count", "sum": "sum", "high": "max"}, True),  # max over a day slides over day tiles
+])
+def test_daily_partials_are_written_only_where_a_window_slides_over_them(spark, tmp_path, aggregations, kept):
+    config = {"windows": {"1d": {"length": "1d", "slide": "1h"}}, "aggregations": aggregations}
+    rows = window_rows(spark, tmp_path, config, [(at(0, 10), 1), (at(5, 0), 2)])
+    assert [(r[1], r[2]) for r in rows] == [(1, 1), (2, 3)]  # the window ends at 01:00 and 06:00
+    assert delta_io.table_exists(DAILY_PARTIALS.path(str(tmp_path / "lake"))) is kept
