@@ -6,12 +6,13 @@
 ``profile.json`` of ``bench.run`` times whole Spark queries; this prints what each step adds.
 Every step runs the jobs' own functions up to that step into Spark's ``noop`` sink (so a step's
 time includes all before it), except the last of each job, which is the job itself with its
-Delta writes. Two steps are the bench's stand-ins for what Spark's Window operator does first
-(shuffle on key, then sort by key and end), to split the running sum's cost. The steps are
-interleaved in every round and the best of ``--reps`` is kept; the difference between two
-steps is what the later one adds. Run ``python -m bench.run`` for the size first: it leaves
-the minute partials and D - 1's snapshot in the lakehouse, and the last step of each job
-replaces day D's partitions there as panes' daily run would.
+Delta writes. The daily tiles step shows only where the configuration keeps ``daily_partials``
+(not under the default count and sum). Two steps are the bench's stand-ins for what Spark's
+Window operator does first (shuffle on key, then sort by key and end), to split the running
+sum's cost. The steps are interleaved in every round and the best of ``--reps`` is kept; the
+difference between two steps is what the later one adds. Run ``python -m bench.run`` for the
+size first: it leaves the minute partials and D - 1's snapshot in the lakehouse, and the last
+step of each job replaces day D's partitions there as panes' daily run would.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def steps(spark, lakehouse: str, config) -> dict[str, list[tuple[str, Callable[[
     from jobs import delta_io
     from jobs import minute_partials as mp
     from jobs import sliding_windows as sw
-    from jobs.tables import EVENTS, TABLE_COLUMN, day_filter
+    from jobs.tables import EVENTS, TABLE_COLUMN, day_filter, keeps_daily_partials
 
     from bench.methods import scan_floor
 
@@ -85,7 +86,7 @@ def steps(spark, lakehouse: str, config) -> dict[str, list[tuple[str, Callable[[
             ("events read (3 arrival days, event day D kept)", lambda: _noop(events())),
             ("+ deduplicated across arrivals", lambda: _noop(unique())),
             ("+ grouped into frames", lambda: _noop(frames())),
-            ("+ folded into daily tiles", lambda: _noop(frames_and_tiles())),
+            *([("+ folded into daily tiles", lambda: _noop(frames_and_tiles()))] if keeps_daily_partials(config) else []),
             ("+ Delta writes (the job)", lambda: mp.run(spark, lakehouse, DAY, DAY, config)),
         ],
         "sliding windows": [
