@@ -62,7 +62,8 @@ def steps(spark, lakehouse: str, config) -> dict[str, list[tuple[str, Callable[[
     def read() -> tuple[DataFrame, DataFrame]:
         previous = sw.read_snapshot(spark, lakehouse, DAY - timedelta(days=1))
         if previous is None:
-            raise SystemExit(f"no snapshot of {DAY - timedelta(days=1)} in {lakehouse}: run bench.run for its size first")
+            raise SystemExit(f"no snapshot of {DAY - timedelta(days=1)} in {lakehouse}: "
+                             "run bench.run for its size first")
         return sw._read_frames(spark, lakehouse, plan.frame_ranges), previous
 
     def read_both() -> DataFrame:
@@ -80,13 +81,15 @@ def steps(spark, lakehouse: str, config) -> dict[str, list[tuple[str, Callable[[
     def marked() -> DataFrame:
         return sw.with_emission_marks(sw.with_finished_values(running(), config), config, DAY, DAY)
 
+    tiles = ([("+ folded into daily tiles", lambda: _noop(frames_and_tiles()))]
+             if keeps_daily_partials(config) else [])  # only where the partials job writes them
     return {
         "scan floor": [("events read, minute buckets per key", lambda: scan_floor(spark, lakehouse, DAY, config))],
         "minute partials": [
             ("events read (3 arrival days, event day D kept)", lambda: _noop(events())),
             ("+ deduplicated across arrivals", lambda: _noop(unique())),
             ("+ grouped into frames", lambda: _noop(frames())),
-            *([("+ folded into daily tiles", lambda: _noop(frames_and_tiles()))] if keeps_daily_partials(config) else []),
+            *tiles,
             ("+ Delta writes (the job)", lambda: mp.run(spark, lakehouse, DAY, DAY, config)),
         ],
         "sliding windows": [

@@ -6,9 +6,10 @@
 
 Each pair computes the same rows both ways for day D (``bench.run.DAY``) into Spark's ``noop``
 sink, so only the computation differs (the two partials pairs write Delta tables into a scratch
-folder, because the writes are where they differ; the daily tiles pair's point is a table fewer); the variants are interleaved in every round,
-and the best of ``--reps`` rounds is kept. Run ``python -m bench.run --sizes 1e7`` first (it leaves the
-minute partials and D - 1's snapshot in the lakehouse).
+folder, because the writes are where they differ; the daily tiles pair's point is a table
+fewer); the variants are interleaved in every round, and the best of ``--reps`` rounds is kept.
+Run ``python -m bench.run --sizes 1e7`` first (it leaves the minute partials and D - 1's
+snapshot in the lakehouse).
 
 - running sum: ``sliding_windows.with_running_state`` (a RANGE frame over the deltas, the last
   row of each end kept) against a per-(key, end) ``sum`` first and a ROWS frame over it.
@@ -20,8 +21,9 @@ minute partials and D - 1's snapshot in the lakehouse).
 - daily tiles: ``minute_partials.run`` writes ``daily_partials`` only where a non-invertible
   aggregation slides over a window of a day or more (``tables.keeps_daily_partials``; not under
   the default count and sum), against writing them always (Delta writes into a scratch folder).
-- frames and daily tiles: where the tiles are kept, ``minute_partials.run``'s one query, where Spark reuses the shuffle
-  both tables share, against the frames persisted and then folded into the tiles. Its gain is
+- frames and daily tiles: where the tiles are kept, ``minute_partials.run``'s one query, where
+  Spark reuses the shuffle both tables share, against the frames persisted and then folded into
+  the tiles. Its gain is
   largest on small days (``--lakehouse bench/.work/n10000``): a persisted plan keeps all its
   shuffle partitions, where AQE would merge them.
 """
