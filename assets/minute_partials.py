@@ -1,7 +1,7 @@
 """``minute_partials`` and ``daily_partials``: per key, the partial of every aggregation, by event day.
 
 ``daily_partials`` is an asset only where the configuration slides over it
-(``jobs.tables.keeps_daily_partials``)."""
+(``jobs.sliding_windows.reads_day_tiles``)."""
 
 import dagster as dg
 from dagster_pyspark import PySparkResource
@@ -9,14 +9,15 @@ from dagster_pyspark import PySparkResource
 from assets.partitions import arrivals_of_event_day, daily_partitions, day_range
 from assets.resources import LakehouseResource
 from jobs import minute_partials as job
-from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, keeps_daily_partials
+from jobs.sliding_windows import reads_day_tiles
+from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS
 from windowing_core.config import PipelineConfig
 
 
 def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
     arrivals = dg.AssetDep(EVENTS.name, partition_mapping=arrivals_of_event_day(config))
     aggregations = ", ".join(a.name for a in config.aggregations)
-    tiles = keeps_daily_partials(config)
+    tiles = reads_day_tiles(config)
     specs = [dg.AssetSpec(MINUTE_PARTIALS.name, group_name="windows", kinds={"spark", "delta"}, deps=[arrivals],
                           description=f"One row per key and {config.bucket}s frame: event_count and the "
                                       f"partials of {aggregations}.")]

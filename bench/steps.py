@@ -37,7 +37,7 @@ def steps(spark, lakehouse: str, config) -> dict[str, list[tuple[str, Callable[[
     from jobs import delta_io
     from jobs import minute_partials as mp
     from jobs import sliding_windows as sw
-    from jobs.tables import EVENTS, TABLE_COLUMN, day_filter, keeps_daily_partials
+    from jobs.tables import EVENTS, TABLE_COLUMN, day_filter
 
     from bench.methods import scan_floor
 
@@ -82,7 +82,7 @@ def steps(spark, lakehouse: str, config) -> dict[str, list[tuple[str, Callable[[
         return sw.with_emission_marks(sw.with_finished_values(running(), config), config, DAY, DAY)
 
     tiles = ([("+ folded into daily tiles", lambda: _noop(frames_and_tiles()))]
-             if keeps_daily_partials(config) else [])  # only where the partials job writes them
+             if sw.reads_day_tiles(config) else [])  # only where the partials job writes them
     return {
         "scan floor": [("events read, minute buckets per key", lambda: scan_floor(spark, lakehouse, DAY, config))],
         "minute partials": [

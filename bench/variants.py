@@ -19,7 +19,7 @@ snapshot in the lakehouse).
 - deduplication: ``minute_partials.deduplicate_across_arrivals`` carrying only key, event_time
   and value of the winning arrival, against carrying every column of the event.
 - daily tiles: ``minute_partials.run`` writes ``daily_partials`` only where a non-invertible
-  aggregation slides over a window of a day or more (``tables.keeps_daily_partials``; not under
+  aggregation slides over a window of a day or more (``sliding_windows.reads_day_tiles``; not under
   the default count and sum), against writing them always (Delta writes into a scratch folder).
 - frames and daily tiles: where the tiles are kept, ``minute_partials.run``'s one query, where
   Spark reuses the shuffle both tables share, against the frames persisted and then folded into
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from jobs import delta_io, minute_partials as mp, sliding_windows as sw
     from jobs.spark_session import get_spark
-    from jobs.tables import EVENTS, day_filter, keeps_daily_partials
+    from jobs.tables import EVENTS, day_filter
     from windowing_core.config import PipelineConfig
 
     spark, config = get_spark(), PipelineConfig()
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         "daily tiles": {
             "kept only where a window slides over them (jobs)":
                 lambda: frames_and_tiles(arrivals, config, persisted=False, scratch=scratch,
-                                         tiles=keeps_daily_partials(config)),
+                                         tiles=sw.reads_day_tiles(config)),
             "always written": lambda: frames_and_tiles(arrivals, config, persisted=False, scratch=scratch),
         },
         "frames and daily tiles": {

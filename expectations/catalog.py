@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.tables import (
-    DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, keeps_daily_partials,
-)
+from jobs.sliding_windows import reads_day_tiles
+from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from windowing_core.aggregations import AGGREGATIONS, Aggregation
 from windowing_core.config import PipelineConfig
 
@@ -179,7 +178,7 @@ def catalog(config: PipelineConfig) -> list[Check]:
             checks.append(Check("variances_non_negative", table, ERROR,
                                 "A negative variance or standard deviation: moments from different "
                                 "events, or a cancelling subtraction."))
-    if not keeps_daily_partials(config):  # no such asset to check
+    if not reads_day_tiles(config):  # no such asset to check
         checks = [c for c in checks if c.table != DAILY_PARTIALS.name]
     return checks
 

@@ -1,9 +1,9 @@
 """Minute partials: one row per key and frame with the partial of every aggregation.
 
 Alongside, where a non-invertible aggregation slides over a window of a day or more
-(``tables.keeps_daily_partials``), ``daily_partials`` holds the same partials combined per key
-and whole event day: the coarser tiles that let it slide exactly without reading every frame
-of a long window (see ``windowing_core.aggregations``).
+(``sliding_windows.reads_day_tiles``), ``daily_partials`` holds the same partials combined per
+key and whole event day: the coarser tiles that let it slide exactly without reading every
+frame of a long window (see ``windowing_core.aggregations``).
 
 For event day D the events can have arrived on days D .. D + allowed lateness, so exactly those
 arrival partitions are read. The same ``event_id`` arriving on two of those days counts once
@@ -27,9 +27,10 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io
+from jobs.sliding_windows import reads_day_tiles
 from jobs.tables import (
     DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, Table, day_filter,
-    keeps_daily_partials, partial_columns,
+    partial_columns,
 )
 from windowing_core.config import PipelineConfig
 
@@ -174,7 +175,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     # once, and AQE still merges small partitions (a persisted plan keeps all 8): 0.87 s against
     # 1.46 s at 10^4 events, and level at 10^7, 7.91 s against 7.70 s (``bench/variants.py``).
     tables = [(MINUTE_PARTIALS, partials, days)]
-    if keeps_daily_partials(config):
+    if reads_day_tiles(config):
         tables.append((DAILY_PARTIALS, to_daily_partials(partials, config), days))
     if write_late:
         # Under ``include`` nothing is late: written only to create the table, or to empty

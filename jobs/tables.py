@@ -11,7 +11,6 @@ from datetime import date, timedelta
 
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
-from windowing_core.window_spec import DAY_SECONDS
 
 
 @dataclass(frozen=True)
@@ -43,16 +42,6 @@ TABLE_COLUMN = "table"  # in a job's one write to several tables: which table a 
 def partial_columns(config: PipelineConfig, *, invertible: bool | None = None) -> list[str]:
     """The partial fields of every aggregation (or only the (non-)invertible ones), in order."""
     return [c for a in config.aggregations if invertible in (None, a.invertible) for c in a.field_columns()]
-
-
-def keeps_daily_partials(config: PipelineConfig) -> bool:
-    """Whether the pipeline keeps ``daily_partials``: only a non-invertible aggregation over a
-    window of a day or more slides over day tiles (``sliding_windows.tile_size``). Everything
-    else is exact from the minute partials and the previous snapshot, so the tiles would be
-    written, checked and never read: without them the partials job is 1.46x faster at 10^4
-    events and 1.30x at 10^7 (``bench.variants --pair "daily tiles"``)."""
-    return (any(not a.invertible for a in config.aggregations)
-            and any(w.length >= DAY_SECONDS for w in config.windows))
 
 
 def days(first: date, last: date) -> list[date]:

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 import dagster as dg
 import pytest
 
-from jobs.tables import keeps_daily_partials
+from jobs.sliding_windows import reads_day_tiles
 from orchestration.definitions import build_definitions, defs
 from orchestration.freshness import output_watermark
 from windowing_core.aggregations import aggregation
@@ -51,7 +51,7 @@ def test_daily_partials_is_an_asset_with_checks_only_where_a_window_slides_over_
     assert (tiles in graph.get(dg.AssetKey("window_changes")).parent_keys) is kept
     checked = {k.asset_key for k in graph.asset_check_keys}
     assert (tiles in checked) is kept
-    assert keeps_daily_partials(config) is kept
+    assert reads_day_tiles(config) is kept
 
 
 def test_every_asset_backfills_in_a_single_run():
