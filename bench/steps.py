@@ -98,7 +98,7 @@ def steps(spark, lakehouse: str, config) -> dict[str, list[tuple[str, Callable[[
             ("+ shuffled on key", lambda: _noop(deltas().repartition("key"))),
             ("+ sorted by key and end", lambda: _noop(deltas().repartition("key").sortWithinPartitions("key", "end"))),
             ("+ running sum (Window)", lambda: _noop(running())),
-            ("+ finished values, marks (Window)", lambda: _noop(marked())),
+            ("+ finished values, marks", lambda: _noop(marked())),
             ("+ both tables' rows", lambda: _noop(sw.table_rows(marked(), spec, config, plan.after)
                                                  .drop(TABLE_COLUMN))),
             ("+ Delta writes (the job)", lambda: sw.run(spark, lakehouse, DAY, DAY, config)),

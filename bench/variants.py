@@ -13,6 +13,8 @@ snapshot in the lakehouse).
 
 - running sum: ``sliding_windows.with_running_state`` (a RANGE frame over the deltas, the last
   row of each end kept) against a per-(key, end) ``sum`` first and a ROWS frame over it.
+- marks: ``sliding_windows.with_emission_marks`` (the previous state and the next end handed on
+  by the running sum's Window) against ``lag`` and ``lead`` over a second Window.
 - both window tables: ``sliding_windows.table_rows`` (each marked row tagged for both tables by
   two compiled generators, one pass) against the marks persisted and filtered once per table,
   and against arrays of structs built per row by higher-order functions (lambdas).
@@ -113,6 +115,27 @@ def lambda_rows(marked: DataFrame, spec, config, after: int) -> DataFrame:
     return marked.select(F.inline(rows))
 
 
+def window_marks(values: DataFrame, config, first, last) -> DataFrame:
+    """The marks as the jobs had them: ``lag`` of every finished value and ``lead`` of the end
+    over a second Window after the running sum."""
+    from functools import reduce
+
+    from jobs.sliding_windows import _timestamp
+
+    by_key = Window.partitionBy("key").orderBy("end")
+    changed = reduce(lambda a, b: a | b, [
+        ~F.col(a.name).eqNullSafe(F.lag(a.name, 1, a.finish(a.empty())).over(by_key).cast(a.output_type))
+        for a in config.aggregations])
+
+    def day_of(end):
+        return F.greatest(F.to_date(_timestamp(end)), F.lit(first))
+
+    day, next_end = day_of(F.col("end")), F.lead("end").over(by_key)
+    until = (F.when(next_end.isNull(), F.lit(last))
+             .when(day_of(next_end) > day, F.date_sub(day_of(next_end), 1)))
+    return values.select("*", changed.alias("changed"), day.alias("date"), until.alias("until"))
+
+
 def frames_and_tiles(events: DataFrame, config, persisted: bool, scratch: str, tiles: bool = True) -> None:
     """The partials job's tables (with or without the daily tiles), written by its own
     ``write_tables`` into a scratch lakehouse."""
@@ -184,6 +207,11 @@ def main(argv: list[str] | None = None) -> int:
         "running sum": {
             "RANGE frame (jobs)": lambda: _noop(product_marks),
             "per-(key, end) sum, then ROWS frame": lambda: _noop(marked(per_end_then_rows(deltas, config))),
+        },
+        "marks": {
+            "from the running sum's Window (jobs)": lambda: _noop(product_marks),
+            "lag and lead over a second Window": lambda: _noop(window_marks(
+                sw.with_finished_values(sw.with_running_state(deltas, config), config), config, DAY, DAY)),
         },
         "both window tables": {
             "tagged by generators, one pass (jobs)":
