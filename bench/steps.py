@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.steps                                   # bench/.work/n10000000, ~6 min
     .venv/bin/python -m bench.steps --lakehouse bench/.work/n10000 --reps 5
+    .venv/bin/python -m bench.steps --lakehouse bench/.work/scaling --window 30d   # after bench.run's scaling
 
 ``profile.json`` of ``bench.run`` times whole Spark queries; this prints what each step adds.
 Every step runs the jobs' own functions up to that step into Spark's ``noop`` sink (so a step's
@@ -12,7 +13,9 @@ Window operator does first (shuffle on key, then sort by key and end), to split 
 sum's cost. The steps are interleaved in every round and the best of ``--reps`` is kept; the
 difference between two steps is what the later one adds. Run ``python -m bench.run`` for the
 size first: it leaves the minute partials and D - 1's snapshot in the lakehouse, and the last
-step of each job replaces day D's partitions there as panes' daily run would.
+step of each job replaces day D's partitions there as panes' daily run would. ``--window``
+slides that one window (every minute) instead of the default 7 days, first recomputing D - 1's
+snapshot for it, untimed: on the window-length set it shows what a longer window adds.
 """
 
 from __future__ import annotations
@@ -110,13 +113,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lakehouse", default="bench/.work/n10000000", help="a lakehouse bench.run prepared")
     parser.add_argument("--reps", type=int, default=3, help="interleaved rounds; the best is kept (default 3)")
+    parser.add_argument("--window", help="slide this window length instead, e.g. 30d (D - 1's snapshot recomputed)")
     args = parser.parse_args(argv)
 
     from jobs.spark_session import get_spark
     from windowing_core.config import PipelineConfig
+    from windowing_core.window_spec import WindowSpec
 
-    spark = get_spark()
-    jobs = steps(spark, args.lakehouse, PipelineConfig())
+    spark, config = get_spark(), PipelineConfig()
+    if args.window:
+        try:
+            config = PipelineConfig(windows=(WindowSpec.of(args.window, args.window, "1m"),),
+                                    aggregations=config.aggregations)
+        except ValueError as e:
+            parser.error(f"--window {args.window}: {e}")
+        from bench.run import bootstrap
+
+        bootstrap(spark, args.lakehouse, config)
+    jobs = steps(spark, args.lakehouse, config)
     thunks = [(job, name, fn) for job, named in jobs.items() for name, fn in named]
     for _, _, fn in thunks:  # warm-up: every plan once, untimed
         fn()
@@ -130,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             best[job, name] = min(best.get((job, name), seconds), seconds)
 
     floor = best["scan floor", jobs["scan floor"][0][0]]
-    print(f"\n{args.lakehouse}, day {DAY}, best of {args.reps} interleaved rounds; each step includes "
+    print(f"\n{args.lakehouse}, day {DAY}, {config.windows[0].name} window, best of {args.reps} interleaved rounds; each step includes "
           "those above it in its job:")
     for job, named in jobs.items():
         print(f"\n{job:<48} {'seconds':>8} {'adds':>7} {'vs floor':>9}")
