@@ -113,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lakehouse", default="bench/.work/n10000000", help="a lakehouse bench.run prepared")
     parser.add_argument("--reps", type=int, default=3, help="interleaved rounds; the best is kept (default 3)")
-    parser.add_argument("--window", help="slide this window length instead, e.g. 30d (D - 1's snapshot recomputed)")
+    parser.add_argument("--window",
+                        help="slide this window length instead, e.g. 30d (D - 1's snapshot recomputed)")
     args = parser.parse_args(argv)
 
     from jobs.spark_session import get_spark
@@ -144,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             best[job, name] = min(best.get((job, name), seconds), seconds)
 
     floor = best["scan floor", jobs["scan floor"][0][0]]
-    print(f"\n{args.lakehouse}, day {DAY}, {config.windows[0].name} window, best of {args.reps} interleaved rounds; each step includes "
-          "those above it in its job:")
+    print(f"\n{args.lakehouse}, day {DAY}, {config.windows[0].name} window, best of {args.reps} interleaved "
+          "rounds; each step includes those above it in its job:")
     for job, named in jobs.items():
         print(f"\n{job:<48} {'seconds':>8} {'adds':>7} {'vs floor':>9}")
         before = 0.0

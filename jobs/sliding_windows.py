@@ -126,9 +126,8 @@ def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
                             *[F.sum(c).over(at).alias(f"at_end_{c}") for c in fields],
                             F.lead("end").over(by_key).alias("next_end"))
     last_of_end = F.col("next_end").isNull() | (F.col("next_end") != F.col("end"))
-    return running.where(last_of_end).select(
-        "key", "end", "entering", *state, *[(F.col(c) - F.col(f"at_end_{c}")).alias(f"previous_{c}") for c in fields],
-        "next_end")
+    previous = [(F.col(c) - F.col(f"at_end_{c}")).alias(f"previous_{c}") for c in fields]
+    return running.where(last_of_end).select("key", "end", "entering", *state, *previous, "next_end")
 
 
 def baseline_from_snapshot(snapshot: DataFrame, spec: WindowSpec, config: PipelineConfig,
@@ -250,8 +249,9 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     day, next_end = day_of(F.col("end")), F.col("next_end")
     until = (F.when(next_end.isNull(), F.lit(last))
              .when(day_of(next_end) > day, F.date_sub(day_of(next_end), 1)))  # else null: not the day's last
-    carried = ["next_end", *[f"previous_{c}" for c in partial_columns(config, invertible=True)]]
-    return values.select("*", changed.alias("changed"), day.alias("date"), until.alias("until")).drop(*carried)
+    handed_on = ["next_end", *[f"previous_{c}" for c in partial_columns(config, invertible=True)]]
+    marks = [changed.alias("changed"), day.alias("date"), until.alias("until")]
+    return values.select("*", *marks).drop(*handed_on)
 
 
 def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int) -> DataFrame:
