@@ -58,7 +58,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", default="1e3,3e3,1e4,1e5,1e6,1e7",
                         help="event counts over the 8 days, comma-separated (default "
                              "1e3,3e3,1e4,1e5,1e6,1e7; 3e3 because Spark's window() grows by minutes per "
-                             "thousand events, so the grid is finer where it stops finishing)")
+                             "thousand events, so the grid is finer where it stops finishing; \"\": the window-length "
+                             "scaling only)")
     parser.add_argument("--out", default="bench/results", help="folder for the CSV, PNG and notes")
     parser.add_argument("--work", default="bench/.work",
                         help="scratch folder for the lakehouses (rebuilt every run unless --reuse)")
@@ -252,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
                          "driver_peak_mb": round(m.driver_peak_mb), "workers_peak_mb": round(m.workers_peak_mb)})
         write_csv(out / "results.csv", rows)
 
-    (out / "profile.json").write_text(json.dumps(profiles, indent=1))
+    if args.sizes:
+        (out / "profile.json").write_text(json.dumps(profiles, indent=1))
     scaling = [] if args.skip_scaling else window_scaling(spark, work, args, config)
     info["total_s"] = round(time.perf_counter() - started, 1)
     info["steal"] = round(steal_fraction(ticks, cpu_ticks()), 3)
@@ -263,19 +265,20 @@ def main(argv: list[str] | None = None) -> int:
 def report(spark, out: Path, work: Path, args, config, rows: list[dict], scaling: list[dict], info: dict) -> None:
     """Plans, plot and tables; the measurements are already in the CSVs."""
     (out / "run.json").write_text(json.dumps(info, indent=1, default=str))
-    plotted = plot(out / "ratio.png", rows, info)
+    plotted = bool(rows) and plot(out / "ratio.png", rows, info)  # no sizes: the window-length scaling only
     try:
-        explain = explain_plans(spark, str(work / f"n{max(r['events'] for r in rows)}"), config,
-                                config.windows[0].length)
-        (out / "explain.txt").write_text(explain["text"])
-        info["explain"] = explain["summary"]
+        if rows:
+            explain = explain_plans(spark, str(work / f"n{max(r['events'] for r in rows)}"), config,
+                                    config.windows[0].length)
+            (out / "explain.txt").write_text(explain["text"])
+            info["explain"] = explain["summary"]
     except Exception as err:  # the jobs change shape; the measurements must still be reported
         info["explain"] = f"could not explain the plans: {type(err).__name__}: {err}"
     (out / "run.json").write_text(json.dumps(info, indent=1, default=str))
     (out / "results.md").write_text(markdown(rows, scaling, info))
     print("\n" + markdown(rows, scaling, info))
-    written = ["results.csv", "scaling.csv" if scaling else "", "ratio.png" if plotted else "", "results.md",
-               "explain.txt", "profile.json", "run.json"]
+    written = ["results.csv" if rows else "", "scaling.csv" if scaling else "", "ratio.png" if plotted else "",
+               "results.md", "explain.txt" if rows else "", "profile.json" if rows else "", "run.json"]
     print(f"wrote {out}/: {', '.join(n for n in written if n)} ({info.get('total_s', 0):.0f} s in all)")
 
 
@@ -439,7 +442,7 @@ def plot(path: Path, rows: list[dict], info: dict) -> bool:
 
 def markdown(rows: list[dict], scaling: list[dict], info: dict) -> str:
     lines = ["| events | keys | method | seconds | vs scan floor | CPU s | driver peak MB |",
-             "|---:|---:|---|---:|---:|---:|---:|"]
+             "|---:|---:|---|---:|---:|---:|---:|"] if rows else []
     for r in rows:
         seconds = f"{r['seconds']:.2f}" if r["seconds"] is not None else r["note"]
         ratio = f"{r['ratio_to_floor']:.2f}x" if r["ratio_to_floor"] is not None else ""
@@ -447,7 +450,8 @@ def markdown(rows: list[dict], scaling: list[dict], info: dict) -> str:
         lines.append(f"| {r['events']:,} | {r['keys']:,} | {r['method']} | {seconds} | {ratio} | {cpu} | "
                      f"{r['driver_peak_mb']:,} |")
     if scaling:
-        lines += ["", "| window | seconds | minute partials | sliding | vs 1d |", "|---|---:|---:|---:|---:|"]
+        lines += [""] if lines else []
+        lines += ["| window | seconds | minute partials | sliding | vs 1d |", "|---|---:|---:|---:|---:|"]
         for r in scaling:
             vs = "" if r["vs_1d"] is None else f"{r['vs_1d']:.2f}x"
             lines.append(f"| {r['window']} | {r['seconds']:.2f} | {r['partials_s'] or ''} | {r['sliding_s'] or ''} | {vs} |")
