@@ -314,11 +314,16 @@ def report_only(args) -> int:
     return 0
 
 
-def window_scaling(spark, work: Path, args, config) -> list[dict]:
-    """The same day with 1-day, 7-day and 30-day windows; panes' time should stay flat."""
+def sliding_every_minute(length: str, config):
+    """``config`` with one window of ``length`` sliding every minute instead of its own windows."""
     from windowing_core.config import PipelineConfig
     from windowing_core.window_spec import WindowSpec
 
+    return PipelineConfig(windows=(WindowSpec.of(length, length, "1m"),), aggregations=config.aggregations)
+
+
+def window_scaling(spark, work: Path, args, config) -> list[dict]:
+    """The same day with 1-day, 7-day and 30-day windows; panes' time should stay flat."""
     lakehouse = str(work / "scaling")
     n = args.scaling_events_per_day * SCALING_DAYS
     setup = prepare(spark, lakehouse, n, SCALING_DAYS, config, args.seed, args.reuse)
@@ -328,8 +333,7 @@ def window_scaling(spark, work: Path, args, config) -> list[dict]:
     rows = [{"window": "scan floor", "seconds": round(floor.seconds, 3), "partials_s": None, "sliding_s": None,
              "vs_1d": None, "changes": None, "snapshot_rows": None}]
     print(f"  scan floor {floor.seconds:.2f} s", flush=True)
-    configs = {name: PipelineConfig(windows=(WindowSpec.of(name, name, "1m"),), aggregations=config.aggregations)
-               for name in ("1d", "7d", "30d")}
+    configs = {name: sliding_every_minute(name, config) for name in ("1d", "7d", "30d")}
     best: dict[str, Measurement] = {}
     names = list(configs)
     for round_ in range(args.reps + 1):  # round 0 warms up; the windows interleave, so load falls on all alike,

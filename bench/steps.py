@@ -117,19 +117,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="slide this window length instead, e.g. 30d (D - 1's snapshot recomputed)")
     args = parser.parse_args(argv)
 
+    from bench.run import bootstrap, sliding_every_minute
     from jobs.spark_session import get_spark
     from windowing_core.config import PipelineConfig
-    from windowing_core.window_spec import WindowSpec
 
     spark, config = get_spark(), PipelineConfig()
     if args.window:
         try:
-            config = PipelineConfig(windows=(WindowSpec.of(args.window, args.window, "1m"),),
-                                    aggregations=config.aggregations)
+            config = sliding_every_minute(args.window, config)
         except ValueError as e:
             parser.error(f"--window {args.window}: {e}")
-        from bench.run import bootstrap
-
         bootstrap(spark, args.lakehouse, config)
     jobs = steps(spark, args.lakehouse, config)
     thunks = [(job, name, fn) for job, named in jobs.items() for name, fn in named]

@@ -25,9 +25,8 @@ snapshot in the lakehouse).
   the default count and sum), against writing them always (Delta writes into a scratch folder).
 - frames and daily tiles: where the tiles are kept, ``minute_partials.run``'s one query, where
   Spark reuses the shuffle both tables share, against the frames persisted and then folded into
-  the tiles. Its gain is
-  largest on small days (``--lakehouse bench/.work/n10000``): a persisted plan keeps all its
-  shuffle partitions, where AQE would merge them.
+  the tiles. Its gain is largest on small days (``--lakehouse bench/.work/n10000``): a persisted
+  plan keeps all its shuffle partitions, where AQE would merge them.
 """
 
 from __future__ import annotations
