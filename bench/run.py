@@ -16,7 +16,8 @@ where cheap, each run after a full garbage collection (``bench.measure.settle``)
 It prints a table of seconds, ratios to the scan floor and peak memory, writes ``results.csv``,
 ``ratio.png``, ``results.md`` (the tables for the README), ``explain.txt`` (the physical plans) and
 ``profile.json`` (Spark's per-query metrics of the panes runs) under ``--out``. Then the same
-day with 1-day, 7-day and 30-day windows on a 32-day data set (``scaling.csv``).
+day with 1-day, 7-day and 30-day windows on a 32-day data set, each window on its own copy of it,
+interleaved, best and median of 5 rounds (``scaling.csv``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -71,6 +73,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "it is not tried at sizes above one where it did not finish")
     parser.add_argument("--scaling-events-per-day", type=_size, default=125_000,
                         help="events per day of the window-length scaling set (32 days; default 125000)")
+    parser.add_argument("--scaling-reps", type=int, default=5,
+                        help="interleaved rounds of the window-length scaling (default 5)")
     parser.add_argument("--skip-scaling", action="store_true", help="skip the window-length scaling")
     parser.add_argument("--report-only", action="store_true",
                         help="rebuild the plot, tables and plans from the CSVs already in --out")
@@ -303,7 +307,7 @@ def report_only(args) -> int:
                            "snapshot_rows"):
                     r[k] = int(float(v))
                 elif k in ("seconds", "ratio_to_floor", "cpu_seconds", "load_average", "steal", "partials_s", "sliding_s",
-                           "vs_1d"):
+                           "vs_1d", "vs_1d_median"):
                     r[k] = float(v)
         return rows
 
@@ -322,40 +326,79 @@ def sliding_every_minute(length: str, config):
     return PipelineConfig(windows=(WindowSpec.of(length, length, "1m"),), aggregations=config.aggregations)
 
 
+def window_lakehouse(base: str, copy: str) -> str:
+    """A lakehouse of its own for one window length: ``base``'s events and minute partials.
+
+    Each window's D - 1 snapshot then lives in its own copy and is computed once, before the
+    rounds, instead of replacing another window's before every timed run (which put a
+    bootstrap job, its writes and its garbage between every two measurements). Delta never
+    changes a data file in place, so the Parquet files are hard links where the file system
+    allows; each log is copied.
+    """
+    from jobs.tables import EVENTS, MINUTE_PARTIALS
+
+    def link_or_copy(src: str, dst: str) -> None:
+        if src.endswith(".parquet"):
+            try:
+                return os.link(src, dst)
+            except OSError:
+                pass
+        shutil.copy2(src, dst)
+
+    shutil.rmtree(copy, ignore_errors=True)
+    for table in (EVENTS, MINUTE_PARTIALS):
+        shutil.copytree(table.path(base), table.path(copy), copy_function=link_or_copy)
+    return copy
+
+
 def window_scaling(spark, work: Path, args, config) -> list[dict]:
-    """The same day with 1-day, 7-day and 30-day windows; panes' time should stay flat."""
+    """The same day with 1-day, 7-day and 30-day windows; panes' time should stay flat.
+
+    Each window runs on its own copy of the set with its D - 1 snapshot made once, untimed;
+    the rounds interleave the windows, each starting with the next one, so load falls on all
+    alike. Besides each window's best run, ``vs_1d_median`` is the median over rounds of the
+    window's time over the 1-day window's time in the same round: on this machine a window's
+    rounds swing by up to 2x, and pairing by round cancels what moves all three.
+    """
     lakehouse = str(work / "scaling")
     n = args.scaling_events_per_day * SCALING_DAYS
     setup = prepare(spark, lakehouse, n, SCALING_DAYS, config, args.seed, args.reuse)
+    configs = {name: sliding_every_minute(name, config) for name in ("1d", "7d", "30d")}
+    lakehouses = {}
+    for name, windowed in configs.items():
+        lakehouses[name] = window_lakehouse(lakehouse, str(work / f"scaling-{name}"))
+        bootstrap(spark, lakehouses[name], windowed)  # D - 1's snapshot of this window, untimed
     print(f"\nwindow-length scaling: {setup['rows']:,} event rows over {SCALING_DAYS} days "
           f"(set-up {setup['prepare_s']:.0f} s)", flush=True)
     floor = measure(spark, lambda: methods.scan_floor(spark, lakehouse, DAY, config), reps=args.reps, group="s-floor")
     rows = [{"window": "scan floor", "seconds": round(floor.seconds, 3), "partials_s": None, "sliding_s": None,
-             "vs_1d": None, "changes": None, "snapshot_rows": None}]
+             "vs_1d": None, "vs_1d_median": None, "rounds": "", "changes": None, "snapshot_rows": None}]
     print(f"  scan floor {floor.seconds:.2f} s", flush=True)
-    configs = {name: sliding_every_minute(name, config) for name in ("1d", "7d", "30d")}
-    best: dict[str, Measurement] = {}
+    runs: dict[str, list[Measurement]] = {name: [] for name in configs}
     names = list(configs)
-    for round_ in range(args.reps + 1):  # round 0 warms up; the windows interleave, so load falls on all alike,
-        for name in names[round_ % 3:] + names[:round_ % 3]:  # and each round starts with the next one
-            windowed = configs[name]
-            bootstrap(spark, lakehouse, windowed)  # D - 1's snapshot of this window, untimed
-            m = measure(spark, lambda: methods.panes_day(spark, lakehouse, DAY, windowed), reps=1,
+    for round_ in range(args.scaling_reps + 1):  # round 0 warms up
+        for name in names[round_ % 3:] + names[:round_ % 3]:
+            windowed, windowed_lakehouse = configs[name], lakehouses[name]
+            m = measure(spark, lambda: methods.panes_day(spark, windowed_lakehouse, DAY, windowed), reps=1,
                         group=f"s-{name}-{round_}")
             print(f"  {'warm-up' if round_ == 0 else f'round {round_}'} {name:>4}: {m.seconds:.2f} s", flush=True)
-            if round_ and (name not in best or m.seconds < best[name].seconds):
-                best[name] = m
+            if round_:
+                runs[name].append(m)
+    best = {name: min(ms, key=lambda m: m.seconds) for name, ms in runs.items()}
     base = best["1d"].seconds
     for name in names:
-        m = best[name]
+        m, seconds = best[name], [r.seconds for r in runs[name]]
+        paired = statistics.median(s / b for s, b in zip(seconds, (r.seconds for r in runs["1d"])))
         windows = m.result["windows"]
         rows.append({"window": name, "seconds": round(m.seconds, 3),
                      "partials_s": round(m.parts["partials"], 3), "sliding_s": round(m.parts["sliding"], 3),
-                     "vs_1d": round(m.seconds / base, 2), "changes": windows["changes"]["rows_written"],
+                     "vs_1d": round(m.seconds / base, 2), "vs_1d_median": round(paired, 2),
+                     "rounds": " ".join(f"{s:.2f}" for s in seconds),
+                     "changes": windows["changes"]["rows_written"],
                      "snapshot_rows": windows["snapshots"]["rows_written"]})
         print(f"  {name:>4}: best {m.seconds:.2f} s (partials {m.parts['partials']:.2f}, sliding "
-              f"{m.parts['sliding']:.2f}), {m.seconds / base:.2f}x the 1d window; "
-              f"{windows['changes']['rows_written']:,} change points, "
+              f"{m.parts['sliding']:.2f}), {m.seconds / base:.2f}x the 1d window (median of rounds "
+              f"{paired:.2f}x); {windows['changes']['rows_written']:,} change points, "
               f"{windows['snapshots']['rows_written']:,} snapshot rows", flush=True)
     write_csv(Path(args.out) / "scaling.csv", rows)
     return rows
@@ -455,10 +498,13 @@ def markdown(rows: list[dict], scaling: list[dict], info: dict) -> str:
                      f"{r['driver_peak_mb']:,} |")
     if scaling:
         lines += [""] if lines else []
-        lines += ["| window | seconds | minute partials | sliding | vs 1d |", "|---|---:|---:|---:|---:|"]
+        lines += ["| window | seconds | minute partials | sliding | vs 1d | vs 1d, median of rounds |",
+                  "|---|---:|---:|---:|---:|---:|"]
         for r in scaling:
-            vs = "" if r["vs_1d"] is None else f"{r['vs_1d']:.2f}x"
-            lines.append(f"| {r['window']} | {r['seconds']:.2f} | {r['partials_s'] or ''} | {r['sliding_s'] or ''} | {vs} |")
+            vs, paired = (("", "") if r["vs_1d"] is None
+                          else (f"{r['vs_1d']:.2f}x", f"{r['vs_1d_median']:.2f}x" if r.get("vs_1d_median") else ""))
+            lines.append(f"| {r['window']} | {r['seconds']:.2f} | {r['partials_s'] or ''} | {r['sliding_s'] or ''} "
+                         f"| {vs} | {paired} |")
     m = info["machine"]
     lines += ["", f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB; {m['java']}; "
                   f"pyspark {m['pyspark']}, deltalake {m['deltalake']}; load average at start "
