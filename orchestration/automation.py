@@ -26,12 +26,23 @@ def late_firing() -> dg.AutomationCondition:
     Unlike ``eager()`` it is not limited to the latest day: late data changes old days. A dep
     that will be requested in the same tick counts as updated, so one evaluation requests the
     partials and the windows of a late arrival together, and they run as one range run.
+
+    A dep's update counts only if it is newer than the partition's own: windows re-run by hand
+    after their partials, in a run of their own, do not fire again, while partials re-run after
+    the windows fire them, even when both ran since the last tick. ``since`` compares the
+    materialisations' timestamps only where each side is a bare ``newly_updated`` (``&`` and
+    ``|`` drop them), so it is not ``any_deps_updated().since_last_handled()``, whose reset
+    would win a tie and leave such windows stale.
     """
+    updated = dg.AutomationCondition.newly_updated()
+    newer_than_own = dg.AutomationCondition.any_deps_match(updated).since(updated)
+    will_be_requested = dg.AutomationCondition.any_deps_match(dg.AutomationCondition.will_be_requested())
     return (
         dg.AutomationCondition.any_deps_updated()
+        & (newer_than_own | will_be_requested)
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()
-    ).with_label("late firing: a partition it reads was updated")
+    ).with_label("late firing: a partition it reads was updated after it")
 
 
 def with_late_firings(assets: list[dg.AssetsDefinition]) -> list[dg.AssetsDefinition]:

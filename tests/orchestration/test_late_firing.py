@@ -76,10 +76,10 @@ def test_a_late_file_fires_exactly_the_affected_partitions(setup, spark):
     materialize(defs, instance, ["minute_partials"], day(1), day(3))
     materialize(defs, instance, ["window_changes", "window_snapshot"], day(1), day(5))
 
-    # the late arrival has been handled: no partials fire again
+    # the late arrival has been handled: nothing fires again, though the windows ran in a run
+    # of their own after the partials' run
     result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
-    assert result.get_requested_partitions(dg.AssetKey("minute_partials")) == set()
-    assert result.get_requested_partitions(dg.AssetKey("events")) == set()
+    assert requested(result) == {}
 
     every_event = landing.events + [
         Event(k, reference.datetime.fromisoformat(t.replace("Z", "+00:00")), v, i, FIRST + timedelta(days=3),
@@ -91,6 +91,34 @@ def test_a_late_file_fires_exactly_the_affected_partitions(setup, spark):
                       for r in reference.window_changes(every_event, CONFIG, FIRST, LAST))
     assert changes == expected
     assert any(r[0] == "k9" for r in changes)
+
+
+def test_partials_rerun_alone_fire_the_windows_they_feed(setup):
+    """Once the first test's late firing is handled, a manual re-run of one day's partials
+    makes the windows reading it stale: those fire, once, and again only if the partials
+    change after them, even when both ran since the last evaluation."""
+    _, _, defs, instance = setup
+    stale = {"window_changes": days(4, 6), "window_snapshot": days(4, 6)}
+    cursor = dg.evaluate_automation_conditions(defs=defs, instance=instance).cursor
+    materialize(defs, instance, ["minute_partials"], day(4), day(4))
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor)
+    assert requested(result) == stale
+    materialize(defs, instance, ["window_changes", "window_snapshot"], day(4), day(6))
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert requested(result) == {}
+
+    materialize(defs, instance, ["window_changes", "window_snapshot"], day(4), day(6))
+    materialize(defs, instance, ["minute_partials"], day(4), day(4))
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert requested(result) == stale
+
+
+def requested(result) -> dict[str, set[str]]:
+    """Requested partitions by asset, leaving out assets with none."""
+    by_asset = {key.to_user_string(): result.get_requested_partitions(key)
+                for key in (dg.AssetKey(n) for n in ("events", "quarantine", "minute_partials",
+                                                      "window_changes", "window_snapshot"))}
+    return {name: parts for name, parts in by_asset.items() if parts}
 
 
 def sensor_tick(defs, instance, cursor):
