@@ -41,6 +41,10 @@ def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_ro
         assets=assets,
         asset_checks=[*build_asset_checks(config, daily_partitions), build_watermark_check(config)],
         jobs=[daily_job],
+        # A run's steps share its process and so one Spark session: Dagster's default, a process
+        # per step, starts a Spark driver per step. On a laptop that made a three-step run of the
+        # CLI test 84 s against 38 s, each check step 20 to 26 s against 2 s.
+        executor=dg.in_process_executor,
         schedules=[dg.build_schedule_from_partitioned_job(daily_job, hour_of_day=1, minute_of_hour=0)],
         sensors=[build_landing_sensor(daily_partitions), automation_sensor],
         resources={

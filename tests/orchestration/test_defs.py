@@ -21,6 +21,13 @@ def test_definitions_load():
     assert [s.name for s in defs.schedules] == ["daily_pipeline_schedule"]
 
 
+def test_a_run_shares_one_spark_session_across_its_steps():
+    """The UI's Materialize (the implicit asset job) and the daily job run their steps in one
+    process: a step per process would start a Spark driver per step."""
+    for job in (defs.resolve_implicit_global_asset_job_def(), defs.resolve_job_def("daily_pipeline")):
+        assert job.executor_def.name == dg.in_process_executor.name, job.name
+
+
 def test_partition_mappings_follow_lateness_and_window_length():
     config = PipelineConfig(allowed_lateness_days=3, windows=(WindowSpec.of("30d", "30d", "1h"),),
                             aggregations=(aggregation("max"),))  # slides over the day tiles
