@@ -32,7 +32,10 @@ def late_firing() -> dg.AutomationCondition:
     the windows fire them, even when both ran since the last tick. ``since`` compares the
     materialisations' timestamps only where each side is a bare ``newly_updated`` (``&`` and
     ``|`` drop them), so it is not ``any_deps_updated().since_last_handled()``, whose reset
-    would win a tie and leave such windows stale.
+    would win a tie and leave such windows stale. (Dagster fetches the timestamps for up to 100
+    partitions of an asset updated in one tick, ``DAGSTER_MAX_PARTITIONS_FOR_DA_TIMESTAMP_FETCH``;
+    past that they read as the tick's time, so more than 100 window days re-run in one tick
+    count as newer than their partials.)
     """
     updated = dg.AutomationCondition.newly_updated()
     newer_than_own = dg.AutomationCondition.any_deps_match(updated).since(updated)
