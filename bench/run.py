@@ -16,8 +16,9 @@ where cheap, each run after a full garbage collection (``bench.measure.settle``)
 It prints a table of seconds, ratios to the scan floor and peak memory, writes ``results.csv``,
 ``ratio.png``, ``results.md`` (the tables for the README), ``explain.txt`` (the physical plans) and
 ``profile.json`` (Spark's per-query metrics of the panes runs) under ``--out``. Then the same
-day with 1-day, 7-day and 30-day windows on a 32-day data set, each window on its own copy of it,
-interleaved, best and median of 5 rounds (``scaling.csv``).
+day with 1-day, 7-day and 30-day windows on a 32-day data set per key population
+(``--scaling-keys``), each window on its own copy of it, interleaved, best and median of 5 rounds
+(``scaling.csv``).
 """
 
 from __future__ import annotations
@@ -73,6 +74,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "it is not tried at sizes above one where it did not finish")
     parser.add_argument("--scaling-events-per-day", type=_size, default=125_000,
                         help="events per day of the window-length scaling set (32 days; default 125000)")
+    parser.add_argument("--scaling-keys", default="1e5,4e5",
+                        help="key populations of the window-length scaling, one 32-day set each, comma-separated "
+                             "(default 1e5,4e5: the 10^6 set's 100,000 keys, the same users seen for 32 days "
+                             "instead of 8; and one key per 10 events of the 32 days, four times as many users "
+                             "each a quarter as active, so a longer window holds many more of them)")
     parser.add_argument("--scaling-reps", type=int, default=5,
                         help="interleaved rounds of the window-length scaling (default 5)")
     parser.add_argument("--skip-scaling", action="store_true", help="skip the window-length scaling")
@@ -87,6 +93,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "seed); the partials and the D-1 snapshot are recomputed either way")
     args = parser.parse_args(argv)
     args.sizes = sorted(_size(s) for s in args.sizes.split(",") if s.strip())  # none: the scaling only
+    args.scaling_keys = [_size(k) for k in args.scaling_keys.split(",") if k.strip()]
+    if not args.scaling_keys and not args.skip_scaling:
+        parser.error("--scaling-keys is empty: give at least one key population, or --skip-scaling")
     return args
 
 
@@ -95,7 +104,8 @@ def keys_for(n: int) -> int:
     return max(1_000, min(1_000_000, n // 10))
 
 
-def prepare(spark, lakehouse: str, n: int, days: int, config, seed: int, reuse: bool = False) -> dict:
+def prepare(spark, lakehouse: str, n: int, days: int, config, seed: int, reuse: bool = False,
+            keys: int | None = None) -> dict:
     """Events of ``days`` days ending on DAY, their minute partials, and D - 1's snapshot.
 
     With ``reuse`` the events of an earlier run with the same size and seed are kept (they are
@@ -107,14 +117,15 @@ def prepare(spark, lakehouse: str, n: int, days: int, config, seed: int, reuse: 
     first = DAY - timedelta(days=days - 1)
     started = time.perf_counter()
     marker = Path(lakehouse) / "generated.json"
-    wanted = {"events": n, "days": days, "keys": keys_for(n), "seed": seed, "first": first.isoformat()}
+    keys = keys_for(n) if keys is None else keys
+    wanted = {"events": n, "days": days, "keys": keys, "seed": seed, "first": first.isoformat()}
     if reuse and marker.exists() and json.loads(marker.read_text()).get("wanted") == wanted:
         events = json.loads(marker.read_text())["events"]
         for table in (t for t in Path(lakehouse).iterdir() if t.is_dir() and t.name != EVENTS.name):
             shutil.rmtree(table)
     else:
         shutil.rmtree(lakehouse, ignore_errors=True)
-        events = write_events(spark, lakehouse, n, first, days, keys_for(n), seed=seed)
+        events = write_events(spark, lakehouse, n, first, days, keys, seed=seed)
         marker.write_text(json.dumps({"wanted": wanted, "events": events}))
     assert delta_io.table_exists(EVENTS.path(lakehouse)), lakehouse
     generated = time.perf_counter() - started
@@ -354,25 +365,38 @@ def window_lakehouse(base: str, copy: str) -> str:
 def window_scaling(spark, work: Path, args, config) -> list[dict]:
     """The same day with 1-day, 7-day and 30-day windows; panes' time should stay flat.
 
-    Each window runs on its own copy of the set with its D - 1 snapshot made once, untimed;
-    the rounds interleave the windows, each starting with the next one, so load falls on all
-    alike. Besides each window's best run, ``vs_1d_median`` is the median over rounds of the
-    window's time over the 1-day window's time in the same round: on this machine a window's
-    rounds swing by up to 2x, and pairing by round cancels what moves all three.
+    One 32-day set per key population (``--scaling-keys``): a window holds every key with
+    events in it, so how many more keys a longer window holds, and with them the snapshot it
+    writes, is the set's, not the method's. Each window runs on its own copy of the set with
+    its D - 1 snapshot made once, untimed; the rounds interleave the windows, each starting
+    with the next one, so load falls on all alike. Besides each window's best run,
+    ``vs_1d_median`` is the median over rounds of the window's time over the 1-day window's
+    time in the same round: on this machine a window's rounds swing by up to 2x, and pairing
+    by round cancels what moves all three.
     """
-    lakehouse = str(work / "scaling")
+    rows: list[dict] = []
+    for keys in args.scaling_keys:
+        rows += _window_scaling(spark, work, args, config, keys)
+        write_csv(Path(args.out) / "scaling.csv", rows)
+    return rows
+
+
+def _window_scaling(spark, work: Path, args, config, keys: int) -> list[dict]:
+    lakehouse = str(work / f"scaling-{keys}keys")
     n = args.scaling_events_per_day * SCALING_DAYS
-    setup = prepare(spark, lakehouse, n, SCALING_DAYS, config, args.seed, args.reuse)
+    setup = prepare(spark, lakehouse, n, SCALING_DAYS, config, args.seed, args.reuse, keys=keys)
     configs = {name: sliding_every_minute(name, config) for name in ("1d", "7d", "30d")}
     lakehouses = {}
     for name, windowed in configs.items():
-        lakehouses[name] = window_lakehouse(lakehouse, str(work / f"scaling-{name}"))
+        lakehouses[name] = window_lakehouse(lakehouse, f"{lakehouse}-{name}")
         bootstrap(spark, lakehouses[name], windowed)  # D - 1's snapshot of this window, untimed
-    print(f"\nwindow-length scaling: {setup['rows']:,} event rows over {SCALING_DAYS} days "
+    print(f"\nwindow-length scaling, {keys:,} keys: {setup['rows']:,} event rows over {SCALING_DAYS} days "
           f"(set-up {setup['prepare_s']:.0f} s)", flush=True)
-    floor = measure(spark, lambda: methods.scan_floor(spark, lakehouse, DAY, config), reps=args.reps, group="s-floor")
-    rows = [{"window": "scan floor", "seconds": round(floor.seconds, 3), "partials_s": None, "sliding_s": None,
-             "vs_1d": None, "vs_1d_median": None, "rounds": "", "changes": None, "snapshot_rows": None}]
+    floor = measure(spark, lambda: methods.scan_floor(spark, lakehouse, DAY, config), reps=args.reps,
+                    group=f"s{keys}-floor")
+    rows = [{"keys": keys, "window": "scan floor", "seconds": round(floor.seconds, 3), "partials_s": None,
+             "sliding_s": None, "vs_1d": None, "vs_1d_median": None, "rounds": "", "changes": None,
+             "snapshot_rows": None}]
     print(f"  scan floor {floor.seconds:.2f} s", flush=True)
     runs: dict[str, list[Measurement]] = {name: [] for name in configs}
     names = list(configs)
@@ -380,7 +404,7 @@ def window_scaling(spark, work: Path, args, config) -> list[dict]:
         for name in names[round_ % 3:] + names[:round_ % 3]:
             windowed, windowed_lakehouse = configs[name], lakehouses[name]
             m = measure(spark, lambda: methods.panes_day(spark, windowed_lakehouse, DAY, windowed), reps=1,
-                        group=f"s-{name}-{round_}")
+                        group=f"s{keys}-{name}-{round_}")
             print(f"  {'warm-up' if round_ == 0 else f'round {round_}'} {name:>4}: {m.seconds:.2f} s", flush=True)
             if round_:
                 runs[name].append(m)
@@ -390,7 +414,7 @@ def window_scaling(spark, work: Path, args, config) -> list[dict]:
         m, seconds = best[name], [r.seconds for r in runs[name]]
         paired = statistics.median(s / b for s, b in zip(seconds, (r.seconds for r in runs["1d"])))
         windows = m.result["windows"]
-        rows.append({"window": name, "seconds": round(m.seconds, 3),
+        rows.append({"keys": keys, "window": name, "seconds": round(m.seconds, 3),
                      "partials_s": round(m.parts["partials"], 3), "sliding_s": round(m.parts["sliding"], 3),
                      "vs_1d": round(m.seconds / base, 2), "vs_1d_median": round(paired, 2),
                      "rounds": " ".join(f"{s:.2f}" for s in seconds),
@@ -400,7 +424,6 @@ def window_scaling(spark, work: Path, args, config) -> list[dict]:
               f"{m.parts['sliding']:.2f}), {m.seconds / base:.2f}x the 1d window (median of rounds "
               f"{paired:.2f}x); {windows['changes']['rows_written']:,} change points, "
               f"{windows['snapshots']['rows_written']:,} snapshot rows", flush=True)
-    write_csv(Path(args.out) / "scaling.csv", rows)
     return rows
 
 
@@ -498,13 +521,15 @@ def markdown(rows: list[dict], scaling: list[dict], info: dict) -> str:
                      f"{r['driver_peak_mb']:,} |")
     if scaling:
         lines += [""] if lines else []
-        lines += ["| window | seconds | minute partials | sliding | vs 1d | vs 1d, median of rounds |",
-                  "|---|---:|---:|---:|---:|---:|"]
+        lines += ["| keys | window | seconds | minute partials | sliding | vs 1d | vs 1d, median of rounds "
+                  "| change points | snapshot rows |",
+                  "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
         for r in scaling:
             vs, paired = (("", "") if r["vs_1d"] is None
                           else (f"{r['vs_1d']:.2f}x", f"{r['vs_1d_median']:.2f}x" if r.get("vs_1d_median") else ""))
-            lines.append(f"| {r['window']} | {r['seconds']:.2f} | {r['partials_s'] or ''} | {r['sliding_s'] or ''} "
-                         f"| {vs} | {paired} |")
+            counts = ["" if r.get(c) is None else f"{r[c]:,}" for c in ("keys", "changes", "snapshot_rows")]
+            lines.append(f"| {counts[0]} | {r['window']} | {r['seconds']:.2f} | {r['partials_s'] or ''} "
+                         f"| {r['sliding_s'] or ''} | {vs} | {paired} | {counts[1]} | {counts[2]} |")
     m = info["machine"]
     lines += ["", f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB; {m['java']}; "
                   f"pyspark {m['pyspark']}, deltalake {m['deltalake']}; load average at start "

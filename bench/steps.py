@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.steps                                   # bench/.work/n10000000, ~6 min
     .venv/bin/python -m bench.steps --lakehouse bench/.work/n10000 --reps 5
-    .venv/bin/python -m bench.steps --lakehouse bench/.work/scaling --window 30d   # after bench.run's scaling
+    .venv/bin/python -m bench.steps --lakehouse bench/.work/scaling-400000keys --window 30d   # after bench.run's scaling
 
 ``profile.json`` of ``bench.run`` times whole Spark queries; this prints what each step adds.
 Every step runs the jobs' own functions up to that step into Spark's ``noop`` sink (so a step's
