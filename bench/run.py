@@ -92,10 +92,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="keep the generated events of an earlier run where they exist (same size and "
                              "seed); the partials and the D-1 snapshot are recomputed either way")
     args = parser.parse_args(argv)
-    args.sizes = sorted(_size(s) for s in args.sizes.split(",") if s.strip())  # none: the scaling only
-    args.scaling_keys = [_size(k) for k in args.scaling_keys.split(",") if k.strip()]
+    try:
+        args.sizes = sorted(_size(s) for s in args.sizes.split(",") if s.strip())  # none: the scaling only
+        args.scaling_keys = [_size(k) for k in args.scaling_keys.split(",") if k.strip()]
+    except ValueError as err:
+        parser.error(f"--sizes and --scaling-keys take comma-separated counts such as 1e6: {err}")
     if not args.scaling_keys and not args.skip_scaling:
         parser.error("--scaling-keys is empty: give at least one key population, or --skip-scaling")
+    if any(k < 1 for k in args.scaling_keys):
+        parser.error(f"--scaling-keys must be positive key counts, got {args.scaling_keys}")
     return args
 
 
