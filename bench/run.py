@@ -74,11 +74,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "it is not tried at sizes above one where it did not finish")
     parser.add_argument("--scaling-events-per-day", type=_size, default=125_000,
                         help="events per day of the window-length scaling set (32 days; default 125000)")
-    parser.add_argument("--scaling-keys", default="1e5,4e5",
+    parser.add_argument("--scaling-keys", default=None,
                         help="key populations of the window-length scaling, one 32-day set each, comma-separated "
-                             "(default 1e5,4e5: the 10^6 set's 100,000 keys, the same users seen for 32 days "
-                             "instead of 8; and one key per 10 events of the 32 days, four times as many users "
-                             "each a quarter as active, so a longer window holds many more of them)")
+                             "(default, at 125000 events a day 1e5,4e5: the keys of an 8-day set at that rate, "
+                             "the same users seen for 32 days instead of 8; and one key per 10 events of the 32 "
+                             "days, four times as many users each a quarter as active, so a longer window holds "
+                             "many more of them)")
     parser.add_argument("--scaling-reps", type=int, default=5,
                         help="interleaved rounds of the window-length scaling (default 5)")
     parser.add_argument("--skip-scaling", action="store_true", help="skip the window-length scaling")
@@ -94,7 +95,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     try:
         args.sizes = sorted(_size(s) for s in args.sizes.split(",") if s.strip())  # none: the scaling only
-        args.scaling_keys = [_size(k) for k in args.scaling_keys.split(",") if k.strip()]
+        args.scaling_keys = ([keys_for(args.scaling_events_per_day * n) for n in (DAYS, SCALING_DAYS)]
+                             if args.scaling_keys is None
+                             else [_size(k) for k in args.scaling_keys.split(",") if k.strip()])
     except ValueError as err:
         parser.error(f"--sizes and --scaling-keys take comma-separated counts such as 1e6: {err}")
     if not args.scaling_keys and not args.skip_scaling:
