@@ -24,7 +24,8 @@ class Landing:
 def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys: int = 4,
                    events_per_day: int = 40, max_delay_days: int = 3) -> Landing:
     """Events over ``event_days`` days, arriving up to ``max_delay_days`` late, with duplicates
-    (same and different payloads), events without an event_id, and a few malformed lines."""
+    (same and different payloads, on the same and later arrival days), events without an
+    event_id, and a few malformed lines."""
     rng = random.Random(seed)
     landing = Landing(root)
     files: dict[tuple[date, int], list[str]] = {}
@@ -55,6 +56,8 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
                 copies.append((day + timedelta(days=delay + rng.randrange(2)), record))
             elif roll < 0.15 and "event_id" in record:  # same id, another value
                 copies.append((day + timedelta(days=delay), {**record, "value": 100}))
+            elif roll < 0.18 and "event_id" in record:  # re-sent a day later, smaller: the first arrival wins
+                copies.append((day + timedelta(days=delay + 1), {**record, "value": -100}))
             for arrival, rec in copies:
                 file_no = rng.randrange(2)
                 line = json.dumps(rec)
