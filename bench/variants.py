@@ -18,8 +18,9 @@ snapshot in the lakehouse).
 - both window tables: ``sliding_windows.table_rows`` (each marked row tagged for both tables by
   two compiled generators, one pass) against the marks persisted and filtered once per table,
   and against arrays of structs built per row by higher-order functions (lambdas).
-- deduplication: ``minute_partials.deduplicate_across_arrivals`` carrying only key, event_time
-  and value of the winning arrival, against carrying every column of the event.
+- deduplication: ``minute_partials.deduplicate_across_arrivals`` (the winner picked by its
+  arrival day alone, only its key, event_time and value carried) against the order it replaced,
+  arrival day, then file and line, which shuffled and sorted the file and line of every event.
 - daily tiles: ``minute_partials.run`` writes ``daily_partials`` only where a non-invertible
   aggregation slides over a window of a day or more (``sliding_windows.reads_day_tiles``; not under
   the default count and sum), against writing them always (Delta writes into a scratch folder).
@@ -155,9 +156,8 @@ def frames_and_tiles(events: DataFrame, config, persisted: bool, scratch: str, t
             frames.unpersist()
 
 
-def dedup_every_column(events: DataFrame) -> DataFrame:
-    carried = [c for c in events.columns if c not in ("arrival_date", "source_file", "event_id")]
-    first = F.min(F.struct("arrival_date", "source_file", *carried))
+def dedup_by_file_and_line(events: DataFrame, columns: list[str]) -> DataFrame:
+    first = F.min(F.struct("arrival_date", "source_file", "line", *columns))
     return (events.withColumn("event_date", F.to_date("event_time")).repartition("event_date", "event_id")
             .groupBy("event_date", "event_id").agg(first.alias("first")).select("event_date", "event_id", "first.*"))
 
@@ -219,9 +219,10 @@ def main(argv: list[str] | None = None) -> int:
             "arrays of structs by lambdas": lambda: _noop(lambda_rows(product_marks, spec, config, plan.after)),
         },
         "deduplication": {
-            "key, event_time, value carried (jobs)": lambda: _noop(partials(
+            "arrival day decides (jobs)": lambda: _noop(partials(
                 mp.deduplicate_across_arrivals(events, ["key", "event_time", "value"]))),
-            "every column carried": lambda: _noop(partials(dedup_every_column(events))),
+            "arrival day, file and line decide": lambda: _noop(partials(
+                dedup_by_file_and_line(events, ["key", "event_time", "value"]))),
         },
         "daily tiles": {
             "kept only where a window slides over them (jobs)":
