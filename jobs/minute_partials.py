@@ -75,8 +75,8 @@ def deduplicate_across_arrivals(events: DataFrame, columns: list[str]) -> DataFr
     Returns ``event_date``, ``event_id``, the winner's ``arrival_date`` and its ``columns``:
     only what the caller reads afterwards is shuffled and sorted. The arrival day alone decides:
     ``events`` holds an ``event_id`` once per arrival day (ingest keeps the first, as the
-    reference's step 1 does), so the reference's further order, file and line, never breaks a
-    tie here, and leaving them out of the shuffled rows made the frames 1.07x to 1.19x faster at
+    reference's step 1 does), so the reference's further order, file and raw line, never breaks
+    a tie here, and leaving them out of the shuffled rows made the frames 1.07x to 1.19x faster at
     10^7 events over three runs, 1.27x at 10^4 (``bench/variants.py``). Were the table ever to
     hold an id twice in a day, the rest of the struct would still pick the same winner on every
     run. A ``min`` over a struct holding strings is a sort-based aggregate; shuffled first on the
