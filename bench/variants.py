@@ -156,12 +156,6 @@ def frames_and_tiles(events: DataFrame, config, persisted: bool, scratch: str, t
             frames.unpersist()
 
 
-def dedup_by_file_and_line(events: DataFrame, columns: list[str]) -> DataFrame:
-    first = F.min(F.struct("arrival_date", "source_file", "line", *columns))
-    return (events.withColumn("event_date", F.to_date("event_time")).repartition("event_date", "event_id")
-            .groupBy("event_date", "event_id").agg(first.alias("first")).select("event_date", "event_id", "first.*"))
-
-
 # -- the run -------------------------------------------------------------------------------------
 
 
@@ -221,8 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         "deduplication": {
             "arrival day decides (jobs)": lambda: _noop(partials(
                 mp.deduplicate_across_arrivals(events, ["key", "event_time", "value"]))),
+            # the job's struct is (arrival_date, *columns): file and line first is the order it replaced
             "arrival day, file and line decide": lambda: _noop(partials(
-                dedup_by_file_and_line(events, ["key", "event_time", "value"]))),
+                mp.deduplicate_across_arrivals(events, ["source_file", "line", "key", "event_time", "value"]))),
         },
         "daily tiles": {
             "kept only where a window slides over them (jobs)":
