@@ -89,6 +89,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="time only the scan floor and panes (for a large size alone)")
     parser.add_argument("--reps", type=int, default=3, help="repetitions per measurement, best kept (default 3)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting over panes' defaults, repeatable (bench.collectors sets the "
+                             "driver's garbage collector this way)")
     parser.add_argument("--reuse", action="store_true",
                         help="keep the generated events of an earlier run where they exist (same size and "
                              "seed); the partials and the D-1 snapshot are recomputed either way")
@@ -104,6 +107,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--scaling-keys is empty: give at least one key population, or --skip-scaling")
     if any(k < 1 for k in args.scaling_keys):
         parser.error(f"--scaling-keys must be positive key counts, got {args.scaling_keys}")
+    if any("=" not in c for c in args.spark_conf):
+        parser.error(f"--spark-conf takes KEY=VALUE, got {[c for c in args.spark_conf if '=' not in c]}")
+    args.spark_conf = dict(c.split("=", 1) for c in args.spark_conf)
     return args
 
 
@@ -201,11 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     config = PipelineConfig()
     length = config.windows[0].length
-    info = {"machine": machine(), "spark_settings": SPARK_DEFAULTS, "sizes": args.sizes, "day": DAY.isoformat(),
-            "window": config.windows[0].describe()}
+    info = {"machine": machine(), "spark_settings": {**SPARK_DEFAULTS, **args.spark_conf}, "sizes": args.sizes,
+            "day": DAY.isoformat(), "window": config.windows[0].describe()}
 
     started, ticks = time.perf_counter(), cpu_ticks()
-    spark = get_spark()
+    spark = get_spark(args.spark_conf)
     info["spark_start_s"] = round(time.perf_counter() - started, 1)
     print(f"Spark session started in {info['spark_start_s']} s (not timed). Machine: {info['machine']}", flush=True)
 
