@@ -24,10 +24,12 @@ COLLECTORS = {"parallel": "-XX:+UseParallelGC", "G1": "-XX:+UseG1GC"}
 
 def run_once(size: str, options: str, out: Path, work: str) -> dict[str, dict]:
     """One ``bench.run`` at ``size`` with the driver's JVM options; its rows by method."""
-    subprocess.run([sys.executable, "-m", "bench.run", "--sizes", size, "--reuse", "--skip-spark-windows",
-                    "--skip-scaling", "--work", work, "--out", str(out),
-                    "--spark-conf", f"spark.driver.extraJavaOptions={options}"],
-                   check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run([sys.executable, "-m", "bench.run", "--sizes", size, "--reuse", "--skip-spark-windows",
+                           "--skip-scaling", "--work", work, "--out", str(out),
+                           "--spark-conf", f"spark.driver.extraJavaOptions={options}"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"bench.run with {options} failed ({done.returncode}):\n{done.stderr[-4000:]}")
     with open(out / "results.csv") as f:
         return {row["method"]: row for row in csv.DictReader(f)}
 
