@@ -22,7 +22,7 @@ SPARK_DEFAULTS: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # The throughput collector: on a local master the driver JVM runs every task, and against
     # Java 17's default G1 it made panes' daily run 1.30x faster at 10^7 events with 0.73x the
-    # CPU time (two interleaved `bench.run --sizes 1e7` each; bench/README, item 14).
+    # CPU time (`python -m bench.collectors`, one process per collector; bench/README, item 14).
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
 }
 
