@@ -67,3 +67,17 @@ def test_the_key_field_is_configurable(spark, tmp_path):
     config = PipelineConfig(key_field="account")
     result = ingest_events.ingest(spark, str(tmp_path / "landing"), lake, DAY, DAY, config)
     assert (result.accepted, result.quarantined_by_reason) == (1, {"missing_key": 1})
+
+
+def test_each_line_is_parsed_once(spark, tmp_path):
+    """Five fields are read from each line; Spark's optimizer would parse it once per field."""
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text('{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": 5}\n')
+    config = PipelineConfig()
+    classified = (ingest_events.read_landing(spark, str(tmp_path / "landing"), DAY, DAY)
+                  .transform(ingest_events.with_line_numbers)
+                  .transform(ingest_events.with_parsed_fields, config)
+                  .transform(ingest_events.with_reason, config))
+    plan = classified._jdf.queryExecution().optimizedPlan().toString()
+    assert plan.count("from_json(") == 1, plan

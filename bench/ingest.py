@@ -1,0 +1,140 @@
+"""Ingest against the least it must do: reading its landing files and parsing each line once.
+
+    .venv/bin/python -m bench.ingest                        # 2 x 10^6 events, ~5 min
+    .venv/bin/python -m bench.ingest --events 1e5 --reps 5
+
+The landing set is ``jobs.demo_events``' (half its files gzipped; late, re-sent and malformed
+records among them), ``--events`` over 8 event days, made once in ``bench/.work/ingest-N``
+(ignored) and kept for the next run. Then, in one Spark session with panes' defaults
+(``jobs.spark_session``), one untimed warm-up round and ``--reps`` timed rounds, the methods
+interleaved in each, best of each:
+
+- read floor         every file of the arrival days read as text, each line parsed once into the
+                     five fields ingest reads (``from_json``), Spark's ``noop`` sink
+- ingest             ``jobs.ingest_events.ingest`` over the same arrival days, writing events,
+                     quarantine and late_events into a scratch lakehouse
+- fields parsed apart  the same, with ``with_parsed_fields`` as it was before it parsed each
+                     line once: every field read straight off ``from_json``, which Spark's
+                     optimizer split into one parse per field read
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+from datetime import date
+from pathlib import Path
+from unittest import mock
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from bench.measure import cpu_seconds, settle
+from jobs import ingest_events
+from jobs.demo_events import generate_demo_events
+from jobs.spark_session import get_spark
+from windowing_core.config import PipelineConfig
+
+WORK = Path(__file__).resolve().parent / ".work"
+DAYS = 8
+
+
+def fields_parsed_apart(lines: DataFrame, config: PipelineConfig) -> DataFrame:
+    """``ingest_events.with_parsed_fields`` as it was: each field read straight off ``from_json``."""
+    schema = (f"`{config.key_field}` string, timestamp string, `{config.value_field}` string, "
+              "event_id string, arrival_time string")
+    parsed = F.from_json("raw", schema)
+    return lines.select(
+        "*",
+        F.json_object_keys("raw").isNotNull().alias("is_object"),
+        parsed[config.key_field].alias("key"),
+        parsed["timestamp"].alias("timestamp_text"),
+        parsed["timestamp"].try_cast("timestamp").alias("event_time"),
+        parsed[config.value_field].alias("value_text"),
+        F.trim(parsed[config.value_field]).try_cast("double").alias("value_double"),
+        F.trim(parsed[config.value_field]).try_cast("decimal(38,9)").alias("value_number"),
+        parsed["event_id"].alias("given_event_id"),
+        parsed["arrival_time"].try_cast("timestamp").alias("given_arrival_time"),
+    )
+
+
+def read_floor(spark, landing: Path, first, last, config: PipelineConfig) -> None:
+    schema = (f"`{config.key_field}` string, timestamp string, `{config.value_field}` string, "
+              "event_id string, arrival_time string")
+    folders = ingest_events.landing_folders(str(landing), first, last)
+    lines = spark.read.option("recursiveFileLookup", "true").text(folders)
+    (lines.select(F.from_json("value", schema).alias("parsed")).select("parsed.*")
+     .write.format("noop").mode("overwrite").save())
+
+
+def _events(text: str) -> int:
+    try:
+        n = int(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a count of events: {text!r}") from None
+    if n < DAYS:
+        raise argparse.ArgumentTypeError(f"at least {DAYS} events (one a day), got {text!r}")
+    return n
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.ingest", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=_events, default=2_000_000, help="valid events in the landing set")
+    parser.add_argument("--reps", type=int, default=3, help="timed rounds (best of)")
+    args = parser.parse_args(argv)
+    if args.reps < 1:
+        parser.error("--reps must be at least 1")
+
+    work = WORK / f"ingest-{args.events}"
+    landing, lakehouse = work / "landing", work / "lakehouse"
+    marker = work / "landing.done"
+    if not marker.exists():
+        print(f"writing the landing set: {args.events:,} events over {DAYS} days ...", flush=True)
+        shutil.rmtree(work, ignore_errors=True)
+        summary = generate_demo_events(landing, days=DAYS, events_per_day=args.events // DAYS,
+                                       keys=max(1_000, args.events // 10))
+        marker.write_text(f"{summary.first_arrival_date} {summary.last_arrival_date} {summary.records_written}\n")
+    first_text, last_text, records = marker.read_text().split()
+    first, last = (date.fromisoformat(d) for d in (first_text, last_text))
+
+    spark = get_spark()
+    config = PipelineConfig()
+
+    def ingest() -> None:
+        shutil.rmtree(lakehouse, ignore_errors=True)
+        ingest_events.ingest(spark, str(landing), str(lakehouse), first, last, config)
+
+    def ingest_parsed_apart() -> None:
+        with mock.patch.object(ingest_events, "with_parsed_fields", fields_parsed_apart):
+            ingest()
+
+    methods = {
+        "read floor": lambda: read_floor(spark, landing, first, last, config),
+        "ingest": ingest,
+        "fields parsed apart": ingest_parsed_apart,
+    }
+    print(f"{landing}: {int(records):,} landing records, arrival days {first} .. {last}; "
+          f"one warm-up round, best of {args.reps}", flush=True)
+    best: dict[str, tuple[float, float]] = {}
+    for round_ in range(args.reps + 1):
+        for name, run in methods.items():
+            settle(spark)
+            cpu, start = cpu_seconds(), time.perf_counter()
+            run()
+            seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
+            if round_ and (name not in best or seconds < best[name][0]):
+                best[name] = seconds, cpu
+            print(f"  round {round_}{' (warm-up)' if not round_ else ''}: {name} {seconds:.2f} s", flush=True)
+
+    floor = best["read floor"][0]
+    print(f"\n{'method':22s} {'seconds':>8s} {'vs floor':>9s} {'CPU s':>7s}")
+    for name, (seconds, cpu) in best.items():
+        print(f"{name:22s} {seconds:8.2f} {seconds / floor:8.2f}x {cpu:7.1f}")
+    print(f"\ningest, each line parsed once, against fields parsed apart: "
+          f"{best['fields parsed apart'][0] / best['ingest'][0]:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
