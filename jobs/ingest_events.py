@@ -94,8 +94,8 @@ def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> 
         readable = [_glob_escaped(r["path"]) for r in _files(spark, folders).select("path").collect()
                     if r["path"] not in bad]
         lines = spark.read.text(readable) if readable else None
-    if lines is None:
-        lines = spark.createDataFrame([], "raw string, source_file string, file_time timestamp")
+    if lines is None:  # every file unreadable
+        lines = spark.createDataFrame([], _UNREADABLE)
     else:
         lines = lines.select(
             F.col("value").alias("raw"),

@@ -81,3 +81,16 @@ def test_each_line_is_parsed_once(spark, tmp_path):
                   .transform(ingest_events.with_reason, config))
     plan = classified._jdf.queryExecution().optimizedPlan().toString()
     assert plan.count("from_json(") == 1, plan
+
+
+def test_a_day_of_unreadable_files_is_quarantined_whole(spark, tmp_path):
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "not-gzip.json.gz").write_bytes(b"plain text")
+    (folder / "truncated.json.gz").write_bytes(gzip.compress(b'{"user_id": "u1"}\n' * 100)[:-12])
+    lake = str(tmp_path / "lake")
+    result = ingest_events.ingest(spark, str(tmp_path / "landing"), lake, DAY, DAY, PipelineConfig())
+    assert (result.input_records, result.files, result.accepted) == (2, 2, 0)
+    assert result.quarantined_by_reason == {"truncated_gzip": 1, "unreadable_file": 1}
+    assert result.reconciles
+    assert delta_io.read_table(spark, EVENTS.path(lake)).count() == 0
