@@ -25,11 +25,11 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import date
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io
-from jobs.tables import EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, day_filter, days
+from jobs.tables import EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, day_filter, days
 from windowing_core.config import PipelineConfig
 
 REASONS = (
@@ -46,6 +46,8 @@ REASONS = (
     "value_out_of_range",      # beyond a 64-bit integer
 )
 LATE_REASON = "beyond_allowed_lateness"
+QUARANTINE_COLUMNS = ["source_file", "raw", "reason", "arrival_date"]
+LATE_COLUMNS = [*EVENT_COLUMNS, "reason", "event_date", "arrival_date"]
 
 
 @dataclass
@@ -258,41 +260,51 @@ def deduplicate_per_arrival_day(good: DataFrame) -> DataFrame:
 
 def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last: date,
            config: PipelineConfig) -> IngestResult:
-    """Ingest arrival days ``first .. last`` and replace their partitions in one write per table."""
+    """Ingest arrival days ``first .. last``: replace their partitions of events, quarantine and
+    late_events, all three from one Spark write (an atomic commit per table).
+
+    The deduplicated events are tagged for events or late_events as they are made, so they are
+    computed once; the duplicates they absorbed are counted on the way (an ``Observation``), not
+    in a pass of their own.
+    """
     classified = (
         read_landing(spark, landing, first, last)
         .transform(with_line_numbers)
         .transform(with_parsed_fields, config)
         .transform(with_reason, config)
-        .persist()
+        .persist()  # read again for the run's counts
     )
     try:
-        unique = deduplicate_per_arrival_day(classified.where(F.col("reason").isNull())).withColumn(
-            "event_date", F.to_date("event_time"))
-        lateness = config.allowed_lateness_days
-        is_late = F.col("arrival_date") > F.date_add("event_date", lateness)
-        unique = unique.withColumn("is_late", is_late).persist()
-
-        accepted = unique.where(~F.col("is_late")).select(*EVENT_COLUMNS, "arrival_date")
-        late = unique.where(F.col("is_late")).select(
-            *EVENT_COLUMNS, F.lit(LATE_REASON).alias("reason"), "event_date", "arrival_date")
+        deduplicated = Observation("deduplicated")
+        unique = deduplicate_per_arrival_day(classified.where(F.col("reason").isNull())).observe(
+            deduplicated, F.coalesce(F.sum(F.col("copies") - 1), F.lit(0)).alias("duplicates"))
+        event_date = F.to_date("event_time")
+        is_late = F.col("arrival_date") > F.date_add(event_date, config.allowed_lateness_days)
+        kept = unique.select(
+            *EVENT_COLUMNS, F.when(is_late, F.lit(LATE_REASON)).alias("reason"), event_date.alias("event_date"),
+            "arrival_date", F.when(is_late, F.lit(LATE_EVENTS.name)).otherwise(F.lit(EVENTS.name)).alias(TABLE_COLUMN))
         quarantined = classified.where(F.col("reason").isNotNull()).select(
-            "source_file", "raw", "reason", "arrival_date")
+            *QUARANTINE_COLUMNS, F.lit(QUARANTINE.name).alias(TABLE_COLUMN))
 
         arrival_days = day_filter("arrival_date", first, last)
-        delta_io.replace_partitions(accepted, EVENTS.path(lakehouse), partition_by=list(EVENTS.partition_by),
-                                    partition_filters=arrival_days)
-        delta_io.replace_partitions(quarantined, QUARANTINE.path(lakehouse),
-                                    partition_by=list(QUARANTINE.partition_by), partition_filters=arrival_days)
-        delta_io.replace_partitions(late, LATE_EVENTS.path(lakehouse), partition_by=list(LATE_EVENTS.partition_by),
-                                    partition_filters=[*arrival_days, ("reason", "=", LATE_REASON)])
-        return _result(classified, unique)
+        targets = {
+            EVENTS.name: delta_io.Target(EVENTS.path(lakehouse), [*EVENT_COLUMNS, "arrival_date"],
+                                         list(EVENTS.partition_by), arrival_days),
+            QUARANTINE.name: delta_io.Target(QUARANTINE.path(lakehouse), QUARANTINE_COLUMNS,
+                                             list(QUARANTINE.partition_by), arrival_days),
+            LATE_EVENTS.name: delta_io.Target(LATE_EVENTS.path(lakehouse), LATE_COLUMNS, list(LATE_EVENTS.partition_by),
+                                              [*arrival_days, ("reason", "=", LATE_REASON)]),
+        }
+        rows = kept.unionByName(quarantined, allowMissingColumns=True)
+        written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets)
+        return _result(classified, {name: w["rows_written"] for name, w in written.items()},
+                       deduplicated.get["duplicates"])
     finally:
         classified.unpersist()
 
 
-def _result(classified: DataFrame, unique: DataFrame) -> IngestResult:
-    """Counts from the persisted frames: small aggregates, collected once each."""
+def _result(classified: DataFrame, written: dict[str, int], duplicates: int) -> IngestResult:
+    """The input records, from the persisted lines, against the rows written and the duplicates."""
     totals = classified.agg(
         F.count(F.lit(1)).alias("input_records"),
         F.count_distinct("source_file").alias("files"),
@@ -300,18 +312,12 @@ def _result(classified: DataFrame, unique: DataFrame) -> IngestResult:
     by_reason = {r["reason"]: r["n"] for r in
                  classified.where(F.col("reason").isNotNull()).groupBy("reason")
                  .agg(F.count(F.lit(1)).alias("n")).collect()}
-    kept = unique.agg(
-        F.coalesce(F.sum(F.when(~F.col("is_late"), 1)), F.lit(0)).alias("accepted"),
-        F.coalesce(F.sum(F.when(F.col("is_late"), 1)), F.lit(0)).alias("late"),
-        F.coalesce(F.sum(F.col("copies") - 1), F.lit(0)).alias("duplicates"),
-    ).first()
-    unique.unpersist()
     return IngestResult(
         input_records=totals["input_records"],
-        accepted=kept["accepted"],
-        quarantined=sum(by_reason.values()),
-        duplicates=kept["duplicates"],
-        late=kept["late"],
+        accepted=written[EVENTS.name],
+        quarantined=written[QUARANTINE.name],
+        duplicates=duplicates,
+        late=written[LATE_EVENTS.name],
         quarantined_by_reason=dict(sorted(by_reason.items())),
         files=totals["files"],
     )
