@@ -275,7 +275,7 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
         .persist()  # read again for the run's counts
     )
     try:
-        deduplicated = Observation("deduplicated")
+        deduplicated = Observation()  # a name of its own: runs may share a session
         unique = deduplicate_per_arrival_day(classified.where(F.col("reason").isNull())).observe(
             deduplicated, F.coalesce(F.sum(F.col("copies") - 1), F.lit(0)).alias("duplicates"))
         event_date = F.to_date("event_time")
