@@ -281,19 +281,21 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
         event_date = F.to_date("event_time")
         is_late = F.col("arrival_date") > F.date_add(event_date, config.allowed_lateness_days)
         kept = unique.select(
-            *EVENT_COLUMNS, F.when(is_late, F.lit(LATE_REASON)).alias("reason"), event_date.alias("event_date"),
-            "arrival_date", F.when(is_late, F.lit(LATE_EVENTS.name)).otherwise(F.lit(EVENTS.name)).alias(TABLE_COLUMN))
+            *EVENT_COLUMNS, F.when(is_late, F.lit(LATE_REASON)).alias("reason"),
+            event_date.alias("event_date"), "arrival_date",
+            F.when(is_late, F.lit(LATE_EVENTS.name)).otherwise(F.lit(EVENTS.name)).alias(TABLE_COLUMN),
+        )
         quarantined = classified.where(F.col("reason").isNotNull()).select(
             *QUARANTINE_COLUMNS, F.lit(QUARANTINE.name).alias(TABLE_COLUMN))
 
         arrival_days = day_filter("arrival_date", first, last)
         targets = {
-            EVENTS.name: delta_io.Target(EVENTS.path(lakehouse), [*EVENT_COLUMNS, "arrival_date"],
-                                         list(EVENTS.partition_by), arrival_days),
-            QUARANTINE.name: delta_io.Target(QUARANTINE.path(lakehouse), QUARANTINE_COLUMNS,
-                                             list(QUARANTINE.partition_by), arrival_days),
-            LATE_EVENTS.name: delta_io.Target(LATE_EVENTS.path(lakehouse), LATE_COLUMNS, list(LATE_EVENTS.partition_by),
-                                              [*arrival_days, ("reason", "=", LATE_REASON)]),
+            table.name: delta_io.Target(table.path(lakehouse), columns, list(table.partition_by), filters)
+            for table, columns, filters in [
+                (EVENTS, [*EVENT_COLUMNS, "arrival_date"], arrival_days),
+                (QUARANTINE, QUARANTINE_COLUMNS, arrival_days),
+                (LATE_EVENTS, LATE_COLUMNS, [*arrival_days, ("reason", "=", LATE_REASON)]),
+            ]
         }
         rows = kept.unionByName(quarantined, allowMissingColumns=True)
         written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets)
