@@ -212,6 +212,28 @@ def test_range_fold_keeps_order_for_any_run():
     assert all(tree.fold(lo, hi) == "abcdefg"[lo:hi] for lo in range(8) for hi in range(lo, 8))
 
 
+def test_the_key_sample_is_the_smallest_hashes_whatever_the_threshold(spark):
+    """Sampling below a hash threshold (raised where a day falls short) picks the keys a full
+    ranking of every key by hash picks."""
+    from pyspark.sql import functions as F
+
+    days = [DAY, NEXT]
+    changes = spark.createDataFrame(  # every key but each third changes on DAY, each second on NEXT
+        [(d, f"k{i}") for i in range(600) for d, every in ((DAY, 3), (NEXT, 2)) if i % every]
+        + [(DAY, "k1")], "date date, key string")  # a key's second change point the same day
+    partials = spark.createDataFrame([(f"k{i}", BEFORE) for i in range(700)], "key string, event_date date")
+    hashed = F.xxhash64("key", F.col("date").cast("string")).alias("hash")
+    changed = {(r["date"], r["hash"], r["key"]) for r in changes.select("date", "key", hashed).collect()}
+    active = {(d, k) for d in days for k in (f"k{i}" for i in range(700))}
+    every_key = spark.createDataFrame(sorted(active), "date date, key string").select("date", "key", hashed).collect()
+    quiet = {(r["date"], r["hash"], r["key"]) for r in every_key} - changed
+    expected = {d: [k for _, _, k in sorted(x for x in changed if x[0] == d)[:8]]
+                + [k for _, _, k in sorted(x for x in quiet if x[0] == d)[:4]] for d in days}
+
+    for oversample in (64, 4, 1, 0.01):  # 0.01: every day short at first, the threshold raised twice or more
+        assert reconciliation.sampled_keys(changes, partials, days, 2, 8, oversample) == expected, oversample
+
+
 def test_changes_conserve_frames_passes_on_the_true_change_points(spark):
     outcome = reconciliation.changes_conserve_frames(changes_of_k(spark, TRUE_CHANGES), frames_of_k(spark),
                                                      CONFIG, [DAY])[DAY]
