@@ -46,21 +46,8 @@ DAYS = 8
 
 def fields_parsed_apart(lines: DataFrame, config: PipelineConfig) -> DataFrame:
     """``ingest_events.with_parsed_fields`` as it was: each field read straight off ``from_json``."""
-    schema = (f"`{config.key_field}` string, timestamp string, `{config.value_field}` string, "
-              "event_id string, arrival_time string")
-    parsed = F.from_json("raw", schema)
-    return lines.select(
-        "*",
-        F.json_object_keys("raw").isNotNull().alias("is_object"),
-        parsed[config.key_field].alias("key"),
-        parsed["timestamp"].alias("timestamp_text"),
-        parsed["timestamp"].try_cast("timestamp").alias("event_time"),
-        parsed[config.value_field].alias("value_text"),
-        F.trim(parsed[config.value_field]).try_cast("double").alias("value_double"),
-        F.trim(parsed[config.value_field]).try_cast("decimal(38,9)").alias("value_number"),
-        parsed["event_id"].alias("given_event_id"),
-        parsed["arrival_time"].try_cast("timestamp").alias("given_arrival_time"),
-    )
+    parsed = F.from_json("raw", ingest_events.line_schema(config))
+    return lines.select("*", *ingest_events.fields_of(parsed, config))
 
 
 def ingest_a_write_per_table(spark, landing: str, lakehouse: str, first, last, config: PipelineConfig) -> None:
@@ -95,11 +82,9 @@ def ingest_a_write_per_table(spark, landing: str, lakehouse: str, first, last, c
 
 
 def read_floor(spark, landing: Path, first, last, config: PipelineConfig) -> None:
-    schema = (f"`{config.key_field}` string, timestamp string, `{config.value_field}` string, "
-              "event_id string, arrival_time string")
     folders = ingest_events.landing_folders(str(landing), first, last)
     lines = spark.read.option("recursiveFileLookup", "true").text(folders)
-    (lines.select(F.from_json("value", schema).alias("parsed")).select("parsed.*")
+    (lines.select(F.from_json("value", ingest_events.line_schema(config)).alias("parsed")).select("parsed.*")
      .write.format("noop").mode("overwrite").save())
 
 

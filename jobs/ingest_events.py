@@ -190,6 +190,12 @@ def with_line_numbers(lines: DataFrame) -> DataFrame:
     return lines.withColumn("line", F.row_number().over(in_file))
 
 
+def line_schema(config: PipelineConfig) -> str:
+    """The fields ingest reads from a line, all as strings: typed conversion is a check."""
+    return (f"`{config.key_field}` string, timestamp string, `{config.value_field}` string, "
+            "event_id string, arrival_time string")
+
+
 def with_parsed_fields(lines: DataFrame, config: PipelineConfig) -> DataFrame:
     """Parse each line once into string fields; typed conversion happens in ``with_reason``.
 
@@ -199,11 +205,13 @@ def with_parsed_fields(lines: DataFrame, config: PipelineConfig) -> DataFrame:
     so every line was parsed once per field read, and ingest took 1.4x as long
     (``python -m bench.ingest``).
     """
-    schema = (f"`{config.key_field}` string, timestamp string, `{config.value_field}` string, "
-              "event_id string, arrival_time string")
-    parsed = F.col("parsed")
-    return lines.withColumn("parsed", F.from_json("raw", schema)).select(
-        *lines.columns,
+    parsed = lines.withColumn("parsed", F.from_json("raw", line_schema(config)))
+    return parsed.select(*lines.columns, *fields_of(F.col("parsed"), config))
+
+
+def fields_of(parsed: Column, config: PipelineConfig) -> list[Column]:
+    """The columns ``with_reason`` checks, from a parsed line (and the raw one)."""
+    return [
         F.json_object_keys("raw").isNotNull().alias("is_object"),
         parsed[config.key_field].alias("key"),
         parsed["timestamp"].alias("timestamp_text"),
@@ -213,7 +221,7 @@ def with_parsed_fields(lines: DataFrame, config: PipelineConfig) -> DataFrame:
         F.trim(parsed[config.value_field]).try_cast("decimal(38,9)").alias("value_number"),
         parsed["event_id"].alias("given_event_id"),
         parsed["arrival_time"].try_cast("timestamp").alias("given_arrival_time"),
-    )
+    ]
 
 
 def _reason(config: PipelineConfig) -> Column:
