@@ -202,7 +202,7 @@ def with_parsed_fields(lines: DataFrame, config: PipelineConfig) -> DataFrame:
     The parse is a column of its own, read field by field from there. Read straight off
     ``from_json``, each field became a parse of its own (Spark's optimizer prunes a
     ``from_json`` to the one field read, ``spark.sql.optimizer.enableJsonExpressionOptimization``),
-    so every line was parsed once per field read, and ingest took 1.4x as long
+    so every line was parsed once per field read, and ingest took 1.3 to 1.4 times as long
     (``python -m bench.ingest``).
     """
     parsed = lines.withColumn("parsed", F.from_json("raw", line_schema(config)))
