@@ -35,9 +35,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from bench.measure import cpu_seconds, settle
-from jobs import ingest_events
+from jobs import delta_io, ingest_events
 from jobs.demo_events import generate_demo_events
 from jobs.spark_session import get_spark
+from jobs.tables import EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, day_filter
 from windowing_core.config import PipelineConfig
 
 WORK = Path(__file__).resolve().parent / ".work"
@@ -52,9 +53,6 @@ def fields_parsed_apart(lines: DataFrame, config: PipelineConfig) -> DataFrame:
 
 def ingest_a_write_per_table(spark, landing: str, lakehouse: str, first, last, config: PipelineConfig) -> None:
     """``ingest_events.ingest`` as it was before its one routed write."""
-    from jobs import delta_io
-    from jobs.tables import EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, day_filter
-
     ie = ingest_events
     classified = (ie.read_landing(spark, landing, first, last).transform(ie.with_line_numbers)
                   .transform(ie.with_parsed_fields, config).transform(ie.with_reason, config).persist())
