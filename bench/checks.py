@@ -19,7 +19,6 @@ folder, which ``bench.run`` does not write). And one pair:
 from __future__ import annotations
 
 import argparse
-import time
 from collections import defaultdict
 from datetime import date, timedelta
 from unittest import mock
@@ -27,7 +26,7 @@ from unittest import mock
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from bench.measure import settle
+from bench.measure import best_interleaved, print_run
 from bench.run import DAY
 from expectations import asset_checks, reconciliation
 from expectations.catalog import checks_of
@@ -90,20 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     methods["conserve frames, every key ranked"] = lambda: conserve(ranked_over_every_key)
     print(f"{args.lakehouse}, day {day}, every check of each table (default configuration); "
           f"one warm-up round, best of {args.reps}", flush=True)
-    best: dict[str, float] = {}
-    for round_ in range(args.reps + 1):
-        for name, run in methods.items():
-            settle(spark)
-            start = time.perf_counter()
-            result = run()
-            seconds = time.perf_counter() - start
-            if isinstance(result, dict):
-                failed = sorted(c for c, by_day in result.items() if not by_day[day].passed)
-                if failed:
-                    raise SystemExit(f"{name}: {', '.join(failed)} failed on {day}")
-            if round_:
-                best[name] = min(best.get(name, seconds), seconds)
-            print(f"  round {round_}{' (warm-up)' if not round_ else ''}: {name} {seconds:.2f} s", flush=True)
+    def report(round_: int, name: str, seconds: float, result) -> None:
+        if isinstance(result, dict):  # an evaluator's outcomes: a bench of failing checks is void
+            failed = sorted(c for c, by_day in result.items() if not by_day[day].passed)
+            if failed:
+                raise SystemExit(f"{name}: {', '.join(failed)} failed on {day}")
+        print_run(round_, name, seconds)
+
+    best = {name: timing.seconds for name, timing in best_interleaved(spark, methods, args.reps, report).items()}
 
     print(f"\n{'':45s} {'seconds':>8s}")
     for name, seconds in best.items():

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import time
 from datetime import date
 from pathlib import Path
 from typing import Callable
@@ -34,7 +33,7 @@ from unittest import mock
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from bench.measure import cpu_seconds, settle
+from bench.measure import best_interleaved, print_run
 from jobs import delta_io, ingest_events
 from jobs.demo_events import generate_demo_events
 from jobs.spark_session import get_spark
@@ -137,24 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"{landing}: {int(records):,} landing records, arrival days {first} .. {last}; "
           f"one warm-up round, best of {args.reps}", flush=True)
-    best: dict[str, tuple[float, float]] = {}
-    for round_ in range(args.reps + 1):
-        for name, run in methods.items():
-            settle(spark)
-            cpu, start = cpu_seconds(), time.perf_counter()
-            run()
-            seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
-            if round_ and (name not in best or seconds < best[name][0]):
-                best[name] = seconds, cpu
-            print(f"  round {round_}{' (warm-up)' if not round_ else ''}: {name} {seconds:.2f} s", flush=True)
+    best = best_interleaved(spark, methods, args.reps, report=print_run)
 
-    floor = best["read floor"][0]
+    floor = best["read floor"].seconds
     print(f"\n{'method':22s} {'seconds':>8s} {'vs floor':>9s} {'CPU s':>7s}")
     for name, (seconds, cpu) in best.items():
         print(f"{name:22s} {seconds:8.2f} {seconds / floor:8.2f}x {cpu:7.1f}")
-    job = best["ingest"][0]
-    print(f"\nthe job against its fields parsed apart: {best['fields parsed apart'][0] / job:.2f}x, "
-          f"against a write per table: {best['a write per table'][0] / job:.2f}x")
+    job = best["ingest"].seconds
+    print(f"\nthe job against its fields parsed apart: {best['fields parsed apart'].seconds / job:.2f}x, "
+          f"against a write per table: {best['a write per table'].seconds / job:.2f}x")
     return 0
 
 

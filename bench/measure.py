@@ -26,7 +26,7 @@ import time
 import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from pyspark import InheritableThread
 from pyspark.sql import DataFrame, SparkSession
@@ -120,6 +120,37 @@ def settle(spark: SparkSession) -> None:
     """Full garbage collection in the JVM and in Python, untimed, before a measured run."""
     gc.collect()
     spark.sparkContext._jvm.java.lang.System.gc()
+
+
+class Timing(NamedTuple):
+    seconds: float
+    cpu_seconds: float  # of the driver, its JVM and the Python workers
+
+
+def best_interleaved(spark: SparkSession, runs: dict[Any, Callable[[], Any]], reps: int,
+                     report: Callable[[int, Any, float, Any], None] | None = None) -> dict[Any, Timing]:
+    """Each callable's best run of ``reps`` rounds, after one untimed warm-up round (every plan
+    once, the JVM warm). Within a round the callables take turns, so a host that slows down or
+    speeds up over the run weighs on all of them alike; each run starts after ``settle``.
+    ``report(round, key, seconds, result)`` sees every run, round 0 the warm-up.
+    """
+    best: dict[Any, Timing] = {}
+    for round_ in range(reps + 1):
+        for key, fn in runs.items():
+            settle(spark)
+            cpu, started = cpu_seconds(), time.perf_counter()
+            result = fn()
+            seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+            if report is not None:
+                report(round_, key, seconds, result)
+            if round_ and (key not in best or seconds < best[key].seconds):
+                best[key] = Timing(seconds, cpu)
+    return best
+
+
+def print_run(round_: int, key: Any, seconds: float, result: Any = None) -> None:
+    """A ``report`` for ``best_interleaved``: one line per run, as it ends."""
+    print(f"  round {round_}{' (warm-up)' if not round_ else ''}: {key} {seconds:.2f} s", flush=True)
 
 
 class MemorySampler:

@@ -21,13 +21,12 @@ snapshot for it, untimed: on the window-length set it shows what a longer window
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 from datetime import timedelta
 
 from pyspark.sql import DataFrame
 
-from bench.measure import settle
+from bench.measure import best_interleaved
 from bench.run import DAY
 
 
@@ -129,17 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--window {args.window}: {e}")
         bootstrap(spark, args.lakehouse, config)
     jobs = steps(spark, args.lakehouse, config)
-    thunks = [(job, name, fn) for job, named in jobs.items() for name, fn in named]
-    for _, _, fn in thunks:  # warm-up: every plan once, untimed
-        fn()
-    best: dict[tuple[str, str], float] = {}
-    for _ in range(args.reps):
-        for job, name, fn in thunks:
-            settle(spark)
-            started = time.perf_counter()
-            fn()
-            seconds = time.perf_counter() - started
-            best[job, name] = min(best.get((job, name), seconds), seconds)
+    runs = {(job, name): fn for job, named in jobs.items() for name, fn in named}
+    best = {key: timing.seconds for key, timing in best_interleaved(spark, runs, args.reps).items()}
 
     floor = best["scan floor", jobs["scan floor"][0][0]]
     print(f"\n{args.lakehouse}, day {DAY}, {config.windows[0].name} window, best of {args.reps} interleaved "

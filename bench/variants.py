@@ -35,14 +35,13 @@ from __future__ import annotations
 import argparse
 import shutil
 import tempfile
-import time
 from datetime import timedelta
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from bench.measure import settle
+from bench.measure import best_interleaved
 from bench.run import DAY
 from jobs.tables import TABLE_COLUMN
 
@@ -236,19 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no pair {unknown}: the pairs are {list(pairs)}")
     pairs = {name: fns for name, fns in pairs.items() if not args.pair or name in args.pair}
-    best: dict[tuple[str, str], float] = {}
+    runs = {(pair, name): fn for pair, fns in pairs.items() for name, fn in fns.items()}
     try:
-        for fns in pairs.values():  # warm-up: every plan once, untimed
-            for fn in fns.values():
-                fn()
-        for _ in range(args.reps):
-            for pair, fns in pairs.items():
-                for name, fn in fns.items():
-                    settle(spark)
-                    started = time.perf_counter()
-                    fn()
-                    seconds = time.perf_counter() - started
-                    best[pair, name] = min(best.get((pair, name), seconds), seconds)
+        best = {key: timing.seconds for key, timing in best_interleaved(spark, runs, args.reps).items()}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"\n{args.lakehouse}, day {DAY}, best of {args.reps} interleaved rounds, noop sink "
