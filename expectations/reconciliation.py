@@ -325,29 +325,33 @@ def sampled_keys(changes: DataFrame, partials: DataFrame, days: list[date], reac
     sixteenfold until it spans every hash.
     """
     wanted = [d.isoformat() for d in days]
-    changes = changes.where(F.col("date").isin(wanted)).select("date", "key")
+    hashed = F.xxhash64("key", F.col("date").cast("string")).alias("hash")
+    changes = changes.where(F.col("date").isin(wanted)).select("date", "key", hashed)
     reached = F.explode(F.sequence("event_date", F.date_add("event_date", reach))).alias("date")
-    active = partials.select("key", reached).where(F.col("date").isin(wanted))
+    active = partials.select("key", reached).where(F.col("date").isin(wanted)).select("date", "key", hashed)
     quiet_keys = max(1, sample_keys // 2)
-    fraction = min(1.0, oversample * sample_keys * len(days) / max(1, changes.count()))
-    while True:
+
+    def candidates(fraction: float) -> dict[tuple[date, bool], list[tuple[int, str]]]:
+        """(hash, key) pairs below the threshold, by day and whether the key is quiet."""
         def below(pairs: DataFrame) -> DataFrame:
-            pairs = pairs.withColumn("hash", F.xxhash64("key", F.col("date").cast("string")))
             if fraction < 1:
                 pairs = pairs.where(F.col("hash") < F.lit(-(2**63) + int(fraction * 2**64)))
             return pairs.distinct()
 
         changed = below(changes)
         quiet = below(active).join(changed, ["date", "key", "hash"], "left_anti")
-        candidates = (changed.withColumn("quiet", F.lit(False))
-                      .unionByName(quiet.withColumn("quiet", F.lit(True))).collect())
         by_day: dict[tuple[date, bool], list[tuple[int, str]]] = defaultdict(list)
-        for r in candidates:
+        for r in (changed.withColumn("quiet", F.lit(False))
+                  .unionByName(quiet.withColumn("quiet", F.lit(True))).collect()):
             by_day[(r["date"], r["quiet"])].append((r["hash"], r["key"]))
-        short = any(len(by_day[(d, False)]) < sample_keys or len(by_day[(d, True)]) < quiet_keys for d in days)
-        if fraction >= 1 or not short:
-            break
+        return by_day
+
+    fraction = min(1.0, oversample * sample_keys * len(days) / max(1, changes.count()))
+    by_day = candidates(fraction)
+    while fraction < 1 and any(len(by_day[(d, False)]) < sample_keys or len(by_day[(d, True)]) < quiet_keys
+                               for d in days):
         fraction = min(1.0, fraction * 16)
+        by_day = candidates(fraction)
     keys: dict[date, list[str]] = defaultdict(list)
     for (day, quiet), pairs in sorted(by_day.items()):
         keys[day] += [key for _, key in sorted(pairs)[:quiet_keys if quiet else sample_keys]]
