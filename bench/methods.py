@@ -6,6 +6,9 @@
 - ``panes_day``: the product itself, end to end for one day: ``jobs.minute_partials.run`` for D,
   then ``jobs.sliding_windows.run`` for D (continuing from D - 1's snapshot), Delta writes
   included.
+- ``write_floor``: panes' output rows of day D (the partitions its last run wrote, read back and
+  cached, untimed) written with Spark's own Parquet writer, no Delta commit: about the least any
+  Spark method that keeps panes' tables adds to the scan floor.
 - ``spark_builtin_window``: Spark's ``window(event_time, length, "1 minute")`` grouped per key,
   keeping the windows that end on day D. It runs with code generation off: generated, its
   10,080-way ``Expand`` is a Java class of over a million lines that janino spends minutes on
@@ -28,7 +31,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io, minute_partials, sliding_windows
-from jobs.tables import EVENTS, day_filter
+from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
 from windowing_core.window_spec import DAY_SECONDS
@@ -74,6 +77,32 @@ def panes_day(spark: SparkSession, lakehouse: str, day: date, config: PipelineCo
     if windows.get("baseline") not in (None, "snapshot"):
         raise RuntimeError(f"the daily run of {day} did not continue from a snapshot: {windows.get('baseline')}")
     return {"parts": watch.parts, "partials": partials, "windows": windows}
+
+
+def output_rows(spark: SparkSession, lakehouse: str, day: date, config: PipelineConfig) -> list[DataFrame]:
+    """What panes wrote for ``day``, one cached frame per table (the partition column dropped:
+    one day is one folder), for ``write_floor``. The caller unpersists them."""
+    tables = [(MINUTE_PARTIALS, "event_date"), (WINDOW_CHANGES, "date"), (WINDOW_SNAPSHOT, "date")]
+    if sliding_windows.reads_day_tiles(config):
+        tables.append((DAILY_PARTIALS, "event_date"))
+    rows = []
+    for table, column in tables:
+        df = delta_io.read_table(spark, table.path(lakehouse), partition_filters=day_filter(column, day, day))
+        df = df.drop(column).persist()
+        df.count()
+        rows.append(df)
+    return rows
+
+
+def write_floor(rows: list[DataFrame], scratch: str) -> dict:
+    """Spark's own Parquet writer over rows already computed: what writing them costs alone.
+
+    Reading and grouping the events (the scan floor) and writing the output each keep most of
+    the cores busy, so their sum is about the least a Spark method keeping panes' tables takes.
+    """
+    for i, df in enumerate(rows):
+        df.write.mode("overwrite").parquet(f"{scratch}/{i}")
+    return {}
 
 
 def _window_days(day: date, length: int) -> date:

@@ -10,6 +10,9 @@ where cheap, each run after a full garbage collection (``bench.measure.settle``)
 
     scan floor      read day D's events, group into minute buckets per key (bench.methods)
     panes           minute partials of D + 7d/1m sliding windows of D, Delta writes included
+    write floor     panes' output rows of D, computed and cached beforehand, written by Spark's own
+                    Parquet writer; added to the scan floor, about the least any Spark method keeping
+                    panes' tables takes
     spark RANGE     Spark window functions over minute buckets with a 7-day RANGE frame
     spark window()  Spark's window(ts, "7 days", "1 minute") per key, under a time limit
 
@@ -44,7 +47,7 @@ DAY = date(2025, 1, 8)
 DAYS = 8  # event days D - 7 .. D: every frame a 7-day window ending on D can hold
 SCALING_DAYS = 32  # enough for a 30-day window's entering and leaving frames
 TABLES = ["events", "minute_partials", "daily_partials", "window_snapshot", "window_changes"]
-METHODS = ["scan floor", "panes", "spark RANGE frame", "spark window()"]
+METHODS = ["scan floor", "panes", "write floor", "scan + write floor", "spark RANGE frame", "spark window()"]
 # panes at 10^3 events, run after run on a new JVM: 20.9, 4.3, 3.5, 3.3, 2.6, 2.4, 2.2, 2.1, then
 # 1.9 to 2.2 s: the JIT compiles the jobs' code paths over the first eight or so runs. Each run
 # prints its warm-up times (and keeps them in run.json) to show it settled.
@@ -245,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         results["panes"] = measure(spark, lambda: methods.panes_day(spark, lakehouse, DAY, config),
                                    reps=args.reps, group="panes")
         profiles[f"{n}"] = sql_profile(spark, before)
+        results.update(output_floors(spark, lakehouse, config, work, args.reps, results["scan floor"]))
         if args.skip_spark_windows:
             pass
         elif range_stopped_at is None:
@@ -289,6 +293,25 @@ def main(argv: list[str] | None = None) -> int:
     info["steal"] = round(steal_fraction(ticks, cpu_ticks()), 3)
     report(spark, out, work, args, config, rows, scaling, info)
     return 0
+
+
+def output_floors(spark, lakehouse: str, config, work: Path, reps: int, scan: Measurement) -> dict[str, Measurement]:
+    """The write floor (panes' rows of D, just written, cached and written again by Spark's own
+    Parquet writer) and its sum with the scan floor: panes' ratio to that sum is what its own
+    work costs over reading its input once and writing its output once."""
+    cached = methods.output_rows(spark, lakehouse, DAY, config)
+    scratch = str(work / "write-floor")
+    try:
+        write = measure(spark, lambda: methods.write_floor(cached, scratch), reps=reps, group="write")
+    finally:
+        for df in cached:
+            df.unpersist()
+        shutil.rmtree(scratch, ignore_errors=True)
+    both = Measurement(seconds=None if write.seconds is None else scan.seconds + write.seconds, status=write.status,
+                       cpu_seconds=None if write.cpu_seconds is None else scan.cpu_seconds + write.cpu_seconds,
+                       note="the two floors added", driver_peak_mb=max(scan.driver_peak_mb, write.driver_peak_mb),
+                       workers_peak_mb=max(scan.workers_peak_mb, write.workers_peak_mb))
+    return {"write floor": write, "scan + write floor": both}
 
 
 def report(spark, out: Path, work: Path, args, config, rows: list[dict], scaling: list[dict], info: dict) -> None:
@@ -494,9 +517,9 @@ def plot(path: Path, rows: list[dict], info: dict) -> bool:
         print("matplotlib is not installed: no plot (pip install -e '.[bench]')", file=sys.stderr)
         return False
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    styles = {"scan floor": "k--", "panes": "C0o-", "spark RANGE frame": "C1s-",
+    styles = {"scan floor": "k--", "scan + write floor": "k:", "panes": "C0o-", "spark RANGE frame": "C1s-",
               "spark window()": "C3^-"}
-    for method in dict.fromkeys(r["method"] for r in rows):
+    for method in dict.fromkeys(r["method"] for r in rows if r["method"] != "write floor"):  # in the sum
         points = [(r["events"], r["ratio_to_floor"]) for r in rows if r["method"] == method and r["ratio_to_floor"]]
         if points:
             ax.plot(*zip(*points), styles.get(method, "o-"), label=method)
@@ -533,6 +556,15 @@ def markdown(rows: list[dict], scaling: list[dict], info: dict) -> str:
         cpu = "" if r["cpu_seconds"] is None else f"{r['cpu_seconds']:.1f}"
         lines.append(f"| {r['events']:,} | {r['keys']:,} | {r['method']} | {seconds} | {ratio} | {cpu} | "
                      f"{r['driver_peak_mb']:,} |")
+
+    def seconds_of(method: str) -> dict[int, float]:
+        return {r["events"]: r["seconds"] for r in rows if r["method"] == method and r["seconds"]}
+
+    panes, scan, both = (seconds_of(m) for m in ("panes", "scan floor", "scan + write floor"))
+    sizes = [n for n in panes if n in scan and n in both]
+    if sizes:
+        lines += ["", "| events | panes vs scan floor | panes vs scan + write floor |", "|---:|---:|---:|"]
+        lines += [f"| {n:,} | {panes[n] / scan[n]:.2f}x | {panes[n] / both[n]:.2f}x |" for n in sizes]
     if scaling:
         lines += [""] if lines else []
         lines += ["| keys | window | seconds | minute partials | sliding | vs 1d | vs 1d, median of rounds "
