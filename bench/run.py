@@ -89,7 +89,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--report-only", action="store_true",
                         help="rebuild the plot, tables and plans from the CSVs already in --out")
     parser.add_argument("--skip-spark-windows", action="store_true",
-                        help="time only the scan floor and panes (for a large size alone)")
+                        help="time only panes and the scan and write floors (for a large size alone)")
     parser.add_argument("--reps", type=int, default=3, help="repetitions per measurement, best kept (default 3)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
