@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     methods["conserve frames, every key ranked"] = lambda: conserve(ranked_over_every_key)
     print(f"{args.lakehouse}, day {day}, every check of each table (default configuration); "
           f"one warm-up round, best of {args.reps}", flush=True)
+
     def report(round_: int, name: str, seconds: float, result) -> None:
         if isinstance(result, dict):  # an evaluator's outcomes: a bench of failing checks is void
             failed = sorted(c for c, by_day in result.items() if not by_day[day].passed)

@@ -82,11 +82,12 @@ def panes_day(spark: SparkSession, lakehouse: str, day: date, config: PipelineCo
 def output_rows(spark: SparkSession, lakehouse: str, day: date, config: PipelineConfig) -> list[DataFrame]:
     """What panes wrote for ``day``, one cached frame per table (the partition column dropped:
     one day is one folder), for ``write_floor``. The caller unpersists them."""
-    tables = [(MINUTE_PARTIALS, "event_date"), (WINDOW_CHANGES, "date"), (WINDOW_SNAPSHOT, "date")]
+    tables = [MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT]
     if sliding_windows.reads_day_tiles(config):
-        tables.append((DAILY_PARTIALS, "event_date"))
+        tables.append(DAILY_PARTIALS)
     rows = []
-    for table, column in tables:
+    for table in tables:
+        (column,) = table.partition_by  # each is partitioned by its day alone
         df = delta_io.read_table(spark, table.path(lakehouse), partition_filters=day_filter(column, day, day))
         df = df.drop(column).persist()
         df.count()

@@ -47,7 +47,6 @@ DAY = date(2025, 1, 8)
 DAYS = 8  # event days D - 7 .. D: every frame a 7-day window ending on D can hold
 SCALING_DAYS = 32  # enough for a 30-day window's entering and leaving frames
 TABLES = ["events", "minute_partials", "daily_partials", "window_snapshot", "window_changes"]
-METHODS = ["scan floor", "panes", "write floor", "scan + write floor", "spark RANGE frame", "spark window()"]
 # panes at 10^3 events, run after run on a new JVM: 20.9, 4.3, 3.5, 3.3, 2.6, 2.4, 2.2, 2.1, then
 # 1.9 to 2.2 s: the JIT compiles the jobs' code paths over the first eight or so runs. Each run
 # prints its warm-up times (and keeps them in run.json) to show it settled.
