@@ -7,7 +7,7 @@ from dagster_pyspark import PySparkResource
 
 from assets.partitions import daily_partitions, day_range, frames_of_window_day
 from assets.resources import LakehouseResource
-from jobs import delta_io, sliding_windows
+from jobs import delta_io, progress, sliding_windows
 from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from windowing_core.config import PipelineConfig
 
@@ -48,8 +48,9 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
     )
     def sliding(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
         first, last = day_range(context)
-        result = sliding_windows.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
         days = f"{first} .. {last}"
+        with progress.reported(pyspark.spark_session, f"sliding_windows {days}", context.log.info):
+            result = sliding_windows.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
         shared = {"window_end_days": days, "windows": windows, "baseline": result["baseline"],
                   **finality(lakehouse.lakehouse_root, last, config)}
         yield dg.MaterializeResult(asset_key=WINDOW_CHANGES.name, metadata={

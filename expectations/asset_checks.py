@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from expectations import reconciliation, suites
 from expectations.catalog import Check, Outcome, checks_of
-from jobs import delta_io, sliding_windows
+from jobs import delta_io, progress, sliding_windows
 from jobs.ingest_events import MissingInputError, read_landing
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, Table,
@@ -249,7 +249,8 @@ def table_checks(table: str, config: PipelineConfig, partitions_def: dg.Partitio
         lakehouse = context.resources.lakehouse
         inputs = Inputs(context.resources.pyspark.spark_session, lakehouse.landing_root,
                         lakehouse.lakehouse_root, config, days, {c.name for c in selected}, context.instance)
-        results = evaluate(inputs)
+        with progress.reported(inputs.spark, f"{table}_checks {days[0]} .. {days[-1]}", context.log.info):
+            results = evaluate(inputs)
         yield from evaluations(selected, results, days, asset_key, context.instance)
         assets_def = context.op_execution_context.assets_def
         for c in selected:  # the outputs downstream steps wait on (blocking checks)

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from datetime import date
 
+from jobs import progress
 from jobs.delta_io import MissingTableError
 from windowing_core.config import PipelineConfig
 
@@ -39,7 +40,8 @@ def job_arguments(doc: str | None, *, landing: bool = False) -> argparse.Argumen
 def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = None, *,
             landing: bool = False) -> int:
     """Parse the shared flags, load the configuration, run ``job(spark, config, args, first, last)``
-    and print its one-line summary, or a one-line error."""
+    and print its one-line summary, or a one-line error. Its progress goes to stderr
+    (``jobs.progress``)."""
     from jobs.ingest_events import MissingInputError
     from jobs.spark_session import get_spark
 
@@ -52,9 +54,16 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
         config = PipelineConfig.load(args.config)
     except ValueError as err:
         parser.error(f"bad configuration: {err}")
+    spark = get_spark()
     try:
-        print(job(get_spark(), config, args, args.date, last))
+        with progress.reported(spark, f"{job.__module__} {args.date} .. {last}", _to_stderr):
+            summary = job(spark, config, args, args.date, last)
     except (MissingInputError, MissingTableError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 1
+    print(summary)
     return 0
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -7,6 +7,7 @@ Environment variables, all optional, with laptop defaults:
 - ``PANES_CONFIG``: pipeline configuration YAML (default: one 7d window, count and sum)
 - ``PANES_SPARK_MASTER``: Spark master (default ``local[*]``)
 - ``PANES_START_DATE``: first daily partition (default 2025-01-01)
+- ``PANES_PROGRESS_SECONDS``: how often a running step logs its Spark progress (default 30)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from assets import build_assets
 from assets.partitions import daily_partitions
 from assets.resources import LakehouseResource
 from expectations.asset_checks import build_asset_checks
+from jobs import progress
 from jobs.spark_session import SPARK_DEFAULTS, local_python
 from orchestration.automation import automation_sensor, build_landing_sensor, with_late_firings
 from orchestration.freshness import build_watermark_check, with_freshness
@@ -55,6 +57,7 @@ def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_ro
 
 
 def _defs_from_environment() -> dg.Definitions:
+    progress.every_seconds()  # a bad PANES_PROGRESS_SECONDS fails here, not in every step
     return build_definitions(
         PipelineConfig.load(os.environ.get("PANES_CONFIG") or None),
         landing_root=os.path.abspath(os.environ.get("PANES_LANDING", "landing")),

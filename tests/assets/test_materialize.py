@@ -36,10 +36,12 @@ def resources(root):
     }
 
 
-def test_a_range_backfill_run_materialises_every_asset_and_matches_the_oracle(lakehouse, spark):
+def test_a_range_backfill_run_materialises_every_asset_and_matches_the_oracle(lakehouse, spark, monkeypatch):
     root, landing = lakehouse
+    monkeypatch.setenv("PANES_PROGRESS_SECONDS", "0.2")
+    instance = dg.DagsterInstance.ephemeral()
     result = dg.materialize(
-        build_assets(CONFIG), resources=resources(root), instance=dg.DagsterInstance.ephemeral(),
+        build_assets(CONFIG), resources=resources(root), instance=instance,
         tags={"dagster/asset_partition_range_start": FIRST.isoformat(),
               "dagster/asset_partition_range_end": LAST.isoformat()},
     )
@@ -49,6 +51,13 @@ def test_a_range_backfill_run_materialises_every_asset_and_matches_the_oracle(la
     assert metadata["events"]["input_records"].value == landing.lines
     assert metadata["events"]["reconciles"].value is True
     assert metadata["quarantine"]["dagster/row_count"].value == landing.malformed
+
+    log = [entry.user_message for entry in instance.all_logs(result.run_id)]
+    days = f"{FIRST} .. {LAST}"
+    for step in ("ingest_events", "partials", "sliding_windows"):
+        assert f"{step} {days}: started" in log
+        assert any(line.startswith(f"{step} {days}: done in ") for line in log), step
+    assert any(" s in, Spark jobs: " in line for line in log), "no progress while the work ran"
 
     lake = str(root / "lakehouse")
     changes = sorted(tuple(r) for r in delta_io.read_table(spark, WINDOW_CHANGES.path(lake))

@@ -40,7 +40,7 @@ def test_missing_inputs_exit_one_with_one_line(spark, tmp_path, capsys):
     assert ingest_events.main(["--landing", str(tmp_path / "nowhere"), "--lakehouse", str(tmp_path),
                                "--date", "2025-01-30"]) == 1
     assert minute_partials.main(["--lakehouse", str(tmp_path), "--date", "2025-01-30"]) == 1
-    errors = capsys.readouterr().err.strip().splitlines()
+    errors = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
     assert len(errors) == 2
     assert "no landing folder" in errors[0] and "nowhere/2025-01-30" in errors[0]
     assert "no Delta table at" in errors[1] and "events" in errors[1]
@@ -54,6 +54,7 @@ def test_jobs_run_alone_end_to_end(spark, tmp_path, capsys):
     assert ingest_events.main(["--landing", str(tmp_path / "landing"), "--lakehouse", lake, "--date", "2025-01-30"]) == 0
     assert minute_partials.main(["--lakehouse", lake, "--date", "2025-01-30"]) == 0
     assert sliding_windows.main(["--lakehouse", lake, "--date", "2025-01-30"]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "1 accepted" in out and "wrote 1 minute partials" in out
+    assert "jobs.minute_partials 2025-01-30 .. 2025-01-30: done in " in err  # progress: on stderr
     assert "wrote 1 change points and 1 snapshot rows" in out

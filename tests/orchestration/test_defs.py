@@ -21,6 +21,14 @@ def test_definitions_load():
     assert [s.name for s in defs.schedules] == ["daily_pipeline_schedule"]
 
 
+def test_a_bad_progress_interval_fails_when_the_definitions_load(monkeypatch):
+    from orchestration.definitions import _defs_from_environment
+
+    monkeypatch.setenv("PANES_PROGRESS_SECONDS", "often")
+    with pytest.raises(ValueError, match="PANES_PROGRESS_SECONDS must be a number of seconds, not 'often'"):
+        _defs_from_environment()
+
+
 def test_a_run_shares_one_spark_session_across_its_steps():
     """The UI's Materialize (the implicit asset job) and the daily job run their steps in one
     process: a step per process would start a Spark driver per step."""
