@@ -50,7 +50,9 @@ def every_seconds() -> float:
 def reported(spark: SparkSession, what: str, log: Log, every: float | None = None) -> Iterator[None]:
     """Run the block's Spark work as the job group ``what`` and report its progress to ``log``:
     where to watch it when it starts, its running stages every ``every`` seconds, and how many
-    Spark jobs it took when it ends. The thread's earlier job group is restored afterwards."""
+    Spark jobs it took when it ends. If the block raises (a Dagster run terminated from the UI
+    interrupts its step), the group's jobs still running are cancelled: the JVM would otherwise
+    go on computing what nobody will commit. The thread's earlier job group is restored."""
     every = every_seconds() if every is None else every
     started = time.monotonic()
     if is_remote():
@@ -72,12 +74,22 @@ def reported(spark: SparkSession, what: str, log: Log, every: float | None = Non
     try:
         yield
         outcome = "done in"
+    except BaseException:  # an error, or Dagster's Terminate: no job of the group runs on
+        _cancel(sc, group)
+        raise
     finally:
         stop.set()
         poller.join()
         for key, value in saved.items():
             sc.setLocalProperty(key, value)  # None removes it
         log(f"{what}: {outcome} {time.monotonic() - started:.1f} s{_jobs_run(tracker, group)}")
+
+
+def _cancel(sc, group: str) -> None:
+    try:
+        sc.cancelJobGroup(group)
+    except Exception:  # a dead session must not hide the error the block raised
+        pass
 
 
 def _jobs_run(tracker, group: str) -> str:

@@ -5,6 +5,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from pyspark import InheritableThread
 
 from jobs import progress
 
@@ -53,6 +54,32 @@ def test_a_failing_block_is_reported_as_failed_and_still_restores_the_thread(spa
     assert lines == [lines[0], lines[-1]] and lines[-1].startswith("doomed work: failed after ")
     assert lines[-1].endswith(" s, 1 Spark job")
     assert progress_threads() == []
+
+
+def test_a_block_that_raises_cancels_the_spark_jobs_it_leaves_running(spark):
+    sc, lines, jobs = spark.sparkContext, [], []
+    tracker = sc.statusTracker()
+    with pytest.raises(KeyboardInterrupt):
+        with progress.reported(spark, "interrupted work", lines.append, every=60):
+            group = sc.getLocalProperty("spark.jobGroup.id")
+            # A thread of the block's own (it inherits the group) runs a job of 20 s per task.
+            background = InheritableThread(target=lambda: jobs.append(_outcome(slow_count, spark, 10.0)))
+            background.start()
+            while not tracker.getJobIdsForGroup(group):
+                time.sleep(0.05)
+            raise KeyboardInterrupt  # as Dagster's Terminate interrupts a step
+    background.join(timeout=15)
+    assert not background.is_alive(), "the job ran on after the block had ended"
+    assert isinstance(jobs[0], Exception) and "cancel" in str(jobs[0]).lower(), jobs
+    assert [tracker.getJobInfo(j).status for j in tracker.getJobIdsForGroup(group)] == ["FAILED"]
+    assert lines[-1].startswith("interrupted work: failed after ")
+
+
+def _outcome(function, *args):
+    try:
+        return function(*args)
+    except Exception as err:
+        return err
 
 
 class Tracker:
