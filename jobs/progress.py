@@ -5,7 +5,7 @@ policy), so without this a run's log says nothing between the step's start and i
 things make the work visible, both Spark's own:
 
 - the work runs in a job group whose description names it, so Spark's UI lists
-  ``panes: minute_partials 2025-01-01 .. 2025-01-31`` rather than ``save at
+  ``panes: partials 2025-01-01 .. 2025-01-31`` rather than ``save at
   NativeMethodAccessorImpl.java:0``;
 - a thread polls Spark's status API (as Spark's ``examples/.../status_api_demo.py`` does) and
   logs the group's running stages every ``PANES_PROGRESS_SECONDS`` (default 30).
@@ -50,9 +50,16 @@ def every_seconds() -> float:
 def reported(spark: SparkSession, what: str, log: Log, every: float | None = None) -> Iterator[None]:
     """Run the block's Spark work as the job group ``what`` and report its progress to ``log``:
     where to watch it when it starts, its running stages every ``every`` seconds, and how many
-    Spark jobs it took when it ends. If the block raises (a Dagster run terminated from the UI
-    interrupts its step), the group's jobs still running are cancelled: the JVM would otherwise
-    go on computing what nobody will commit. The thread's earlier job group is restored."""
+    Spark jobs it took when it ends.
+
+    If the block raises, the group's jobs still running are cancelled: a Dagster run terminated
+    from the UI interrupts its step's py4j call, and the JVM would otherwise go on computing
+    what nobody will commit. Dagster's interrupt (a BaseException, but not the KeyboardInterrupt
+    py4j cleans up after) leaves the thread's py4j connection a reply behind: its next call
+    would read the interrupted call's reply, or wait for it. So after an interrupt the JVM is
+    only spoken to from another thread (``_off_thread``), and the thread's earlier job group,
+    restored after a normal end or an error, is left alone (``tests/jobs/interrupted_step.py``).
+    """
     every = every_seconds() if every is None else every
     started = time.monotonic()
     if is_remote():
@@ -70,34 +77,40 @@ def reported(spark: SparkSession, what: str, log: Log, every: float | None = Non
     poller = threading.Thread(target=_poll, args=(tracker, group, what, log, every, started, stop),
                               name=f"progress {group}", daemon=True)
     poller.start()
-    outcome = "failed after"
+    outcome, restore = "failed after", True
     try:
         yield
         outcome = "done in"
-    except BaseException:  # an error, or Dagster's Terminate: no job of the group runs on
-        _cancel(sc, group)
+    except BaseException as err:
+        restore = isinstance(err, Exception)  # not after an interrupt (KeyboardInterrupt, Dagster's)
+        _off_thread(sc.cancelJobGroup, group)
         raise
     finally:
         stop.set()
         poller.join()
-        for key, value in saved.items():
-            sc.setLocalProperty(key, value)  # None removes it
-        log(f"{what}: {outcome} {time.monotonic() - started:.1f} s{_jobs_run(tracker, group)}")
+        if restore:
+            for key, value in saved.items():
+                sc.setLocalProperty(key, value)  # None removes it
+        jobs = _off_thread(lambda: len(tracker.getJobIdsForGroup(group)))
+        count = "" if jobs is None else f", {jobs} Spark job{'s' * (jobs != 1)}"
+        log(f"{what}: {outcome} {time.monotonic() - started:.1f} s{count}")
 
 
-def _cancel(sc, group: str) -> None:
-    try:
-        sc.cancelJobGroup(group)
-    except Exception:  # a dead session must not hide the error the block raised
-        pass
+def _off_thread(function: Callable, *args):
+    """``function(*args)`` from a new thread, so on a py4j connection of its own; None if it
+    raised: a session that is gone must not hide the error the block raised."""
+    result = []
 
+    def call() -> None:
+        try:
+            result.append(function(*args))
+        except Exception:
+            pass
 
-def _jobs_run(tracker, group: str) -> str:
-    try:
-        jobs = len(tracker.getJobIdsForGroup(group))
-    except Exception:  # a dead session must not hide the error the block raised
-        return ""
-    return f", {jobs} Spark job{'s' * (jobs != 1)}"
+    thread = threading.Thread(target=call, name="progress: a call to the JVM", daemon=True)
+    thread.start()
+    thread.join()
+    return result[0] if result else None
 
 
 def _poll(tracker, group: str, what: str, log: Log, every: float, started: float,

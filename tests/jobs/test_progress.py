@@ -1,13 +1,19 @@
 """Progress of long Spark work: named in Spark, reported while it runs, the thread's group restored."""
 
+import json
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from pyspark import InheritableThread
 
 from jobs import progress
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def slow_count(spark, seconds_per_row: float = 0.3) -> int:
@@ -59,20 +65,33 @@ def test_a_failing_block_is_reported_as_failed_and_still_restores_the_thread(spa
 def test_a_block_that_raises_cancels_the_spark_jobs_it_leaves_running(spark):
     sc, lines, jobs = spark.sparkContext, [], []
     tracker = sc.statusTracker()
-    with pytest.raises(KeyboardInterrupt):
-        with progress.reported(spark, "interrupted work", lines.append, every=60):
+    with pytest.raises(RuntimeError, match="the driver gave up"):
+        with progress.reported(spark, "abandoned work", lines.append, every=60):
             group = sc.getLocalProperty("spark.jobGroup.id")
             # A thread of the block's own (it inherits the group) runs a job of 20 s per task.
             background = InheritableThread(target=lambda: jobs.append(_outcome(slow_count, spark, 10.0)))
             background.start()
             while not tracker.getJobIdsForGroup(group):
                 time.sleep(0.05)
-            raise KeyboardInterrupt  # as Dagster's Terminate interrupts a step
+            raise RuntimeError("the driver gave up")
     background.join(timeout=15)
     assert not background.is_alive(), "the job ran on after the block had ended"
     assert isinstance(jobs[0], Exception) and "cancel" in str(jobs[0]).lower(), jobs
     assert [tracker.getJobInfo(j).status for j in tracker.getJobIdsForGroup(group)] == ["FAILED"]
-    assert lines[-1].startswith("interrupted work: failed after ")
+    assert lines[-1].startswith("abandoned work: failed after ")
+    assert sc.getLocalProperty("spark.jobGroup.id") is None
+
+
+def test_an_interrupt_during_a_spark_call_cancels_the_job_and_is_what_the_step_raises():
+    """As Dagster terminates a run: in a process of its own (``tests/jobs/interrupted_step.py``)."""
+    done = subprocess.run([sys.executable, "-m", "tests.jobs.interrupted_step"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["raised"] == "Terminated", seen  # the interrupt, not an error of the broken connection
+    assert seen["statuses"] == ["FAILED"], "the job ran on after the step was interrupted"
+    assert seen["lines"][-1].startswith("terminated work: failed after "), seen
+    assert seen["lines"][-1].endswith(" s, 1 Spark job"), seen
 
 
 def _outcome(function, *args):
