@@ -54,9 +54,13 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
         config = PipelineConfig.load(args.config)
     except ValueError as err:
         parser.error(f"bad configuration: {err}")
+    try:
+        every = progress.every_seconds()
+    except ValueError as err:
+        parser.error(str(err))
     spark = get_spark()
     try:
-        with progress.reported(spark, f"{job.__module__} {args.date} .. {last}", _to_stderr):
+        with progress.reported(spark, f"{job.__module__} {args.date} .. {last}", _to_stderr, every):
             summary = job(spark, config, args, args.date, last)
     except (MissingInputError, MissingTableError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)

@@ -36,6 +36,14 @@ def test_a_bad_configuration_names_the_field(tmp_path, capsys):
     assert "bad configuration: windows.w.length (90s) must be a whole multiple of the bucket" in capsys.readouterr().err
 
 
+def test_a_bad_progress_interval_is_a_one_line_error(monkeypatch, capsys):
+    monkeypatch.setenv("PANES_PROGRESS_SECONDS", "-1")
+    with pytest.raises(SystemExit) as exit_:
+        minute_partials.main(["--lakehouse", "y", "--date", "2025-01-30"])
+    assert exit_.value.code == 2
+    assert "PANES_PROGRESS_SECONDS must be a finite number more than 0, not '-1'" in capsys.readouterr().err
+
+
 def test_missing_inputs_exit_one_with_one_line(spark, tmp_path, capsys):
     assert ingest_events.main(["--landing", str(tmp_path / "nowhere"), "--lakehouse", str(tmp_path),
                                "--date", "2025-01-30"]) == 1
