@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Schema
-from deltalake.exceptions import TableNotFoundError
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
@@ -54,6 +54,7 @@ _READABLE_FEATURES = {"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"}
 _STATS_STRING_LIMIT = 32  # longer strings would need Delta's truncation rules; no min/max instead
 _ROW_GROUP_ROWS = 1 << 19  # rows a task buffers per file before writing a row group
 _META = "panes."  # prefix of the keys delta-rs commits carry, so the driver can find its commit
+_COMMIT_ATTEMPTS = 5  # commits of one write, where others' commits to other partitions came first
 
 Filter = tuple[str, str, Any]
 _REGISTERED: weakref.WeakSet = weakref.WeakSet()  # sessions that know the panes_delta source
@@ -66,6 +67,10 @@ class MissingTableError(Exception):
         name = os.path.basename(str(path).rstrip("/")) or str(path)
         super().__init__(f"no Delta table at {path}: materialise {name} first")
         self.path = str(path)
+
+
+class ConcurrentWriteError(Exception):
+    """Another write replaced partitions this one replaces while this one ran."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -503,7 +508,15 @@ class _TaskWriter(DataSourceArrowWriter):
 
 
 def _commit(spec: dict, schema: StructType, adds: list[dict]) -> None:
-    """The one place a delta-rs write becomes visible."""
+    """The one place a delta-rs write becomes visible.
+
+    Another write may commit to the table between this one opening it and committing: a
+    backfill beside the daily schedule, a late firing beside a backfill. delta-rs then refuses
+    an overwrite whatever partitions the other replaced, where delta-spark refuses it only if
+    they overlap. So where the other commits left this write's partitions as they were, it
+    commits again on top of them; where they replaced them too, it fails with
+    ``ConcurrentWriteError`` and commits nothing, as delta-spark would.
+    """
     uri, partition_by = spec["uri"], spec["partition_by"]
     filters = [tuple(f) for f in spec["filters"]]  # JSON made them lists; delta-rs wants tuples
     types = {f.name: f.dataType for f in schema.fields}
@@ -519,15 +532,42 @@ def _commit(spec: dict, schema: StructType, adds: list[dict]) -> None:
         _META + "rowsWritten": sum(a["rows"] for a in adds),
         _META + "filesWritten": len(adds),
     })
-    if DeltaTable.is_deltatable(uri):
-        table = DeltaTable(uri)
-        table.create_write_transaction(actions, mode="overwrite", schema=table.schema(),
-                                       partition_by=partition_by, partition_filters=filters or None,
-                                       commit_properties=properties)
-    else:
-        create_table_with_add_actions(uri, Schema.from_arrow(_arrow_schema(schema)), actions,
-                                      mode="error", partition_by=partition_by,
-                                      commit_properties=properties)
+    for attempt in range(1, _COMMIT_ATTEMPTS + 1):
+        table = DeltaTable(uri) if DeltaTable.is_deltatable(uri) else None
+        before = _partition_files(table, filters)
+        try:
+            if table is not None:
+                table.create_write_transaction(actions, mode="overwrite", schema=table.schema(),
+                                               partition_by=partition_by, partition_filters=filters or None,
+                                               commit_properties=properties)
+            else:
+                create_table_with_add_actions(uri, Schema.from_arrow(_arrow_schema(schema)), actions,
+                                              mode="error", partition_by=partition_by,
+                                              commit_properties=properties)
+            return
+        except DeltaError as err:
+            # A commit that came first, or (creating the table) a table that appeared meanwhile.
+            raced = isinstance(err, CommitFailedError) if table is not None else DeltaTable.is_deltatable(uri)
+            if not raced:
+                raise
+            latest = DeltaTable(uri)
+            if _partition_files(latest, filters) != before:
+                where = f"partitions {filters}" if filters else "the whole table"
+                read = "no table" if table is None else f"version {table.version()}"
+                raise ConcurrentWriteError(
+                    f"another write replaced {where} of {uri} while this write ran (read at {read}, now "
+                    f"version {latest.version()}); nothing of this write was committed: run it again "
+                    f"once the other has finished") from err
+            if attempt == _COMMIT_ATTEMPTS:
+                raise
+            time.sleep(0.05 * attempt)  # others commit in milliseconds
+
+
+def _partition_files(table: DeltaTable | None, filters: list[tuple]) -> set[str]:
+    """The files a replace of ``filters`` would remove from ``table`` as it is."""
+    if table is None:
+        return set()
+    return set(table.file_uris(file_pruning_predicate=[filters] if filters else None))
 
 
 def _inside(values: dict[str, str | None], filters: list[tuple], types: dict[str, DataType]) -> bool:
