@@ -423,19 +423,24 @@ class _Target:
 def _replace_with_delta_rs(df: DataFrame, targets: list[_Target], route: str | None) -> list[dict]:
     """One Spark write feeding every target (by ``route``, or all rows to the only target)."""
     fields = {f.name: f for f in df.schema.fields}
-    specs = []
-    for t in targets:
-        schema = StructType([fields[c] for c in t.columns])
-        if table_exists(t.path):
-            _check_compatible(_open(t.path), schema, t.partition_by, t.path)
-        specs.append({"name": t.name, "uri": _uri(t.path), "partition_by": t.partition_by, "filters": t.filters,
-                      "write_id": uuid.uuid4().hex, "schema": schema.json()})
+    specs = [_write_spec(t, StructType([fields[c] for c in t.columns])) for t in targets]
     if df.sparkSession not in _REGISTERED:
         df.sparkSession.dataSource.register(_PanesDeltaSource)
         _REGISTERED.add(df.sparkSession)
     df.write.format(_SOURCE_NAME).mode("overwrite").option("spec", json.dumps(
         {"route": route, "targets": specs})).save()
     return [_written(t.path, spec["write_id"]) for t, spec in zip(targets, specs)]
+
+
+def _write_spec(target: _Target, schema: StructType) -> dict:
+    """What the tasks and the commit of one target's write need, as JSON. ``read_version`` is
+    the table's version as the write starts: the commit compares its partitions then and now."""
+    table = _open(target.path) if table_exists(target.path) else None
+    if table is not None:
+        _check_compatible(table, schema, target.partition_by, target.path)
+    return {"name": target.name, "uri": _uri(target.path), "partition_by": target.partition_by,
+            "filters": target.filters, "write_id": uuid.uuid4().hex, "schema": schema.json(),
+            "read_version": None if table is None else table.version()}
 
 
 def _written(path: str, write_id: str) -> dict:
@@ -510,12 +515,12 @@ class _TaskWriter(DataSourceArrowWriter):
 def _commit(spec: dict, schema: StructType, adds: list[dict]) -> None:
     """The one place a delta-rs write becomes visible.
 
-    Another write may commit to the table between this one opening it and committing: a
-    backfill beside the daily schedule, a late firing beside a backfill. delta-rs then refuses
-    an overwrite whatever partitions the other replaced, where delta-spark refuses it only if
-    they overlap. So where the other commits left this write's partitions as they were, it
-    commits again on top of them; where they replaced them too, it fails with
-    ``ConcurrentWriteError`` and commits nothing, as delta-spark would.
+    Runs overlap: a backfill beside the daily schedule, a late firing beside a backfill. As
+    with delta-spark, a write fails with ``ConcurrentWriteError``, committing nothing, if
+    another replaced its partitions after it started (the later commit of two runs of a day
+    is not always the one that read the newer events), and commits where others changed other
+    partitions only. delta-rs itself refuses an overwrite whenever any commit came between
+    opening the table and committing, so such a refusal is retried on the newer version.
     """
     uri, partition_by = spec["uri"], spec["partition_by"]
     filters = [tuple(f) for f in spec["filters"]]  # JSON made them lists; delta-rs wants tuples
@@ -532,9 +537,17 @@ def _commit(spec: dict, schema: StructType, adds: list[dict]) -> None:
         _META + "rowsWritten": sum(a["rows"] for a in adds),
         _META + "filesWritten": len(adds),
     })
+    started = spec["read_version"]
+    at_start = _partition_files(None if started is None else DeltaTable(uri, version=started), filters)
     for attempt in range(1, _COMMIT_ATTEMPTS + 1):
         table = DeltaTable(uri) if DeltaTable.is_deltatable(uri) else None
-        before = _partition_files(table, filters)
+        if _partition_files(table, filters) != at_start:
+            where = f"partitions {filters}" if filters else "the whole table"
+            then = "no table" if started is None else f"version {started}"
+            now = "no table" if table is None else f"version {table.version()}"
+            raise ConcurrentWriteError(
+                f"another write replaced {where} of {uri} after this write started (at {then}, now "
+                f"{now}); nothing of this write was committed: run it again once the other has finished")
         try:
             if table is not None:
                 table.create_write_transaction(actions, mode="overwrite", schema=table.schema(),
@@ -548,17 +561,7 @@ def _commit(spec: dict, schema: StructType, adds: list[dict]) -> None:
         except DeltaError as err:
             # A commit that came first, or (creating the table) a table that appeared meanwhile.
             raced = isinstance(err, CommitFailedError) if table is not None else DeltaTable.is_deltatable(uri)
-            if not raced:
-                raise
-            latest = DeltaTable(uri)
-            if _partition_files(latest, filters) != before:
-                where = f"partitions {filters}" if filters else "the whole table"
-                read = "no table" if table is None else f"version {table.version()}"
-                raise ConcurrentWriteError(
-                    f"another write replaced {where} of {uri} while this write ran (read at {read}, now "
-                    f"version {latest.version()}); nothing of this write was committed: run it again "
-                    f"once the other has finished") from err
-            if attempt == _COMMIT_ATTEMPTS:
+            if not raced or attempt == _COMMIT_ATTEMPTS:
                 raise
             time.sleep(0.05 * attempt)  # others commit in milliseconds
 

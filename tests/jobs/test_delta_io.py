@@ -353,14 +353,15 @@ def test_forcing_delta_spark_without_its_jars_fails_clearly(spark, tmp_path, mon
         write(frame(spark, [row("a", D1)]), tmp_path / "t", [D1])
 
 
-# -- another write committing in between (a backfill beside the daily schedule) ------------------
+# -- overlapping writes (a backfill beside the daily schedule) -----------------------------------
 
 
-def prepared(path, rows, day):
-    """What a write's tasks leave for its commit: data files of ``rows`` and their add actions,
-    and the spec replacing ``day``."""
-    spec = {"uri": delta_io._uri(str(path)), "partition_by": ["event_date"], "write_id": "ours",
-            "filters": [("event_date", "=", day.isoformat())]}
+def started(path, rows, day):
+    """A write of ``rows`` replacing ``day``, started: its spec (the table's version now) and
+    the data files its tasks wrote, with their add actions, ready to commit."""
+    target = delta_io._Target.of(None, str(path), SCHEMA.fieldNames(), ["event_date"],
+                                 [("event_date", "=", day)], SCHEMA.fieldNames())
+    spec = delta_io._write_spec(target, SCHEMA)
     files = delta_io._TaskFiles(spec, SCHEMA)
     files.append(pa.RecordBatch.from_pylist([dict(zip(SCHEMA.fieldNames(), r)) for r in rows],
                                             schema=delta_io._arrow_schema(SCHEMA)))
@@ -385,40 +386,66 @@ def another_write_first(monkeypatch, commit_other):
     monkeypatch.setattr(delta_io, "create_table_with_add_actions", first(delta_io.create_table_with_add_actions))
 
 
-def test_a_write_commits_on_top_of_another_that_replaced_other_partitions(spark, tmp_path, monkeypatch):
+OURS, THEIRS = row("ours", D1, 5), row("theirs", D2, 7)
+
+
+def test_a_write_commits_beside_another_that_replaced_other_partitions_meanwhile(spark, tmp_path):
     path = tmp_path / "t"
     write(frame(spark, [row("a", D1), row("b", D2)]), path, [D1, D2])
-    spec, adds = prepared(path, [row("ours", D1, 5)], D1)
-    another_write_first(monkeypatch, lambda: write(frame(spark, [row("theirs", D2, 7)]), path, [D2]))
+    spec, adds = started(path, [OURS], D1)
+    write(frame(spark, [THEIRS]), path, [D2])
 
     delta_io._commit(spec, SCHEMA, adds)
 
-    assert table_version(str(path)) == 2  # theirs, then ours
-    assert contents(read_table(spark, str(path))) == expected([row("ours", D1, 5), row("theirs", D2, 7)])
+    assert contents(read_table(spark, str(path))) == expected([OURS, THEIRS])
 
 
-def test_a_write_whose_partitions_another_replaced_meanwhile_fails_and_commits_nothing(spark, tmp_path,
-                                                                                      monkeypatch):
+def test_a_write_whose_partitions_another_replaced_after_it_started_commits_nothing(spark, tmp_path):
     path = tmp_path / "t"
     write(frame(spark, [row("a", D1), row("b", D2)]), path, [D1, D2])
-    spec, adds = prepared(path, [row("ours", D1, 5)], D1)
-    another_write_first(monkeypatch, lambda: write(frame(spark, [row("theirs", D1, 7)]), path, [D1]))
+    spec, adds = started(path, [OURS], D1)
+    write(frame(spark, [row("theirs", D1, 7)]), path, [D1])  # a run that read newer events, say
 
     with pytest.raises(delta_io.ConcurrentWriteError, match=r"another write replaced partitions "
-                       r"\[\('event_date', '=', '2025-01-30'\)\] of .* \(read at version 0, now version 1\); "
-                       r"nothing of this write was committed"):
+                       r"\[\('event_date', '=', '2025-01-30'\)\] of .* after this write started \(at version 0, "
+                       r"now version 1\); nothing of this write was committed"):
         delta_io._commit(spec, SCHEMA, adds)
 
     assert table_version(str(path)) == 1
     assert contents(read_table(spark, str(path))) == expected([row("theirs", D1, 7), row("b", D2)])
 
 
+def test_a_commit_that_another_commit_beat_by_milliseconds_is_retried(spark, tmp_path, monkeypatch):
+    """delta-rs refuses it, though the other replaced other partitions: it commits again."""
+    path = tmp_path / "t"
+    write(frame(spark, [row("a", D1), row("b", D2)]), path, [D1, D2])
+    spec, adds = started(path, [OURS], D1)
+    another_write_first(monkeypatch, lambda: write(frame(spark, [THEIRS]), path, [D2]))
+
+    delta_io._commit(spec, SCHEMA, adds)
+
+    assert table_version(str(path)) == 2  # theirs, then ours
+    assert contents(read_table(spark, str(path))) == expected([OURS, THEIRS])
+
+
+def test_a_commit_beaten_by_one_to_the_same_partitions_commits_nothing(spark, tmp_path, monkeypatch):
+    path = tmp_path / "t"
+    write(frame(spark, [row("a", D1), row("b", D2)]), path, [D1, D2])
+    spec, adds = started(path, [OURS], D1)
+    another_write_first(monkeypatch, lambda: write(frame(spark, [row("theirs", D1, 7)]), path, [D1]))
+
+    with pytest.raises(delta_io.ConcurrentWriteError, match="at version 0, now version 1"):
+        delta_io._commit(spec, SCHEMA, adds)
+
+    assert contents(read_table(spark, str(path))) == expected([row("theirs", D1, 7), row("b", D2)])
+
+
 def test_two_first_writes_of_a_table_both_commit_where_their_partitions_differ(spark, tmp_path, monkeypatch):
     path = tmp_path / "t"
-    spec, adds = prepared(path, [row("ours", D1, 5)], D1)
-    another_write_first(monkeypatch, lambda: write(frame(spark, [row("theirs", D2, 7)]), path, [D2]))
+    spec, adds = started(path, [OURS], D1)
+    another_write_first(monkeypatch, lambda: write(frame(spark, [THEIRS]), path, [D2]))
 
     delta_io._commit(spec, SCHEMA, adds)
 
     assert table_version(str(path)) == 1  # theirs created the table, ours replaced D1 in it
-    assert contents(read_table(spark, str(path))) == expected([row("ours", D1, 5), row("theirs", D2, 7)])
+    assert contents(read_table(spark, str(path))) == expected([OURS, THEIRS])
