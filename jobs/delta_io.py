@@ -5,7 +5,9 @@ are read and written by delta-spark. Without them (CI, where only PyPI is reacha
 commits what Spark writes: a Python data source lets every task write its own Parquet files,
 and the driver commits them all in one Delta transaction. Either way a partition replace is a
 single atomic commit, readers only ever see committed snapshots, and no table passes through
-the driver. ``PANES_DELTA_WRITER=delta-rs|delta-spark`` forces one writer.
+the driver; a write whose partitions another replaced after it started commits nothing
+(``ConcurrentWriteError`` with delta-rs). ``PANES_DELTA_WRITER=delta-rs|delta-spark`` forces one
+writer.
 
 Partition filters are deltalake's tuples, ``(column, op, value)`` with op one of ``=, !=, <,
 <=, >, >=, in, not in``, on partition columns only. Values may be strings, numbers, booleans,
