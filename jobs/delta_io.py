@@ -500,13 +500,24 @@ class _TaskWriter(DataSourceArrowWriter):
             raise
 
     def commit(self, messages: list[_Written | None]) -> None:
+        """Every table's commit, in order; each is checked first, so that one refused commits
+        nothing (but for a race of milliseconds, which ``abort`` then survives)."""
         adds = [a for m in messages if m is not None for a in m.adds]
-        for i, (target, schema) in enumerate(zip(self.targets, self.schemas)):
-            _commit(target, schema, [a for a in adds if a["target"] == i])
+        writes = [(_Commit(target, schema), [a for a in adds if a["target"] == i])
+                  for i, (target, schema) in enumerate(zip(self.targets, self.schemas))]
+        for write, its_adds in writes:
+            write.check(its_adds)
+        for write, its_adds in writes:
+            write.commit(its_adds)
 
     def abort(self, messages: list[_Written | None]) -> None:
+        """Delete the write's files, but those a table holds: a routed write's first commits
+        stand if a later one failed."""
         roots = [pafs.FileSystem.from_uri(t["uri"]) for t in self.targets]
+        held = [_file_names(t["uri"]) for t in self.targets]
         for add in (a for m in messages if m is not None for a in m.adds):
+            if add["path"].rsplit("/", 1)[-1] in held[add["target"]]:
+                continue
             fs, root = roots[add["target"]]
             try:
                 fs.delete_file(f"{root}/{add['path']}")
@@ -514,7 +525,14 @@ class _TaskWriter(DataSourceArrowWriter):
                 pass
 
 
-def _commit(spec: dict, schema: StructType, adds: list[dict]) -> None:
+def _file_names(uri: str) -> set[str]:
+    if not DeltaTable.is_deltatable(uri):
+        return set()
+    paths = pa.table(DeltaTable(uri).get_add_actions())["path"].to_pylist()
+    return {unquote(path.rsplit("/", 1)[-1]) for path in paths}  # the log URI-encodes them
+
+
+class _Commit:
     """The one place a delta-rs write becomes visible.
 
     Runs overlap: a backfill beside the daily schedule, a late firing beside a backfill. As
@@ -524,48 +542,67 @@ def _commit(spec: dict, schema: StructType, adds: list[dict]) -> None:
     partitions only. delta-rs itself refuses an overwrite whenever any commit came between
     opening the table and committing, so such a refusal is retried on the newer version.
     """
-    uri, partition_by = spec["uri"], spec["partition_by"]
-    filters = [tuple(f) for f in spec["filters"]]  # JSON made them lists; delta-rs wants tuples
-    types = {f.name: f.dataType for f in schema.fields}
-    for add in adds:
-        if not _inside(add["partition_values"], filters, types):
-            raise ValueError(f"rows with partition values {add['partition_values']} fall outside "
-                             f"partition_filters {filters} of {uri}; nothing was committed")
-    actions = [AddAction(path=a["path"], size=a["size"], partition_values=a["partition_values"],
-                         modification_time=a["modification_time"], data_change=True, stats=a["stats"])
-               for a in adds]
-    properties = CommitProperties(custom_metadata={
-        _META + "writeId": spec["write_id"],
-        _META + "rowsWritten": sum(a["rows"] for a in adds),
-        _META + "filesWritten": len(adds),
-    })
-    started = spec["read_version"]
-    at_start = _partition_files(None if started is None else DeltaTable(uri, version=started), filters)
-    for attempt in range(1, _COMMIT_ATTEMPTS + 1):
-        table = DeltaTable(uri) if DeltaTable.is_deltatable(uri) else None
-        if _partition_files(table, filters) != at_start:
-            where = f"partitions {filters}" if filters else "the whole table"
+
+    def __init__(self, spec: dict, schema: StructType):
+        self.spec, self.schema, self.uri = spec, schema, spec["uri"]
+        self.filters = [tuple(f) for f in spec["filters"]]  # JSON made them lists; delta-rs wants tuples
+        started = spec["read_version"]
+        self.at_start = _partition_files(None if started is None else DeltaTable(self.uri, version=started),
+                                         self.filters)
+
+    def check(self, adds: list[dict]) -> None:
+        """Refuse, before any table of the write commits, rows outside the partitions it
+        replaces, and partitions another write replaced meanwhile."""
+        types = {f.name: f.dataType for f in self.schema.fields}
+        for add in adds:
+            if not _inside(add["partition_values"], self.filters, types):
+                raise ValueError(f"rows with partition values {add['partition_values']} fall outside "
+                                 f"partition_filters {self.filters} of {self.uri}; nothing was committed")
+        self._latest()
+
+    def _latest(self) -> DeltaTable | None:
+        """The table as it is now, unless another write replaced this one's partitions since
+        this one started."""
+        table = DeltaTable(self.uri) if DeltaTable.is_deltatable(self.uri) else None
+        if _partition_files(table, self.filters) != self.at_start:
+            where = f"partitions {self.filters}" if self.filters else "the whole table"
+            started = self.spec["read_version"]
             then = "no table" if started is None else f"version {started}"
             now = "no table" if table is None else f"version {table.version()}"
             raise ConcurrentWriteError(
-                f"another write replaced {where} of {uri} after this write started (at {then}, now "
+                f"another write replaced {where} of {self.uri} after this write started (at {then}, now "
                 f"{now}); nothing of this write was committed: run it again once the other has finished")
-        try:
-            if table is not None:
-                table.create_write_transaction(actions, mode="overwrite", schema=table.schema(),
-                                               partition_by=partition_by, partition_filters=filters or None,
-                                               commit_properties=properties)
-            else:
-                create_table_with_add_actions(uri, Schema.from_arrow(_arrow_schema(schema)), actions,
-                                              mode="error", partition_by=partition_by,
-                                              commit_properties=properties)
-            return
-        except DeltaError as err:
-            # A commit that came first, or (creating the table) a table that appeared meanwhile.
-            raced = isinstance(err, CommitFailedError) if table is not None else DeltaTable.is_deltatable(uri)
-            if not raced or attempt == _COMMIT_ATTEMPTS:
-                raise
-            time.sleep(0.05 * attempt)  # others commit in milliseconds
+        return table
+
+    def commit(self, adds: list[dict]) -> None:
+        partition_by, filters = self.spec["partition_by"], self.filters
+        actions = [AddAction(path=a["path"], size=a["size"], partition_values=a["partition_values"],
+                             modification_time=a["modification_time"], data_change=True, stats=a["stats"])
+                   for a in adds]
+        properties = CommitProperties(custom_metadata={
+            _META + "writeId": self.spec["write_id"],
+            _META + "rowsWritten": sum(a["rows"] for a in adds),
+            _META + "filesWritten": len(adds),
+        })
+        for attempt in range(1, _COMMIT_ATTEMPTS + 1):
+            table = self._latest()
+            try:
+                if table is not None:
+                    table.create_write_transaction(actions, mode="overwrite", schema=table.schema(),
+                                                   partition_by=partition_by, partition_filters=filters or None,
+                                                   commit_properties=properties)
+                else:
+                    schema = Schema.from_arrow(_arrow_schema(self.schema))
+                    create_table_with_add_actions(self.uri, schema, actions, mode="error",
+                                                  partition_by=partition_by, commit_properties=properties)
+                return
+            except DeltaError as err:
+                # A commit that came first, or (creating the table) a table that appeared meanwhile.
+                raced = (isinstance(err, CommitFailedError) if table is not None
+                         else DeltaTable.is_deltatable(self.uri))
+                if not raced or attempt == _COMMIT_ATTEMPTS:
+                    raise
+                time.sleep(0.05 * attempt)  # others commit in milliseconds
 
 
 def _partition_files(table: DeltaTable | None, filters: list[tuple]) -> set[str]:

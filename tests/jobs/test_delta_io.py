@@ -324,6 +324,31 @@ def test_a_row_routed_nowhere_aborts_every_table(spark, tmp_path):
     assert sorted(p.name for p in tmp_path.rglob("*.parquet")) == parquet_before  # abort cleaned up
 
 
+def test_a_routed_write_whose_second_table_another_replaced_meanwhile_commits_no_table(spark, tmp_path):
+    targets = routed_targets(tmp_path, [D1])
+    delta_io.replace_partitions_routed(
+        routed_frame(spark, [("a", 1, None, D1, "counts"), ("a", None, "x", None, "labels")]), "dest", targets)
+    labels = str(tmp_path / "labels")
+    files_before = {str(p) for p in tmp_path.rglob("*.parquet")}
+
+    @F.udf("string")
+    def meanwhile(dest):  # another run replaces labels while this write's tasks run
+        from deltalake import write_deltalake
+        if dest == "labels":
+            write_deltalake(labels, pa.table({"label": ["theirs"], "key": ["z"]}), mode="overwrite")
+        return dest
+
+    rows = routed_frame(spark, [("b", 2, None, D1, "counts"), ("b", None, "y", None, "labels")]).coalesce(1)
+    with pytest.raises(Exception, match=r"another write replaced the whole table of .*labels after this write"):
+        delta_io.replace_partitions_routed(rows.withColumn("dest", meanwhile("dest")), "dest", targets)
+
+    assert table_version(str(tmp_path / "counts")) == 0  # every table is checked before any commits
+    assert sorted(tuple(r) for r in read_table(spark, str(tmp_path / "counts")).collect()) == [("a", 1, D1)]
+    assert [tuple(r) for r in read_table(spark, labels).collect()] == [("theirs", "z")]
+    held = {p for t in ("counts", "labels") for p in DeltaTable(str(tmp_path / t)).file_uris()}
+    assert {str(p) for p in tmp_path.rglob("*.parquet")} == files_before | held  # the write's files: gone
+
+
 def test_a_routed_target_must_name_columns_the_data_has(spark, tmp_path):
     targets = {"counts": delta_io.Target(str(tmp_path / "counts"), ["key", "missing"], [], [])}
     with pytest.raises(ValueError, match=r"columns \['missing'\] of .*counts are not columns"):
@@ -368,6 +393,13 @@ def started(path, rows, day):
     return spec, files.close()
 
 
+def commit(spec, adds):
+    """What the write's commit does for one table."""
+    write = delta_io._Commit(spec, SCHEMA)
+    write.check(adds)
+    write.commit(adds)
+
+
 def another_write_first(monkeypatch, commit_other):
     """Let ``commit_other`` commit after this write opened the table and before it commits."""
     pending = [commit_other]
@@ -395,7 +427,7 @@ def test_a_write_commits_beside_another_that_replaced_other_partitions_meanwhile
     spec, adds = started(path, [OURS], D1)
     write(frame(spark, [THEIRS]), path, [D2])
 
-    delta_io._commit(spec, SCHEMA, adds)
+    commit(spec, adds)
 
     assert contents(read_table(spark, str(path))) == expected([OURS, THEIRS])
 
@@ -409,7 +441,7 @@ def test_a_write_whose_partitions_another_replaced_after_it_started_commits_noth
     with pytest.raises(delta_io.ConcurrentWriteError, match=r"another write replaced partitions "
                        r"\[\('event_date', '=', '2025-01-30'\)\] of .* after this write started \(at version 0, "
                        r"now version 1\); nothing of this write was committed"):
-        delta_io._commit(spec, SCHEMA, adds)
+        commit(spec, adds)
 
     assert table_version(str(path)) == 1
     assert contents(read_table(spark, str(path))) == expected([row("theirs", D1, 7), row("b", D2)])
@@ -422,7 +454,7 @@ def test_a_commit_that_another_commit_beat_by_milliseconds_is_retried(spark, tmp
     spec, adds = started(path, [OURS], D1)
     another_write_first(monkeypatch, lambda: write(frame(spark, [THEIRS]), path, [D2]))
 
-    delta_io._commit(spec, SCHEMA, adds)
+    commit(spec, adds)
 
     assert table_version(str(path)) == 2  # theirs, then ours
     assert contents(read_table(spark, str(path))) == expected([OURS, THEIRS])
@@ -435,7 +467,7 @@ def test_a_commit_beaten_by_one_to_the_same_partitions_commits_nothing(spark, tm
     another_write_first(monkeypatch, lambda: write(frame(spark, [row("theirs", D1, 7)]), path, [D1]))
 
     with pytest.raises(delta_io.ConcurrentWriteError, match="at version 0, now version 1"):
-        delta_io._commit(spec, SCHEMA, adds)
+        commit(spec, adds)
 
     assert contents(read_table(spark, str(path))) == expected([row("theirs", D1, 7), row("b", D2)])
 
@@ -445,7 +477,27 @@ def test_two_first_writes_of_a_table_both_commit_where_their_partitions_differ(s
     spec, adds = started(path, [OURS], D1)
     another_write_first(monkeypatch, lambda: write(frame(spark, [THEIRS]), path, [D2]))
 
-    delta_io._commit(spec, SCHEMA, adds)
+    commit(spec, adds)
 
     assert table_version(str(path)) == 1  # theirs created the table, ours replaced D1 in it
     assert contents(read_table(spark, str(path))) == expected([OURS, THEIRS])
+
+
+def test_an_abort_spares_the_files_of_a_commit_that_went_through(spark, tmp_path):
+    """A routed write commits table by table. Should a later commit fail after an earlier one
+    went through (a race of milliseconds the checks before them cannot see), the abort must
+    not delete files the earlier table now holds."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for path in (first, second):
+        write(frame(spark, [row("a", D1)]), path, [D1])
+    files_before = {str(p) for p in tmp_path.rglob("*.parquet")}
+    (spec1, adds1), (spec2, adds2) = started(first, [OURS], D1), started(second, [OURS], D1)
+    commit(spec1, adds1)
+
+    writer = delta_io._TaskWriter({"route": "dest", "targets": [spec1, spec2]}, SCHEMA)
+    writer.abort([delta_io._Written([{**a, "target": 0} for a in adds1] + [{**a, "target": 1} for a in adds2])])
+
+    assert contents(read_table(spark, str(first))) == expected([OURS])
+    assert contents(read_table(spark, str(second))) == expected([row("a", D1)])
+    held = {p for path in (first, second) for p in DeltaTable(str(path)).file_uris()}
+    assert {str(p) for p in tmp_path.rglob("*.parquet")} == files_before | held
