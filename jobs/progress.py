@@ -64,8 +64,12 @@ def reported(spark: SparkSession, what: str, log: Log, every: float | None = Non
     started = time.monotonic()
     if is_remote():
         log(f"{what}: started")
-        yield
-        log(f"{what}: done in {time.monotonic() - started:.1f} s")
+        outcome = "failed after"
+        try:
+            yield
+            outcome = "done in"
+        finally:
+            log(f"{what}: {outcome} {time.monotonic() - started:.1f} s")
         return
     sc = spark.sparkContext
     saved = {key: sc.getLocalProperty(key) for key in _GROUP_PROPERTIES}

@@ -165,3 +165,17 @@ def test_a_bad_interval_is_named(monkeypatch, text):
     monkeypatch.setenv("PANES_PROGRESS_SECONDS", text)
     with pytest.raises(ValueError, match="PANES_PROGRESS_SECONDS"):
         progress.every_seconds()
+
+
+def test_under_spark_connect_only_the_start_and_the_end_are_logged(monkeypatch):
+    monkeypatch.setattr(progress, "is_remote", lambda: True)
+    lines = []
+    with progress.reported(object(), "remote work", lines.append, every=0.01):  # no SparkContext to ask
+        time.sleep(0.05)
+    with pytest.raises(ValueError):
+        with progress.reported(object(), "remote work", lines.append, every=0.01):
+            raise ValueError
+    starts = ["remote work: started", "remote work: done in ",
+              "remote work: started", "remote work: failed after "]
+    assert len(lines) == 4 and all(line.startswith(start) for line, start in zip(lines, starts)), lines
+
