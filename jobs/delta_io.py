@@ -526,10 +526,9 @@ class _TaskWriter(DataSourceArrowWriter):
 
 
 def _file_names(uri: str) -> set[str]:
-    if not DeltaTable.is_deltatable(uri):
-        return set()
-    paths = pa.table(DeltaTable(uri).get_add_actions())["path"].to_pylist()
-    return {unquote(path.rsplit("/", 1)[-1]) for path in paths}  # the log URI-encodes them
+    """The names of the files ``uri``'s table holds now."""
+    table = DeltaTable(uri) if DeltaTable.is_deltatable(uri) else None
+    return {path.rsplit("/", 1)[-1] for path in _partition_files(table, [])}
 
 
 class _Commit:

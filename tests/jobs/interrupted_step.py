@@ -28,14 +28,6 @@ def terminate(signum, frame):
     raise Terminated()
 
 
-def from_another_thread(function):
-    result = []
-    thread = threading.Thread(target=lambda: result.append(function()))
-    thread.start()
-    thread.join()
-    return result[0]
-
-
 def main() -> None:
     spark = get_spark({"spark.master": "local[2]", "spark.ui.enabled": "false", "spark.driver.memory": "1g"})
     sc, lines, groups = spark.sparkContext, [], []
@@ -64,9 +56,9 @@ def main() -> None:
     def statuses():
         return [tracker.getJobInfo(j).status for j in tracker.getJobIdsForGroup(groups[0])]
 
-    while from_another_thread(statuses) == ["RUNNING"] and time.monotonic() < deadline:
+    while progress._off_thread(statuses) == ["RUNNING"] and time.monotonic() < deadline:
         time.sleep(0.1)
-    print(json.dumps({"raised": raised, "lines": lines, "statuses": from_another_thread(statuses)}), flush=True)
+    print(json.dumps({"raised": raised, "lines": lines, "statuses": progress._off_thread(statuses)}), flush=True)
     sys.stdout.flush()
     os._exit(0)  # no exit handlers: they would speak to the JVM from this thread
 
