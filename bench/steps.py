@@ -62,7 +62,8 @@ def steps(spark, lakehouse: str, config) -> dict[str, list[tuple[str, Callable[[
     plan = sw._Plan(spec, config, DAY, DAY)
 
     def read() -> tuple[DataFrame, DataFrame]:
-        previous = sw.read_snapshot(spark, lakehouse, DAY - timedelta(days=1))
+        before = DAY - timedelta(days=1)
+        previous = sw.read_snapshot(spark, lakehouse, before, sw.continued_windows(spark, lakehouse, before, config))
         if previous is None:
             raise SystemExit(f"no snapshot of {DAY - timedelta(days=1)} in {lakehouse}: "
                              "run bench.run for its size first")

@@ -176,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     scratch = tempfile.mkdtemp(prefix="panes-variants-")  # the partials pair writes its Delta tables here
     spec = config.windows[0]
     plan = sw._Plan(spec, config, DAY, DAY)
-    previous = sw.read_snapshot(spark, args.lakehouse, DAY - timedelta(days=1))
+    before = DAY - timedelta(days=1)
+    previous = sw.read_snapshot(spark, args.lakehouse, before,
+                                sw.continued_windows(spark, args.lakehouse, before, config))
     if previous is None:
         parser.error(f"no snapshot of {DAY - timedelta(days=1)} in {args.lakehouse}: run bench.run for its size first")
     frames = sw._read_frames(spark, args.lakehouse, plan.frame_ranges)

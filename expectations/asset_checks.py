@@ -123,9 +123,11 @@ def evaluate_daily_partials(inputs: Inputs) -> Results:
 def evaluate_window_changes(inputs: Inputs) -> Results:
     changes = inputs.read(WINDOW_CHANGES, "date", inputs.first, inputs.last)
     day_before = inputs.first - timedelta(days=1)
-    # None where not materialised or every key empty: the first change points are not judged
-    previous = sliding_windows.read_snapshot(inputs.spark, inputs.lakehouse_root, day_before)
-    results = suites.run_suite(changes, suites.prepare_window_changes(changes, previous, inputs.config),
+    # Only the windows the job continued: the first change points of the others (none
+    # materialised, every key empty, or another definition of the window) are not judged.
+    held = sliding_windows.continued_windows(inputs.spark, inputs.lakehouse_root, day_before, inputs.config)
+    previous = sliding_windows.read_snapshot(inputs.spark, inputs.lakehouse_root, day_before, held)
+    results = suites.run_suite(changes, suites.prepare_window_changes(changes, previous, inputs.config, held),
                                suites.window_changes_suite(inputs.config), inputs.days, inputs.selected)
     if "changes_conserve_frames" in inputs.selected:
         reach = timedelta(days=reconciliation.frames_reach_days(inputs.config))

@@ -149,6 +149,9 @@ def catalog(config: PipelineConfig) -> list[Check]:
         Check("snapshot_as_of_last_window_end", WINDOW_SNAPSHOT.name, ERROR,
               "as_of is not the day's last window end: the next day would continue from the wrong "
               "state, and serving would show a stale time."),
+        Check("window_length_matches_spec", WINDOW_SNAPSHOT.name, ERROR,
+              "window_start is not as_of minus the window's length: the state is of another "
+              "window, and the next day would continue from it."),
         Check("snapshot_keys_not_empty", WINDOW_SNAPSHOT.name, ERROR,
               "Keys whose window is empty kept in the snapshot: it should hold only keys with events "
               "in their window."),

@@ -453,17 +453,26 @@ def snapshot_matches_last_change(snapshots: DataFrame, changes: DataFrame, confi
     are absent rows, so an absent row equals a change point to empty. For windows emitting
     ``final`` rows the value at the last end is the row at that end, or empty.
 
-    ``snapshots`` must hold days ``first - 1 .. last``. When D - 1 has no rows at all (not
-    materialised, or nothing in any window), a key without a change point on D cannot be judged
-    from the tables; it is counted as unverified, not failed.
+    ``snapshots`` must hold days ``first - 1 .. last``. Where D - 1 holds no rows of a window as
+    configured (not materialised, nothing in the window, or the window defined otherwise then),
+    a key of that window without a change point on D cannot be judged from the tables; it is
+    counted as unverified, not failed.
     """
     values = [a.name for a in config.aggregations]
     empty = empty_values(config)
     wanted = [d.isoformat() for d in days]
-    continued = [(r[0] + timedelta(days=1)).isoformat()
-                 for r in snapshots.select("date").distinct().collect()]
-    last_end = snapshots.sparkSession.createDataFrame(as_of_per_day(config, days),
-                                                      "window string, date date, last_end long")
+    spark = snapshots.sparkSession
+    lengths = {spec.name: spec.length for spec in config.windows}
+    held_end = spark.createDataFrame([(w, d, end, lengths[w]) for w, d, end in
+                                      as_of_per_day(config, sorted({d - timedelta(days=1) for d in days}))],
+                                     "window string, date date, held_end long, length long")
+    of_this_definition = (snapshots.join(F.broadcast(held_end), ["window", "date"])
+                          .where((F.unix_seconds("as_of") == F.col("held_end"))
+                                 & (F.unix_seconds("window_start") == F.col("held_end") - F.col("length"))))
+    continued = spark.createDataFrame(
+        [(r[0], r[1] + timedelta(days=1)) for r in of_this_definition.select("window", "date").distinct().collect()],
+        "window string, date date").withColumn("continued", F.lit(True))
+    last_end = spark.createDataFrame(as_of_per_day(config, days), "window string, date date, last_end long")
     final = [w.name for w in config.windows if w.emit == "final"]
 
     latest = (changes.where(F.col("date").isin(wanted))
@@ -472,16 +481,17 @@ def snapshot_matches_last_change(snapshots: DataFrame, changes: DataFrame, confi
               .where("n = 1")
               .select("date", "key", "window", F.unix_seconds("window_end").alias("end"),
                       *[F.col(v).alias(f"change_{v}") for v in values]))
-    previous = (snapshots.select(F.date_add("date", 1).alias("date"), "key", "window",
-                                 F.lit(True).alias("in_previous"),
-                                 *[F.col(v).alias(f"previous_{v}") for v in values])
+    previous = (of_this_definition.select(F.date_add("date", 1).alias("date"), "key", "window",
+                                          F.lit(True).alias("in_previous"),
+                                          *[F.col(v).alias(f"previous_{v}") for v in values])
                 .where(F.col("date").isin(wanted)))
     current = snapshots.where(F.col("date").isin(wanted)).select(
         "date", "key", "window", F.lit(True).alias("in_snapshot"),
         *[F.col(v).alias(f"snapshot_{v}") for v in values])
     rows = (latest.join(previous, ["date", "key", "window"], "full")
             .join(current, ["date", "key", "window"], "full")
-            .join(F.broadcast(last_end), ["window", "date"], "left"))
+            .join(F.broadcast(last_end), ["window", "date"], "left")
+            .join(F.broadcast(continued), ["window", "date"], "left"))
 
     is_final = F.col("window").isin(final) if final else F.lit(False)
     has_change = F.col("end").isNotNull()
@@ -491,7 +501,7 @@ def snapshot_matches_last_change(snapshots: DataFrame, changes: DataFrame, confi
                 .when(F.col("in_previous"), F.col(f"previous_{v}"))
                 .otherwise(empty[v]) for v in values}
     actual = {v: F.when(F.col("in_snapshot"), F.col(f"snapshot_{v}")).otherwise(empty[v]) for v in values}
-    known = is_final | has_change | (F.col("date").isin(continued) if continued else F.lit(False))
+    known = is_final | has_change | F.col("continued").isNotNull()
     judged = rows.select(
         "date", "key", "window",
         F.when(known, ~same_values(config, expected, actual)).alias("mismatch"),

@@ -17,7 +17,7 @@ the table as read, before any derived column is added.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -180,6 +180,8 @@ def window_snapshot_suite(config: PipelineConfig) -> Suite:
             *_window_name_checks(config),
             ("snapshot_as_of_last_window_end", gxe.ExpectColumnPairValuesToBeEqual(
                 column_A="as_of", column_B="declared_as_of", ignore_row_if="neither")),
+            ("window_length_matches_spec", gxe.ExpectColumnPairValuesToBeEqual(
+                column_A="window_length_seconds", column_B="declared_length_seconds")),
             ("snapshot_keys_not_empty", gxe.ExpectColumnValuesToBeBetween(column="event_count", min_value=1)),
             ("snapshot_keys_not_empty", gxe.ExpectColumnValuesToNotBeNull(column="event_count")),
             ("snapshot_keys_unique", gxe.ExpectCompoundColumnsToBeUnique(
@@ -225,12 +227,13 @@ def prepare_minute_partials(partials: DataFrame, config: PipelineConfig) -> Data
 
 
 def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | None,
-                           config: PipelineConfig) -> DataFrame:
+                           config: PipelineConfig, continued: Collection[str] = ()) -> DataFrame:
     """Add the grid, length, partition and repetition columns the change-point suite expects.
 
-    ``previous_snapshot``: the snapshot of the day before the first day in ``changes``, or None
-    when that day has none. A key's first change point in the range is compared with it (a key
-    missing from it was empty); without it, that first change point is not judged.
+    ``previous_snapshot``: the rows of the windows ``continued`` in the snapshot of the day
+    before the first day in ``changes`` (``sliding_windows.read_snapshot``). A key's first change
+    point in the range of such a window is compared with it (a key missing from it was empty);
+    in other windows (no snapshot, or one of another definition of the window) it is not judged.
     """
     end = F.unix_seconds("window_end")
     values = [a.name for a in config.aggregations]
@@ -238,8 +241,7 @@ def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | No
     frame = changes.withColumns({
         "window_end_off_grid_seconds": _per_window(  # -1: no window_end
             config, lambda s: F.coalesce(F.pmod(end - F.lit(s.offset), F.lit(s.slide)), F.lit(-1))),
-        "window_length_seconds": end - F.unix_seconds("window_start"),
-        "declared_length_seconds": _per_window(config, lambda s: F.lit(s.length).cast("long")),
+        **_window_lengths(end, config),
         "window_end_date": F.to_date("window_end"),
         "__has_previous": F.lag("window_end").over(by_key).isNotNull(),
         **{f"__previous_{v}": F.lag(v).over(by_key) for v in values},
@@ -256,10 +258,16 @@ def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | No
     final = _per_window(config, lambda s: F.lit(s.emit == "final"))  # one row per window: may repeat
     repeats = F.when(final, F.lit(None).cast("boolean")).when(
         F.col("__has_previous"), same_values(config, current, previous))
-    if previous_snapshot is not None:
-        repeats = repeats.otherwise(same_values(config, current, carried))
+    if previous_snapshot is not None and continued:
+        repeats = repeats.when(F.col("window").isin(sorted(continued)), same_values(config, current, carried))
     helpers = [c for c in frame.columns if c.startswith("__")]
     return frame.withColumn("repeats_previous_value", repeats).drop(*helpers)
+
+
+def _window_lengths(end: Column, config: PipelineConfig) -> dict[str, Column]:
+    """A row's window length (``end`` minus its window_start) beside its window's declared one."""
+    return {"window_length_seconds": end - F.unix_seconds("window_start"),
+            "declared_length_seconds": _per_window(config, lambda s: F.lit(s.length).cast("long"))}
 
 
 def as_of_per_day(config: PipelineConfig, days: Iterable[date]) -> list[tuple[str, date, int]]:
@@ -272,7 +280,8 @@ def prepare_window_snapshot(snapshot: DataFrame, config: PipelineConfig, days: l
     declared = snapshot.sparkSession.createDataFrame(
         as_of_per_day(config, days), "window string, date date, as_of_seconds long",
     ).select("window", "date", F.timestamp_seconds("as_of_seconds").alias("declared_as_of"))
-    return snapshot.join(F.broadcast(declared), ["window", "date"], "left")
+    return (snapshot.join(F.broadcast(declared), ["window", "date"], "left")
+            .withColumns(_window_lengths(F.unix_seconds("as_of"), config)))
 
 
 # -- running a suite --------------------------------------------------------------------------------

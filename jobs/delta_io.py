@@ -87,6 +87,11 @@ def table_version(path: str) -> int:
     return _open(path).version()
 
 
+def table_columns(path: str) -> list[str]:
+    """The table's column names, partition columns last, from its Delta log."""
+    return _spark_schema(_open(path)).fieldNames()
+
+
 def column_max(path: str, column: str) -> Any:
     """The largest value of a column from the Delta log's file statistics: no data is read.
 
@@ -119,6 +124,31 @@ def row_count(path: str, *, partition_filters: list[Filter] | None = None) -> in
     return sum(1 if records is None else records
                for path, records in zip(actions["path"].to_pylist(), actions["num_records"].to_pylist())
                if unquote(path.rsplit("/", 1)[-1]) in names)
+
+
+def file_ranges(path: str, columns: list[str], *,
+                partition_filters: list[Filter] | None = None) -> list[dict[str, tuple[Any, Any]] | None]:
+    """Each matching file's ``(min, max)`` of ``columns`` from the Delta log's statistics: no
+    data is read. Files without rows are left out; a file without statistics for one of the
+    columns (or with only nulls in it) is None, so a caller that needs them all reads the data
+    instead. A missing table raises MissingTableError.
+    """
+    table = _open(path)
+    filters = _conjunction(partition_filters)
+    _check_filter_columns(filters, table.metadata().partition_columns, path)
+    names = {f.rsplit("/", 1)[-1] for f in table.file_uris(file_pruning_predicate=[filters] if filters else None)}
+    actions = pa.table(table.get_add_actions(flatten=True))
+    missing = [c for c in columns if f"min.{c}" not in actions.column_names]
+    bounds = {c: (actions[f"min.{c}"].to_pylist(), actions[f"max.{c}"].to_pylist())
+              for c in columns if c not in missing}
+    ranges = []
+    for i, (file, records) in enumerate(zip(actions["path"].to_pylist(), actions["num_records"].to_pylist())):
+        if unquote(file.rsplit("/", 1)[-1]) not in names or records == 0:
+            continue
+        known = {c: (low[i], high[i]) for c, (low, high) in bounds.items()}
+        complete = not missing and records is not None and None not in (v for pair in known.values() for v in pair)
+        ranges.append(known if complete else None)
+    return ranges
 
 
 def read_table(spark: SparkSession, path: str, *,
@@ -346,7 +376,9 @@ def _check_compatible(table, schema: StructType, partition_by: list[str], path: 
     if old != new:
         diff = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
         raise ValueError(f"schema of the data written to {path} differs from the table's in {diff}: "
-                         f"table {[(k, old.get(k)) for k in diff]}, data {[(k, new.get(k)) for k in diff]}")
+                         f"table {[(k, old.get(k)) for k in diff]}, data {[(k, new.get(k)) for k in diff]}. "
+                         "A table keeps the columns it was created with (its other partitions have "
+                         "them): to write these, move the table aside and materialise its partitions again")
 
 
 # ---------------------------------------------------------------------------------------------

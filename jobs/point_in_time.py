@@ -6,6 +6,10 @@ day up to the instant override it. A key's value at ``t`` is the value of its la
 point at or before ``t``. For ``final`` (tumbling) windows the value at ``t`` is the last
 closed window's row, or nothing where the key had no events in it.
 
+On a window's first day, where the snapshot of the day before holds no state of it (the
+window was added, or redefined under its name, that day), a key's value before its first
+change point of the day is in no table, and it is not answered.
+
     python -m jobs.point_in_time --lakehouse DIR --at 2025-01-30T12:00:00Z [--key K ...]
 """
 
@@ -20,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io
+from jobs.sliding_windows import continued_windows
 from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import from_epoch_seconds, to_epoch_seconds
@@ -30,6 +35,7 @@ def values_as_of(spark: SparkSession, lakehouse: str, at: datetime, config: Pipe
     """``key, window, window_end, event_count, <aggregations>`` of every non-empty key and window."""
     values = [a.name for a in config.aggregations]
     answers = []
+    continued: dict[date, set[str]] = {}
     for spec in config.windows:
         end = from_epoch_seconds(spec.end_at_or_before(to_epoch_seconds(at)))
         day = end.date()
@@ -38,9 +44,14 @@ def values_as_of(spark: SparkSession, lakehouse: str, at: datetime, config: Pipe
         if spec.emit == "final":
             latest = changes.where(F.col("window_end") == F.lit(end))
         else:
-            before = _read(spark, WINDOW_SNAPSHOT.path(lakehouse), day - timedelta(days=1), keys).where(
+            before = day - timedelta(days=1)
+            if before not in continued:
+                continued[before] = continued_windows(spark, lakehouse, before, config)
+            carried = _read(spark, WINDOW_SNAPSHOT.path(lakehouse), before, keys).where(
                 F.col("window") == spec.name).select("key", F.col("as_of").alias("window_end"), "event_count", *values)
-            both = before.unionByName(changes.select("key", "window_end", "event_count", *values))
+            if spec.name not in continued[before]:
+                carried = carried.limit(0)
+            both = carried.unionByName(changes.select("key", "window_end", "event_count", *values))
             newest = Window.partitionBy("key").orderBy(F.desc("window_end"))
             latest = both.withColumn("n", F.row_number().over(newest)).where("n = 1")
         answers.append(latest.where(F.col("event_count") > 0).select(

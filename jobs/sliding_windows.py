@@ -8,10 +8,10 @@ exactly twice: when it enters (the first end ``t > f``) and when it leaves (the 
 
     baseline (its state just before ``first``) + running sum of its deltas up to that end,
 
-one Spark window function. The baseline is the previous day's snapshot; only when that is
-missing (the first run, or a day not materialised) is it bootstrapped once from the frames of
-the window before ``first``. Non-invertible aggregations are evaluated at the same ends from
-hierarchical frames (``exact_values``): the suffix of the tile the window starts in, whole
+one Spark window function. The baseline is the previous day's snapshot; only where that holds
+no state of the window as configured (the first run, a day not materialised, a window added or
+redefined since) is it bootstrapped once from the frames of the window before ``first``.
+Non-invertible aggregations are evaluated at the same ends from hierarchical frames (``exact_values``): the suffix of the tile the window starts in, whole
 tiles, and the prefix of the tile it ends in. A daily run therefore reads the frames that enter
 and leave that day, the day tiles in between, and one small snapshot, whatever the length.
 
@@ -282,7 +282,7 @@ def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, afte
     return days.select(
         "key",
         F.lit(spec.name).alias("window"),
-        F.when(is_change, _timestamp(end - spec.length)).alias("window_start"),
+        _timestamp(F.when(is_change, end).otherwise(as_of) - spec.length).alias("window_start"),
         F.when(is_change, _timestamp(end)).alias("window_end"),
         F.when(~is_change, _timestamp(as_of)).alias("as_of"),
         "event_count",
@@ -318,7 +318,9 @@ class _Plan:
         # start one window length earlier.
         self.delta_ranges = [(self.after - length, self.last_end - length),
                              (max(self.after, self.last_end - length), self.last_end)]
-        self.bootstrap_range = (self.after - length, self.after)
+        # The window whose state the baseline is: a snapshot's (window_start, as_of), or the
+        # frames a bootstrap folds.
+        self.baseline_window = (self.after - length, self.after)
         self.exact_ranges: list[tuple[int, int]] = []
         self.tile_days: list[str] = []
         if any(not a.invertible for a in config.aggregations):
@@ -348,18 +350,56 @@ def _read_day_tiles(spark: SparkSession, lakehouse: str, days: list[str]) -> Dat
     return tiles.withColumn("tile", F.unix_seconds(F.col("event_date").cast("timestamp")))
 
 
-def read_snapshot(spark: SparkSession, lakehouse: str, day: date) -> DataFrame | None:
-    """The snapshot of ``day``, or None where there is none to continue from (the job's baseline;
-    the checks judge a day's first change points against it)."""
-    path = WINDOW_SNAPSHOT.path(lakehouse)
-    if not delta_io.table_exists(path):
+def continued_windows(spark: SparkSession, lakehouse: str, day: date, config: PipelineConfig) -> set[str]:
+    """The configured windows whose state the snapshot of ``day`` holds, for the next day to
+    continue from.
+
+    A window's name can outlive its definition (the configuration edited between two days), so
+    a window continues only where every row of it is the state of the interval the next day's
+    baseline needs, ``(window_start, as_of)``. The others bootstrap, which is exact either way,
+    as for a missing or empty snapshot.
+    """
+    held = _held_windows(spark, lakehouse, day)
+    following = day + timedelta(days=1)
+    continued = set()
+    for spec in config.windows:
+        start, as_of = _Plan(spec, config, following, following).baseline_window
+        if held.get(spec.name) == ((start, start), (as_of, as_of)):
+            continued.add(spec.name)
+    return continued
+
+
+def _held_windows(spark: SparkSession, lakehouse: str, day: date) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Each window in the snapshot of ``day``, with the least and greatest ``window_start`` and
+    ``as_of`` of its rows, in epoch seconds. The Delta log's statistics answer where each file
+    holds one window, as under a single-window configuration, without a Spark job; otherwise one
+    aggregate of the three columns does."""
+    path, days = WINDOW_SNAPSHOT.path(lakehouse), day_filter("date", day, day)
+    if not delta_io.table_exists(path) or "window_start" not in delta_io.table_columns(path):
+        return {}  # none, or of a layout that did not say which interval its state is of
+    files = delta_io.file_ranges(path, ["window", "window_start", "as_of"], partition_filters=days)
+    if all(f is not None and f["window"][0] == f["window"][1] for f in files):
+        by_window: dict[str, list[dict]] = {}
+        for f in files:
+            by_window.setdefault(f["window"][0], []).append(f)
+
+        def bounds(of: list[dict], column: str) -> tuple[int, int]:
+            return int(min(f[column][0] for f in of).timestamp()), int(max(f[column][1] for f in of).timestamp())
+
+        return {window: (bounds(of, "window_start"), bounds(of, "as_of")) for window, of in by_window.items()}
+    snapshot = delta_io.read_table(spark, path, partition_filters=days)
+    ranges = snapshot.groupBy("window").agg(*[f(_seconds(c)) for c in ("window_start", "as_of") for f in (F.min, F.max)])
+    return {r[0]: ((r[1], r[2]), (r[3], r[4])) for r in ranges.collect()}
+
+
+def read_snapshot(spark: SparkSession, lakehouse: str, day: date, windows: set[str]) -> DataFrame | None:
+    """The rows of ``windows`` (``continued_windows``) in the snapshot of ``day``, or None for
+    no windows: the job's baseline; the checks judge a day's first change points against it."""
+    if not windows:
         return None
     days = day_filter("date", day, day)
-    # An empty snapshot and a missing one both bootstrap: the bootstrap is exact either way.
-    # The Delta log's file statistics say which, without a Spark job.
-    if delta_io.row_count(path, partition_filters=days) == 0:
-        return None
-    return delta_io.read_table(spark, path, partition_filters=days)
+    snapshot = delta_io.read_table(spark, WINDOW_SNAPSHOT.path(lakehouse), partition_filters=days)
+    return snapshot.where(F.col("window").isin(sorted(windows)))
 
 
 # -- the job --------------------------------------------------------------------------------------
@@ -383,24 +423,26 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     """The rows of both tables (``table_rows``) of every configured window, for days ``first .. last``.
 
     All windows come from one read of the minute partials: the union of the frames each needs.
-    ``info["persisted"]`` lists what the caller unpersists once the rows are written.
+    ``info["baseline"]`` says per window whether it continued from the snapshot of the day before
+    ``first`` or was bootstrapped; ``info["persisted"]`` lists what the caller unpersists once the
+    rows are written.
     """
     plans = {spec.name: _Plan(spec, config, first, last) for spec in config.windows}
-    previous = read_snapshot(spark, lakehouse, first - timedelta(days=1))
+    continued = continued_windows(spark, lakehouse, first - timedelta(days=1), config)
+    previous = read_snapshot(spark, lakehouse, first - timedelta(days=1), continued)
     ranges = [r for p in plans.values() for r in p.frame_ranges]
-    if previous is None:
-        ranges += [p.bootstrap_range for p in plans.values()]
+    ranges += [p.baseline_window for name, p in plans.items() if name not in continued]
     frames = _read_frames(spark, lakehouse, ranges)
     rows, persisted = [], []
     # The daily case (one invertible window continuing from a snapshot) reads the frames once;
     # anything reading them again (a bootstrap, exact values, more windows) reads them cached.
-    if previous is None or len(plans) > 1 or any(p.exact_ranges for p in plans.values()):
+    if len(continued) < len(plans) or len(plans) > 1 or any(p.exact_ranges for p in plans.values()):
         frames = frames.persist()
         persisted.append(frames)
     try:
         for spec in config.windows:
             plan = plans[spec.name]
-            if previous is not None:
+            if spec.name in continued:
                 baseline = baseline_from_snapshot(previous, spec, config, plan.after)
             else:
                 baseline = baseline_from_frames(frames, spec, config, plan.after)
@@ -415,7 +457,8 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
         for df in persisted:
             df.unpersist()
         raise
-    info = {"baseline": "snapshot" if previous is not None else "bootstrap", "persisted": persisted}
+    info = {"baseline": {name: "snapshot" if name in continued else "bootstrap" for name in plans},
+            "persisted": persisted}
     return reduce(DataFrame.unionByName, rows), info
 
 
@@ -441,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run(spark, args.lakehouse, first, last, config)
         return (f"wrote {result['changes']['rows_written']} change points and "
                 f"{result['snapshots']['rows_written']} snapshot rows for {first} .. {last} "
-                f"(baseline: {result['baseline']})")
+                f"(baseline: {', '.join(f'{w} {b}' for w, b in result['baseline'].items())})")
 
     return run_job(__doc__, job, argv)
 

@@ -77,7 +77,9 @@ def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]
         return [("key", "string"), ("window", "string"), ("window_start", "timestamp"),
                 ("window_end", "timestamp"), ("event_count", "bigint"), *_outputs(config), ("date", "date")]
     if table == WINDOW_SNAPSHOT.name:
-        # The carried state: event_count and the partials a running sum can carry (invertible).
-        return [("key", "string"), ("window", "string"), ("as_of", "timestamp"), ("event_count", "bigint"),
+        # The carried state: event_count and the partials a running sum can carry (invertible),
+        # over [window_start, as_of): which window it is the state of, whatever its name.
+        return [("key", "string"), ("window", "string"), ("window_start", "timestamp"), ("as_of", "timestamp"),
+                ("event_count", "bigint"),
                 *_fields(a for a in config.aggregations if a.invertible), *_outputs(config), ("date", "date")]
     raise ValueError(f"no declared schema for table {table!r}")

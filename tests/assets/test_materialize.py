@@ -88,5 +88,5 @@ def test_materialising_a_partition_twice_gives_identical_tables(lakehouse, spark
         assert contents() == before
     snapshot_metadata = [m for m in result.asset_materializations_for_node("sliding_windows")
                          if m.asset_key.to_user_string() == "window_snapshot"][0].metadata
-    assert snapshot_metadata["baseline"].value == "snapshot"
+    assert snapshot_metadata["baseline"].value == {"2d": "snapshot"}
     assert snapshot_metadata["window_end_days"].value == f"{day} .. {day}"

@@ -281,7 +281,9 @@ def test_a_final_window_has_one_row_per_closed_window_that_held_events(spark, ro
 
 
 def snapshot_rows(spark, rows):
-    return table(spark, declared_columns(WINDOW_SNAPSHOT.name, CONFIG), [{"window": "1h", **r} for r in rows])
+    """Rows of the 1h window as of each day's last end, 23:30, unless a row says otherwise."""
+    return table(spark, declared_columns(WINDOW_SNAPSHOT.name, CONFIG), [
+        {"window": "1h", "window_start": at(r["date"], 22, 30), "as_of": at(r["date"], 23, 30), **r} for r in rows])
 
 
 def test_snapshot_matches_last_change(spark):
@@ -315,6 +317,22 @@ def test_snapshot_matches_last_change_passes_on_a_consistent_day(spark):
                                                           [DAY])[DAY]
     assert outcome.passed, outcome.metadata
     assert outcome.metadata["unverified_without_previous_snapshot"] == 0
+
+
+def test_snapshot_keys_continued_from_another_definition_of_the_window_are_unverified(spark):
+    """BEFORE's snapshot holds a 2h window named 1h (the configuration changed since), which the
+    job did not continue from: b, without a change on DAY, cannot be judged against it, and e,
+    absent on DAY, is not missed; a's change is judged."""
+    before = [{"key": k, "count": 1, "sum": 7, "date": BEFORE, "window_start": at(BEFORE, 21, 30)} for k in "abe"]
+    day = [{"key": "a", "count": 2, "sum": 5, "date": DAY}, {"key": "b", "count": 3, "sum": 3, "date": DAY}]
+    changes = table(spark, declared_columns(WINDOW_CHANGES.name, CONFIG), [
+        {"key": "a", "window": "1h", "window_start": at(DAY, 10), "window_end": at(DAY, 11), "count": 2, "sum": 5,
+         "date": DAY}])
+    outcome = reconciliation.snapshot_matches_last_change(snapshot_rows(spark, before + day), changes, CONFIG,
+                                                          [DAY])[DAY]
+    assert outcome.passed, outcome.metadata
+    assert outcome.metadata["unverified_without_previous_snapshot"] == 1
+    assert outcome.metadata["keys_compared"] == 2
 
 
 def test_snapshot_keys_without_a_previous_snapshot_are_unverified_not_failed(spark):

@@ -163,15 +163,19 @@ def test_a_first_change_point_repeating_the_previous_snapshot_is_a_repetition(sp
         snapshot of BEFORE:  k1 = (2, 2)          k2 absent = (0, 0)
         changes of DAY:      k1 10:15 -> (2, 2)   k2 10:15 -> (0, 0)   k3 10:15 -> (1, 1)
                              repeated             repeated             a change
+
+    The 2h window did not continue from that snapshot (say it was added that day), so its
+    first change point to empty, k4's, is not judged against it.
     """
-    config = PipelineConfig(windows=(WindowSpec.of("1h", "1h", "15m"),))
+    config = PipelineConfig(windows=(WindowSpec.of("1h", "1h", "15m"), WindowSpec.of("2h", "2h", "15m")))
     snapshot = table(spark, declared_columns(WINDOW_SNAPSHOT.name, config),
                      [{"key": "k1", "window": "1h", "count": 2, "sum": 2, "date": BEFORE}])
     base = {"window": "1h", "window_start": at(DAY, 9, 15), "window_end": at(DAY, 10, 15), "date": DAY}
     changes = table(spark, declared_columns(WINDOW_CHANGES.name, config), [
         {**base, "key": "k1", "count": 2, "sum": 2}, {**base, "key": "k2", "count": 0, "sum": 0},
-        {**base, "key": "k3", "count": 1, "sum": 1}])
-    result = suites.run_suite(changes, suites.prepare_window_changes(changes, snapshot, config),
+        {**base, "key": "k3", "count": 1, "sum": 1},
+        {**base, "window": "2h", "window_start": at(DAY, 8, 15), "key": "k4", "count": 0, "sum": 0}])
+    result = suites.run_suite(changes, suites.prepare_window_changes(changes, snapshot, config, {"1h"}),
                               suites.window_changes_suite(config), [DAY], {"no_repeated_change_points"})
     outcome = result["no_repeated_change_points"][DAY]
     assert not outcome.passed
@@ -183,7 +187,8 @@ def test_a_first_change_point_repeating_the_previous_snapshot_is_a_repetition(sp
 SNAPSHOT = {
     "keys_not_null": {"key": None},
     "windows_declared": {"key": "unknown_window", "window": "2h"},
-    "snapshot_as_of_last_window_end": {"key": "stale", "as_of": at(DAY, 23, 30)},
+    "snapshot_as_of_last_window_end": {"key": "stale", "as_of": at(DAY, 23, 30), "window_start": at(DAY, 22, 30)},
+    "window_length_matches_spec": {"key": "longer", "window_start": at(DAY, 21, 45)},
     "snapshot_keys_not_empty": {"key": "empty", "event_count": 0},
     "snapshot_keys_unique": {"key": "twice"},
     "counts_non_negative": {"key": "negative", "count": -1, "count__n": -1},
@@ -196,10 +201,12 @@ SNAPSHOT = {
 @pytest.fixture(scope="module")
 def snapshot_results(spark):
     # the 1h window slides every 15 minutes: a day's last end is 23:45
-    base = {"window": "1h", "as_of": at(DAY, 23, 45), "date": DAY}
+    base = {"window": "1h", "window_start": at(DAY, 22, 45), "as_of": at(DAY, 23, 45), "date": DAY}
     rows = [{**base, "key": "good"}, *[{**base, **change} for change in SNAPSHOT.values()], {**base, "key": "twice"},
-            {"key": "tomorrow", "window": "1h", "as_of": at(NEXT, 23, 45), "date": NEXT},
-            {"key": "tomorrow", "window": "6h", "as_of": at(NEXT, 18), "date": NEXT}]  # 6h tumbling: 18:00
+            {"key": "tomorrow", "window": "1h", "window_start": at(NEXT, 22, 45), "as_of": at(NEXT, 23, 45),
+             "date": NEXT},
+            {"key": "tomorrow", "window": "6h", "window_start": at(NEXT, 12), "as_of": at(NEXT, 18),
+             "date": NEXT}]  # 6h tumbling: 18:00
     frame = table(spark, declared_columns(WINDOW_SNAPSHOT.name, CONFIG), rows)
     return suites.run_suite(frame, suites.prepare_window_snapshot(frame, CONFIG, DAYS),
                             suites.window_snapshot_suite(CONFIG), DAYS)

@@ -167,6 +167,23 @@ def test_row_count_reads_the_log_of_the_matching_partitions_only(spark, tmp_path
         delta_io.row_count(str(tmp_path / "missing"))
 
 
+def test_file_ranges_come_from_the_log_of_the_matching_partitions(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1, 3), row("b", D1, 5)]).coalesce(1), path, [D1])
+    write(frame(spark, [row("c", D2, 7), ("d", None, 1, 0.0, None, None, None, D2)]).coalesce(1), path, [D2])
+    write(frame(spark, []), path, [D3])
+
+    assert delta_io.file_ranges(path, ["key", "n"], partition_filters=[("event_date", "=", D1)]) == [
+        {"key": ("a", "b"), "n": (3, 5)}]
+    assert delta_io.file_ranges(path, ["key"], partition_filters=[("event_date", "=", D2)]) == [
+        {"key": ("c", "d")}]
+    assert delta_io.file_ranges(path, ["n"], partition_filters=[("event_date", "=", D2)]) == [{"n": (7, 7)}]
+    assert delta_io.file_ranges(path, ["x"], partition_filters=[("event_date", "=", D2)]) == [{"x": (0.0, 1.75)}]
+    assert delta_io.file_ranges(path, ["missing"], partition_filters=[("event_date", "=", D1)]) == [None]
+    assert delta_io.file_ranges(path, ["key"], partition_filters=[("event_date", "=", D3)]) == []
+    assert len(delta_io.file_ranges(path, ["key"])) == 2
+
+
 def test_awkward_partition_values_and_whole_table_replace_the_table_with_its_schema(spark, tmp_path):
     path = str(tmp_path / "t")
     write(frame(spark, [row("a", D1)]).where("false"), path, [D1])

@@ -185,3 +185,47 @@ def test_switching_the_late_policy_back_to_include_empties_what_drop_kept(spark,
     assert late_reasons() == Counter({k: v for k, v in dropped.items() if k != "behind_watermark"})
     partials = _rows(spark, MINUTE_PARTIALS.path(lakehouse), "event_count")
     assert sum(r[0] for r in partials) == len(reference.accepted_events(landing.events, include))
+
+
+@pytest.mark.parametrize("before, after, baseline", [
+    ((WindowSpec.of("1d", "1d", "10m"),), (WindowSpec.of("1d", "1d", "10m"), WindowSpec.of("3h", "3h", "1h")),
+     {"1d": "snapshot", "3h": "bootstrap"}),  # a window added: none of its state is kept yet
+    ((WindowSpec.of("w", "1d", "10m"),), (WindowSpec.of("w", "2d", "10m"),),
+     {"w": "bootstrap"}),  # the same name, a longer window
+    ((WindowSpec.of("w", "1d", "10m"),), (WindowSpec.of("w", "1d", "1h", offset="30m"),),
+     {"w": "bootstrap"}),  # the same name and length, ends on another grid
+    ((WindowSpec.of("w", "1d", "10m"),), (WindowSpec.of("w", "1d", "1h"),),
+     {"w": "bootstrap"}),  # the same name and length, its last end before midnight earlier
+    ((WindowSpec.of("w", "1d", "1h"),), (WindowSpec.of("w", "1d", "2h", offset="1h"),),
+     {"w": "snapshot"}),  # another slide, but the same last end (23:00) and length: the same state
+    ((WindowSpec.of("1d", "1d", "10m"), WindowSpec.of("3h", "3h", "1h")),
+     (WindowSpec.of("1d", "1d", "10m"), WindowSpec.of("3h", "3h", "30m")),
+     {"1d": "snapshot", "3h": "bootstrap"}),  # one of two windows redefined
+])
+def test_a_changed_window_continues_only_from_a_snapshot_of_its_own(spark, tmp_path, monkeypatch,
+                                                                     before, after, baseline):
+    """A day after the configuration changed equals the oracle of the new configuration: a
+    window continues from the day before's snapshot only where that holds the same window."""
+    landing = random_landing(tmp_path / "landing", 7, FIRST, EVENT_DAYS)
+    lakehouse = str(tmp_path / "lakehouse")
+    run_pipeline(spark, tmp_path / "landing", lakehouse, PipelineConfig(windows=before),
+                 window_days=(FIRST, FIRST + timedelta(days=1)), day_by_day=True)
+    config, day = PipelineConfig(windows=after), FIRST + timedelta(days=2)
+
+    result = sliding_windows.run(spark, lakehouse, day, day, config)
+
+    on_day = [("date", "=", day.isoformat())]
+    changes = sorted(tuple(r) for r in delta_io.read_table(spark, WINDOW_CHANGES.path(lakehouse),
+                                                           partition_filters=on_day)
+                     .select("key", "window", "window_end", "count", "sum").collect())
+    assert changes == expected_changes(landing.events, config, day, day)
+    assert changes, "the day must have change points to compare"
+    snapshots = sorted(tuple(r) for r in delta_io.read_table(spark, WINDOW_SNAPSHOT.path(lakehouse),
+                                                             partition_filters=on_day)
+                       .select("key", "window", "date", "count", "sum").collect())
+    assert snapshots == expected_snapshots(landing.events, config, day, day)
+    assert result["baseline"] == baseline
+    # The Delta log's statistics said which windows the snapshot holds; the data says the same.
+    monkeypatch.setattr(delta_io, "file_ranges", lambda *args, **kwargs: [None])
+    assert sliding_windows.continued_windows(spark, lakehouse, day - timedelta(days=1), config) == {
+        w for w, b in baseline.items() if b == "snapshot"}

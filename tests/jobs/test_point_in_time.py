@@ -3,6 +3,7 @@
 import random
 from datetime import datetime, timedelta, timezone
 
+from jobs import sliding_windows
 from jobs.point_in_time import values_as_of
 from tests.jobs.test_pipeline_against_oracle import FIRST, run_pipeline
 from tests.landing import random_landing
@@ -49,3 +50,29 @@ def test_values_for_one_key(spark, tmp_path):
     rows = values_as_of(spark, lake, moment, CONFIG, keys=["k1"]).collect()
     assert {r.key for r in rows} == {"k1"}
     assert {r.window for r in rows} <= {"2d", "6h"}
+
+
+def test_a_redefined_window_is_not_answered_from_the_snapshot_of_its_old_definition(spark, tmp_path):
+    """The window ``w`` was 1 day long until FIRST + 1 and 2 days from FIRST + 2: on that day
+    its values come from its own change points only, never from the 1-day state of the day
+    before (a key before its first change point of the day is not answered)."""
+    landing = random_landing(tmp_path / "landing", 3, FIRST, 3)
+    lake = str(tmp_path / "lake")
+    old = PipelineConfig(windows=(WindowSpec.of("w", "1d", "10m"),))
+    new = PipelineConfig(windows=(WindowSpec.of("w", "2d", "10m"),))
+    run_pipeline(spark, tmp_path / "landing", lake, old, window_days=(FIRST, FIRST + timedelta(days=1)),
+                 day_by_day=True)
+    day = FIRST + timedelta(days=2)
+    sliding_windows.run(spark, lake, day, day, new)
+    timelines = reference._timelines(landing.events, new)
+    spec = new.windows[0]
+    start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+    answered = 0
+    for moment in (start + timedelta(minutes=m) for m in (0, 10, 20, 30, 60, 120)):
+        got = {r.key: (r["count"], r["sum"]) for r in values_as_of(spark, lake, moment, new).collect()}
+        end = spec.end_at_or_before(to_epoch_seconds(moment))
+        expected = {key: value for key, timeline in timelines.items()
+                    if (value := reference.window_value(timeline, spec, new, end))[0]}
+        assert got.items() <= expected.items(), moment
+        answered += len(got)
+    assert answered, "some keys must change on the day"
