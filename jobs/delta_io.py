@@ -183,6 +183,32 @@ def read_table(spark: SparkSession, path: str, *,
     return df.select(*columns) if columns else df
 
 
+def vacuum(path: str, *, retain_hours: int | None = None, dry_run: bool = False,
+           enforce_retention: bool = True) -> tuple[int, int]:
+    """Delete the files of the table at ``path`` that no version within its retention needs.
+
+    Those are the files a replace removed longer than ``retain_hours`` ago (default: the table's
+    ``delta.deletedFileRetentionDuration``, 7 days), and files no version references that are
+    older than that (what a killed run left: delta-rs' ``full`` vacuum). Returns the files and
+    bytes deleted, or that would be with ``dry_run``. Below the table's own retention delta-rs
+    refuses unless ``enforce_retention`` is off: a run still reading an older version, or still
+    writing, could then lose its files.
+    """
+    table = _open(path)
+    options = {"retention_hours": retain_hours, "enforce_retention_duration": enforce_retention, "full": True}
+    try:
+        doomed = table.vacuum(dry_run=True, **options)
+        fs, root = pafs.FileSystem.from_uri(_uri(path))
+        sizes = {p: info.size or 0 for p, info in
+                 zip(doomed, fs.get_file_info([f"{root}/{unquote(p)}" for p in doomed]))}
+        deleted = doomed if dry_run else table.vacuum(dry_run=False, **options)
+    except DeltaError as err:
+        if "retention period" in str(err):
+            raise ValueError(f"{path}: {err}") from None
+        raise
+    return len(deleted), sum(sizes.get(p, 0) for p in deleted)
+
+
 def replace_partitions(df: DataFrame, path: str, *, partition_by: list[str],
                        partition_filters: list[Filter]) -> dict:
     """Replace every row matching ``partition_filters`` with ``df``, in one atomic commit.

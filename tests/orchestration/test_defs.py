@@ -18,7 +18,8 @@ def test_definitions_load():
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert {"events", "quarantine", "minute_partials", "window_changes", "window_snapshot"} <= keys
     assert defs.resolve_job_def("daily_pipeline") is not None
-    assert [s.name for s in defs.schedules] == ["daily_pipeline_schedule"]
+    assert [s.name for s in defs.schedules] == ["daily_pipeline_schedule", "weekly_vacuum"]
+    assert defs.resolve_job_def("vacuum_lakehouse") is not None
 
 
 def test_a_bad_progress_interval_fails_when_the_definitions_load(monkeypatch):
