@@ -5,7 +5,8 @@ from dagster_pyspark import PySparkResource
 
 from assets.partitions import daily_partitions, day_range
 from assets.resources import LakehouseResource
-from jobs import ingest_events, progress
+from assets.spark_work import spark_work
+from jobs import ingest_events
 from jobs.tables import EVENTS, QUARANTINE
 from windowing_core.config import PipelineConfig
 
@@ -25,7 +26,7 @@ def build_events_assets(config: PipelineConfig) -> dg.AssetsDefinition:
     def ingest(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
         first, last = day_range(context)
         days = f"{first} .. {last}"
-        with progress.reported(pyspark.spark_session, f"ingest_events {days}", context.log.info):
+        with spark_work(context, pyspark.spark_session, f"ingest_events {days}"):
             result = ingest_events.ingest(pyspark.spark_session, lakehouse.landing_root,
                                           lakehouse.lakehouse_root, first, last, config)
         context.log.info(f"ingested arrival days {days}: {result}")

@@ -8,8 +8,8 @@ from dagster_pyspark import PySparkResource
 
 from assets.partitions import arrivals_of_event_day, daily_partitions, day_range
 from assets.resources import LakehouseResource
+from assets.spark_work import spark_work
 from jobs import minute_partials as job
-from jobs import progress
 from jobs.sliding_windows import reads_day_tiles
 from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS
 from windowing_core.config import PipelineConfig
@@ -35,7 +35,7 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
     )
     def partials(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
         first, last = day_range(context)
-        with progress.reported(pyspark.spark_session, f"partials {first} .. {last}", context.log.info):
+        with spark_work(context, pyspark.spark_session, f"partials {first} .. {last}"):
             written = job.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
         arrival_days = job.arrival_days(first, last, config)
         shared = {"event_days": f"{first} .. {last}",

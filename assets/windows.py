@@ -7,7 +7,8 @@ from dagster_pyspark import PySparkResource
 
 from assets.partitions import daily_partitions, day_range, frames_of_window_day
 from assets.resources import LakehouseResource
-from jobs import delta_io, progress, sliding_windows
+from assets.spark_work import spark_work
+from jobs import delta_io, sliding_windows
 from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from windowing_core.config import PipelineConfig
 
@@ -49,7 +50,7 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
     def sliding(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
         first, last = day_range(context)
         days = f"{first} .. {last}"
-        with progress.reported(pyspark.spark_session, f"sliding_windows {days}", context.log.info):
+        with spark_work(context, pyspark.spark_session, f"sliding_windows {days}"):
             result = sliding_windows.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
         shared = {"window_end_days": days, "windows": windows, "baseline": result["baseline"],
                   **finality(lakehouse.lakehouse_root, last, config)}

@@ -90,3 +90,30 @@ def test_materialising_a_partition_twice_gives_identical_tables(lakehouse, spark
                          if m.asset_key.to_user_string() == "window_snapshot"][0].metadata
     assert snapshot_metadata["baseline"].value == {"2d": "snapshot"}
     assert snapshot_metadata["window_end_days"].value == f"{day} .. {day}"
+
+
+@pytest.mark.parametrize("overtaken, attempts, succeeds", [(1, 2, True), (3, 3, False)])
+def test_a_step_another_run_overtook_is_run_again(lakehouse, spark, monkeypatch, overtaken, attempts, succeeds):
+    """Another run replaced the same days while the step ran, so its commit was refused
+    (``ConcurrentWriteError``): Dagster runs the step again, up to twice more."""
+    root, _ = lakehouse
+    commits = []
+    write = delta_io.replace_partitions_routed
+
+    def overtaken_at_first(*args, **kwargs):
+        commits.append(1)
+        if len(commits) <= overtaken:
+            raise delta_io.ConcurrentWriteError("window_changes: partitions ['date=...'] replaced meanwhile")
+        return write(*args, **kwargs)
+
+    monkeypatch.setattr(delta_io, "replace_partitions_routed", overtaken_at_first)
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(build_assets(CONFIG), resources=resources(root), instance=instance,
+                            partition_key=(FIRST + timedelta(days=2)).isoformat(),
+                            selection=[WINDOW_CHANGES.name, WINDOW_SNAPSHOT.name], raise_on_error=False)
+    assert result.success is succeeds
+    assert len(commits) == attempts
+    retries = [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+    assert len(retries) == min(overtaken, attempts - 1)
+    log = [entry.user_message for entry in instance.all_logs(result.run_id)]
+    assert any("replaced meanwhile; running the step again on the newer tables" in line for line in log)
