@@ -7,6 +7,7 @@ can show: 0 on success, 2 for bad arguments or configuration, 1 for a missing in
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from datetime import date
@@ -60,13 +61,20 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
         parser.error(str(err))
     spark = get_spark()
     try:
-        with progress.reported(spark, f"{job.__module__} {args.date} .. {last}", _to_stderr, every):
+        with progress.reported(spark, f"{_name(job)} {args.date} .. {last}", _to_stderr, every):
             summary = job(spark, config, args, args.date, last)
     except (MissingInputError, MissingTableError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 1
     print(summary)
     return 0
+
+
+def _name(job: Callable) -> str:
+    """``jobs.minute_partials``, also where spark-submit ran the file as ``__main__``."""
+    if job.__module__ != "__main__":
+        return job.__module__
+    return f"jobs.{os.path.splitext(os.path.basename(sys.argv[0]))[0]}"
 
 
 def _to_stderr(line: str) -> None:
