@@ -75,7 +75,7 @@ def cluster(tmp_path_factory):
         process.wait(timeout=30)
 
 
-def submit(cluster, job: str, *args: str) -> str:
+def submit(cluster, job: str, *args: str) -> subprocess.CompletedProcess:
     master, archive = cluster
     python = sys.executable
     done = subprocess.run(
@@ -85,7 +85,7 @@ def submit(cluster, job: str, *args: str) -> str:
         capture_output=True, text=True, timeout=600, cwd=archive.parent,
         env={**os.environ, "SPARK_HOME": SPARK_HOME, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python})
     assert done.returncode == 0, done.stderr[-4000:]
-    return done.stdout
+    return done
 
 
 def tables(spark, lakehouse: str) -> dict[str, Counter]:
@@ -104,8 +104,10 @@ def test_the_daily_jobs_on_a_standalone_cluster_equal_a_local_run(spark, tmp_pat
     submit(cluster, "ingest_events", "--landing", str(landing), "--lakehouse", on_cluster, *days,
            LAST_ARRIVAL.isoformat())
     submit(cluster, "minute_partials", "--lakehouse", on_cluster, *days, last_event_day.isoformat())
-    out = submit(cluster, "sliding_windows", "--lakehouse", on_cluster, *days, LAST_ARRIVAL.isoformat())
-    assert "baseline: 7d bootstrap" in out
+    done = submit(cluster, "sliding_windows", "--lakehouse", on_cluster, *days, LAST_ARRIVAL.isoformat())
+    assert "baseline: 7d bootstrap" in done.stdout
+    # spark-submit's Python runner merges the job's stderr, where its progress goes, into stdout
+    assert f"jobs.sliding_windows {FIRST} .. {LAST_ARRIVAL}: done in " in done.stdout
 
     config = PipelineConfig()
     ingest_events.ingest(spark, str(landing), local, FIRST, LAST_ARRIVAL, config)
