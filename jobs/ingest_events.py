@@ -25,6 +25,7 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import date
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -82,11 +83,13 @@ def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> 
     their records silently and would hide a transient read error of any other file too.
     """
     folders = landing_folders(landing, first, last)
-    jvm_fs = spark._jvm.org.apache.hadoop.fs  # type: ignore[union-attr]
-    conf = spark._jsc.hadoopConfiguration()  # type: ignore[union-attr]
-    missing = [f for f in folders if not jvm_fs.Path(f).getFileSystem(conf).exists(jvm_fs.Path(f))]
-    if missing:
-        raise MissingInputError(f"no landing folder {missing[0]} (expected <landing>/YYYY-MM-DD/)")
+    try:  # Spark's own listing: any file system Spark reads, and under Spark Connect too
+        _files(spark, folders).columns
+    except AnalysisException as err:
+        if err.getCondition() != "PATH_NOT_FOUND":
+            raise
+        raise MissingInputError(f"no landing folder {err.getMessageParameters().get('path')} "
+                                "(expected <landing>/YYYY-MM-DD/)") from None
     problems = gzip_problems(spark, folders).collect()  # one small row per bad file, if any
     bad = {r["path"] for r in problems}
     unreadable = spark.createDataFrame([r[1:] for r in problems], _UNREADABLE)

@@ -1,0 +1,159 @@
+"""Beyond one machine, the jobs give the tables a local run gives.
+
+On a standalone cluster: a master and one worker run on loopback from the pyspark package
+alone, and the jobs go to them with spark-submit and ``--py-files``, as on any cluster: driver
+and executors are separate JVMs, the Python workers import panes from the shipped archive, and
+the Delta writes run on the executors and commit on the driver. Through Spark Connect: the jobs
+run as their own command lines with ``SPARK_REMOTE`` pointing at a Connect server, so the
+client holds no JVM and every query, the Python data source's writes included, runs there.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import zipfile
+from collections import Counter
+from datetime import date, timedelta
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from jobs import delta_io, ingest_events, minute_partials, sliding_windows
+from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from tests.landing import ensure_days, random_landing
+from windowing_core.config import PipelineConfig
+
+REPO = Path(__file__).resolve().parents[2]
+SPARK_HOME = os.path.dirname(pyspark.__file__)
+FIRST, EVENT_DAYS = date(2025, 1, 28), 3
+LAST_ARRIVAL = FIRST + timedelta(days=EVENT_DAYS + 2)
+LAST_EVENT_DAY = FIRST + timedelta(days=EVENT_DAYS - 1)
+STARTUP_SECONDS = 120
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(args: list[str], log: Path, ready: str, launcher: str = "spark-class") -> subprocess.Popen:
+    python = sys.executable
+    process = subprocess.Popen([f"{SPARK_HOME}/bin/{launcher}", *args], stdout=log.open("w"),
+                               stderr=subprocess.STDOUT, cwd=log.parent,
+                               env={**os.environ, "SPARK_HOME": SPARK_HOME, "PYSPARK_PYTHON": python})
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while ready not in log.read_text():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"{args[0]} did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.5)
+    return process
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cluster")
+    port = _free_port()
+    master = _start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+                     "--webui-port", str(_free_port())], root / "master.log", "New state: ALIVE")
+    try:
+        worker = _start(["org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1",
+                         "--cores", "2", "--memory", "2g", "--work-dir", str(root / "work"),
+                         "--webui-port", str(_free_port())], root / "worker.log", "Successfully registered")
+    except BaseException:
+        master.kill()
+        raise
+    archive = root / "panes.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for package in ("jobs", "windowing_core"):
+            for source in (REPO / package).glob("*.py"):
+                z.write(source, f"{package}/{source.name}")
+    yield f"spark://127.0.0.1:{port}", archive
+    for process in (worker, master):
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def submit(cluster, job: str, *args: str) -> subprocess.CompletedProcess:
+    master, archive = cluster
+    python = sys.executable
+    done = subprocess.run(
+        [f"{SPARK_HOME}/bin/spark-submit", "--master", master, "--py-files", str(archive),
+         "--driver-memory", "1g", "--conf", "spark.executor.memory=1g", "--conf", "spark.ui.enabled=false",
+         str(REPO / "jobs" / f"{job}.py"), *args],
+        capture_output=True, text=True, timeout=600, cwd=archive.parent,
+        env={**os.environ, "SPARK_HOME": SPARK_HOME, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python})
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("connect")
+    port = _free_port()
+    server = _start(["--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
+                     "--driver-memory", "1g", "--conf", f"spark.connect.grpc.binding.port={port}",
+                     "--conf", "spark.ui.enabled=false", "spark-internal"],
+                    root / "server.log", "Spark Connect server started", launcher="spark-submit")
+    yield f"sc://127.0.0.1:{port}"
+    server.terminate()
+    server.wait(timeout=30)
+
+
+def tables(spark, lakehouse: str) -> dict[str, Counter]:
+    return {t.name: Counter(tuple(r) for r in delta_io.read_table(spark, t.path(lakehouse)).collect())
+            for t in (EVENTS, QUARANTINE, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT)}
+
+
+@pytest.fixture(scope="module")
+def local_run(spark, tmp_path_factory):
+    """A landing folder, and the tables the jobs make of it in the tests' local session."""
+    root = tmp_path_factory.mktemp("local")
+    landing = root / "landing"
+    random_landing(landing, 13, FIRST, EVENT_DAYS)
+    ensure_days(landing, FIRST, LAST_ARRIVAL)
+    config, lakehouse = PipelineConfig(), str(root / "lakehouse")
+    ingest_events.ingest(spark, str(landing), lakehouse, FIRST, LAST_ARRIVAL, config)
+    minute_partials.run(spark, lakehouse, FIRST, LAST_EVENT_DAY, config)
+    sliding_windows.run(spark, lakehouse, FIRST, LAST_ARRIVAL, config)
+    expected = tables(spark, lakehouse)
+    assert expected[WINDOW_CHANGES.name], "the case must produce change points"
+    return landing, expected
+
+
+def job_arguments(landing: Path, lakehouse: str) -> dict[str, list[str]]:
+    def days(last: date) -> list[str]:
+        return ["--lakehouse", lakehouse, "--date", FIRST.isoformat(), "--until", last.isoformat()]
+
+    return {"ingest_events": ["--landing", str(landing), *days(LAST_ARRIVAL)],
+            "minute_partials": days(LAST_EVENT_DAY), "sliding_windows": days(LAST_ARRIVAL)}
+
+
+def test_the_daily_jobs_on_a_standalone_cluster_equal_a_local_run(spark, tmp_path, cluster, local_run):
+    landing, expected = local_run
+    on_cluster = str(tmp_path / "on-cluster")
+    for job, args in job_arguments(landing, on_cluster).items():
+        done = submit(cluster, job, *args)
+    assert "baseline: 7d bootstrap" in done.stdout
+    # spark-submit's Python runner merges the job's stderr, where its progress goes, into stdout
+    assert f"jobs.sliding_windows {FIRST} .. {LAST_ARRIVAL}: done in " in done.stdout
+    assert tables(spark, on_cluster) == expected
+
+
+def test_the_daily_jobs_through_spark_connect_equal_a_local_run(spark, tmp_path, connect_server, local_run):
+    landing, expected = local_run
+    through_connect = str(tmp_path / "through-connect")
+    for job, args in job_arguments(landing, through_connect).items():
+        done = subprocess.run([sys.executable, "-m", f"jobs.{job}", *args], capture_output=True, text=True,
+                              timeout=600, cwd=REPO, env={**os.environ, "SPARK_REMOTE": connect_server})
+        assert done.returncode == 0, done.stderr[-4000:]
+        started = [line for line in done.stderr.splitlines() if line.startswith(f"jobs.{job} {FIRST} .. ")]
+        assert started and started[0].endswith(": started"), started  # a Connect client: no Spark UI of its own
+    assert "baseline: 7d bootstrap" in done.stdout
+    assert tables(spark, through_connect) == expected
