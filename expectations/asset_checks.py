@@ -125,9 +125,9 @@ def evaluate_window_changes(inputs: Inputs) -> Results:
     day_before = inputs.first - timedelta(days=1)
     # Only the windows the job continued: the first change points of the others (none
     # materialised, every key empty, or another definition of the window) are not judged.
-    held = sliding_windows.continued_windows(inputs.spark, inputs.lakehouse_root, day_before, inputs.config)
-    previous = sliding_windows.read_snapshot(inputs.spark, inputs.lakehouse_root, day_before, held)
-    results = suites.run_suite(changes, suites.prepare_window_changes(changes, previous, inputs.config, held),
+    continued = sliding_windows.continued_windows(inputs.spark, inputs.lakehouse_root, day_before, inputs.config)
+    previous = sliding_windows.read_snapshot(inputs.spark, inputs.lakehouse_root, day_before, continued)
+    results = suites.run_suite(changes, suites.prepare_window_changes(changes, previous, inputs.config, continued),
                                suites.window_changes_suite(inputs.config), inputs.days, inputs.selected)
     if "changes_conserve_frames" in inputs.selected:
         reach = timedelta(days=reconciliation.frames_reach_days(inputs.config))

@@ -113,17 +113,8 @@ def row_count(path: str, *, partition_filters: list[Filter] | None = None) -> in
     Files without statistics count as holding rows, so this is 0 only where the partitions
     are surely empty. A missing table raises MissingTableError.
     """
-    table = _open(path)
-    filters = _conjunction(partition_filters)
-    _check_filter_columns(filters, table.metadata().partition_columns, path)
-    # File names are unique (a UUID each); their folders are spelled differently in the log.
-    names = {f.rsplit("/", 1)[-1] for f in table.file_uris(file_pruning_predicate=[filters] if filters else None)}
-    if not names:
-        return 0
-    actions = pa.table(table.get_add_actions(flatten=True))
-    return sum(1 if records is None else records
-               for path, records in zip(actions["path"].to_pylist(), actions["num_records"].to_pylist())
-               if unquote(path.rsplit("/", 1)[-1]) in names)
+    actions = _add_actions(path, partition_filters)
+    return sum(1 if records is None else records for records in actions["num_records"].to_pylist())
 
 
 def file_ranges(path: str, columns: list[str], *,
@@ -133,22 +124,30 @@ def file_ranges(path: str, columns: list[str], *,
     columns (or with only nulls in it) is None, so a caller that needs them all reads the data
     instead. A missing table raises MissingTableError.
     """
-    table = _open(path)
-    filters = _conjunction(partition_filters)
-    _check_filter_columns(filters, table.metadata().partition_columns, path)
-    names = {f.rsplit("/", 1)[-1] for f in table.file_uris(file_pruning_predicate=[filters] if filters else None)}
-    actions = pa.table(table.get_add_actions(flatten=True))
+    actions = _add_actions(path, partition_filters)
     missing = [c for c in columns if f"min.{c}" not in actions.column_names]
     bounds = {c: (actions[f"min.{c}"].to_pylist(), actions[f"max.{c}"].to_pylist())
               for c in columns if c not in missing}
     ranges = []
-    for i, (file, records) in enumerate(zip(actions["path"].to_pylist(), actions["num_records"].to_pylist())):
-        if unquote(file.rsplit("/", 1)[-1]) not in names or records == 0:
+    for i, records in enumerate(actions["num_records"].to_pylist()):
+        if records == 0:
             continue
         known = {c: (low[i], high[i]) for c, (low, high) in bounds.items()}
         complete = not missing and records is not None and None not in (v for pair in known.values() for v in pair)
         ranges.append(known if complete else None)
     return ranges
+
+
+def _add_actions(path: str, partition_filters: list[Filter] | None) -> pa.Table:
+    """The Delta log's add actions (statistics flattened) of the files in the matching partitions."""
+    table = _open(path)
+    filters = _conjunction(partition_filters)
+    _check_filter_columns(filters, table.metadata().partition_columns, path)
+    # File names are unique (a UUID each); their folders are spelled differently in the log.
+    names = {f.rsplit("/", 1)[-1] for f in table.file_uris(file_pruning_predicate=[filters] if filters else None)}
+    actions = pa.table(table.get_add_actions(flatten=True))
+    matching = [unquote(file.rsplit("/", 1)[-1]) in names for file in actions["path"].to_pylist()]
+    return actions.filter(pa.array(matching, pa.bool_()))
 
 
 def read_table(spark: SparkSession, path: str, *,
