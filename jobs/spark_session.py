@@ -35,23 +35,24 @@ def local_python(config: dict[str, str]) -> dict[str, str]:
     return config
 
 
+def connect_config(remote: str, overrides: dict[str, str] | None = None) -> dict[str, str]:
+    """A Spark Connect session's settings (``remote`` is ``sc://host:15002``): the server's
+    master, memory and JVM stand, so only panes' SQL settings apply."""
+    sql = {k: v for k, v in {**SPARK_DEFAULTS, **(overrides or {})}.items() if k.startswith("spark.sql.")}
+    return {"spark.remote": remote, **sql}
+
+
 def get_spark(overrides: dict[str, str] | None = None) -> SparkSession:
     """The active session, or a new one with panes' defaults (spark-submit's settings win).
 
-    With ``SPARK_REMOTE`` set (``sc://host:15002``) it is a Spark Connect session: the server's
-    master, memory and JVM stand, and only panes' SQL settings (UTC, shuffle partitions,
-    adaptive execution) apply to the session.
+    With ``SPARK_REMOTE`` set it is a Spark Connect session (``connect_config``).
     """
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     remote = os.environ.get("SPARK_REMOTE")
     if remote:
-        builder = SparkSession.builder.remote(remote)
-        for key, value in {**SPARK_DEFAULTS, **(overrides or {})}.items():
-            if key.startswith("spark.sql."):
-                builder = builder.config(key, value)
-        return builder.getOrCreate()
+        return SparkSession.builder.config(map=connect_config(remote, overrides)).getOrCreate()
     builder = SparkSession.builder
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit: its master and JVM stand
     for key, value in local_python({**SPARK_DEFAULTS, **(overrides or {})}).items():

@@ -6,6 +6,7 @@ Environment variables, all optional, with laptop defaults:
 - ``PANES_LAKEHOUSE``: lakehouse root for the Delta tables (default ``./lakehouse``)
 - ``PANES_CONFIG``: pipeline configuration YAML (default: one 7d window, count and sum)
 - ``PANES_SPARK_MASTER``: Spark master (default ``local[*]``)
+- ``SPARK_REMOTE``: a Spark Connect server (``sc://host:15002``) to run on instead of a master
 - ``PANES_START_DATE``: first daily partition (default 2025-01-01)
 - ``PANES_PROGRESS_SECONDS``: how often a running step logs its Spark progress (default 30)
 """
@@ -22,7 +23,7 @@ from assets.partitions import daily_partitions
 from assets.resources import LakehouseResource
 from expectations.asset_checks import build_asset_checks
 from jobs import progress
-from jobs.spark_session import SPARK_DEFAULTS, local_python
+from jobs.spark_session import SPARK_DEFAULTS, connect_config, local_python
 from orchestration.automation import automation_sensor, build_landing_sensor, with_late_firings
 from orchestration.freshness import build_watermark_check, with_freshness
 from orchestration.maintenance import vacuum_lakehouse_job, vacuum_schedule
@@ -30,6 +31,11 @@ from windowing_core.config import PipelineConfig
 
 
 def spark_config(master: str | None = None) -> dict[str, str]:
+    """The Spark session's settings: a Spark Connect server's where ``SPARK_REMOTE`` names one
+    (and no master is asked for), else a master's, ``PANES_SPARK_MASTER`` by default."""
+    remote = os.environ.get("SPARK_REMOTE")
+    if remote and master is None:
+        return connect_config(remote)
     return local_python({**SPARK_DEFAULTS,
                          "spark.master": master or os.environ.get("PANES_SPARK_MASTER", "local[*]")})
 

@@ -4,8 +4,9 @@ On a standalone cluster: a master and one worker run on loopback from the pyspar
 alone, and the jobs go to them with spark-submit and ``--py-files``, as on any cluster: driver
 and executors are separate JVMs, the Python workers import panes from the shipped archive, and
 the Delta writes run on the executors and commit on the driver. Through Spark Connect: the jobs
-run as their own command lines with ``SPARK_REMOTE`` pointing at a Connect server, so the
-client holds no JVM and every query, the Python data source's writes included, runs there.
+run as their own command lines, and Dagster materialises every asset and check, with
+``SPARK_REMOTE`` pointing at a Connect server, so the client holds no JVM and every query, the
+Python data source's writes included, runs there.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pytest
 from jobs import delta_io, ingest_events, minute_partials, sliding_windows
 from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
+from expectations.catalog import ERROR, catalog
 from windowing_core.config import PipelineConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -157,3 +159,25 @@ def test_the_daily_jobs_through_spark_connect_equal_a_local_run(spark, tmp_path,
         assert started and started[0].endswith(": started"), started  # a Connect client: no Spark UI of its own
     assert "baseline: 7d bootstrap" in done.stdout
     assert tables(spark, through_connect) == expected
+
+
+def test_dagster_materialises_every_asset_and_check_through_spark_connect(spark, tmp_path, connect_server,
+                                                                           local_run):
+    """``dagster asset materialize`` of every asset over the range, its checks included, as a
+    user runs it with ``SPARK_REMOTE`` set: the Definitions' Spark resource is a Connect client."""
+    landing, expected = local_run
+    lakehouse = tmp_path / "lakehouse"
+    (tmp_path / "home").mkdir()
+    env = {**os.environ, "SPARK_REMOTE": connect_server, "PANES_LANDING": str(landing),
+           "PANES_LAKEHOUSE": str(lakehouse), "DAGSTER_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "dagster"), "asset", "materialize", "-m", "orchestration.definitions",
+         "--select", "*", "--partition-range", f"{FIRST}...{LAST_ARRIVAL}"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert " - RUN_SUCCESS - " in done.stderr
+    evaluations = [line for line in done.stderr.splitlines() if " - ASSET_CHECK_EVALUATION - " in line]
+    blocking = {f"'{c.name}' on '{c.table}'" for c in catalog(PipelineConfig()) if c.severity == ERROR}
+    failed = [line for line in evaluations if not line.endswith(" passed.")]
+    assert evaluations and not [line for line in failed if any(check in line for check in blocking)], failed[:5]
+    assert tables(spark, str(lakehouse)) == expected
