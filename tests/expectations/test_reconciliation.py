@@ -307,14 +307,20 @@ def test_snapshot_matches_last_change(spark):
     assert {r["key"] for r in outcome.metadata["sample_rows"]} == {"d", "e", "f"}
 
 
+A_CHANGES_AT_11 = [{"key": "a", "window": "1h", "window_start": at(DAY, 10), "window_end": at(DAY, 11),
+                    "count": 2, "sum": 5, "date": DAY}]
+
+
+def judged_day(spark, snapshots: list[dict], changes: list[dict]):
+    return reconciliation.snapshot_matches_last_change(
+        snapshot_rows(spark, snapshots), table(spark, declared_columns(WINDOW_CHANGES.name, CONFIG), changes),
+        CONFIG, [DAY])[DAY]
+
+
 def test_snapshot_matches_last_change_passes_on_a_consistent_day(spark):
     before = [{"key": "b", "count": 1, "sum": 7, "date": BEFORE}]
     day = [{"key": "a", "count": 2, "sum": 5, "date": DAY}, {"key": "b", "count": 1, "sum": 7, "date": DAY}]
-    changes = table(spark, declared_columns(WINDOW_CHANGES.name, CONFIG), [
-        {"key": "a", "window": "1h", "window_start": at(DAY, 10), "window_end": at(DAY, 11), "count": 2, "sum": 5,
-         "date": DAY}])
-    outcome = reconciliation.snapshot_matches_last_change(snapshot_rows(spark, before + day), changes, CONFIG,
-                                                          [DAY])[DAY]
+    outcome = judged_day(spark, before + day, A_CHANGES_AT_11)
     assert outcome.passed, outcome.metadata
     assert outcome.metadata["unverified_without_previous_snapshot"] == 0
 
@@ -325,11 +331,7 @@ def test_snapshot_keys_continued_from_another_definition_of_the_window_are_unver
     absent on DAY, is not missed; a's change is judged."""
     before = [{"key": k, "count": 1, "sum": 7, "date": BEFORE, "window_start": at(BEFORE, 21, 30)} for k in "abe"]
     day = [{"key": "a", "count": 2, "sum": 5, "date": DAY}, {"key": "b", "count": 3, "sum": 3, "date": DAY}]
-    changes = table(spark, declared_columns(WINDOW_CHANGES.name, CONFIG), [
-        {"key": "a", "window": "1h", "window_start": at(DAY, 10), "window_end": at(DAY, 11), "count": 2, "sum": 5,
-         "date": DAY}])
-    outcome = reconciliation.snapshot_matches_last_change(snapshot_rows(spark, before + day), changes, CONFIG,
-                                                          [DAY])[DAY]
+    outcome = judged_day(spark, before + day, A_CHANGES_AT_11)
     assert outcome.passed, outcome.metadata
     assert outcome.metadata["unverified_without_previous_snapshot"] == 1
     assert outcome.metadata["keys_compared"] == 2
