@@ -47,13 +47,14 @@ def values_as_of(spark: SparkSession, lakehouse: str, at: datetime, config: Pipe
             before = day - timedelta(days=1)
             if before not in continued:
                 continued[before] = continued_windows(spark, lakehouse, before, config)
-            carried = _read(spark, WINDOW_SNAPSHOT.path(lakehouse), before, keys).where(
-                F.col("window") == spec.name).select("key", F.col("as_of").alias("window_end"), "event_count", *values)
-            if spec.name not in continued[before]:
-                carried = carried.limit(0)
-            both = carried.unionByName(changes.select("key", "window_end", "event_count", *values))
+            points = changes.select("key", "window_end", "event_count", *values)
+            if spec.name in continued[before]:  # else its first day: the day before holds no state of it
+                carried = _read(spark, WINDOW_SNAPSHOT.path(lakehouse), before, keys).where(
+                    F.col("window") == spec.name).select("key", F.col("as_of").alias("window_end"), "event_count",
+                                                         *values)
+                points = carried.unionByName(points)
             newest = Window.partitionBy("key").orderBy(F.desc("window_end"))
-            latest = both.withColumn("n", F.row_number().over(newest)).where("n = 1")
+            latest = points.withColumn("n", F.row_number().over(newest)).where("n = 1")
         answers.append(latest.where(F.col("event_count") > 0).select(
             "key", F.lit(spec.name).alias("window"), F.lit(end).alias("window_end"), "event_count", *values))
     return reduce(DataFrame.unionByName, answers)

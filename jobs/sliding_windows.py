@@ -11,9 +11,10 @@ exactly twice: when it enters (the first end ``t > f``) and when it leaves (the 
 one Spark window function. The baseline is the previous day's snapshot; only where that holds
 no state of the window as configured (the first run, a day not materialised, a window added or
 redefined since) is it bootstrapped once from the frames of the window before ``first``.
-Non-invertible aggregations are evaluated at the same ends from hierarchical frames (``exact_values``): the suffix of the tile the window starts in, whole
-tiles, and the prefix of the tile it ends in. A daily run therefore reads the frames that enter
-and leave that day, the day tiles in between, and one small snapshot, whatever the length.
+Non-invertible aggregations are evaluated at the same ends from hierarchical frames
+(``exact_values``): the suffix of the tile the window starts in, whole tiles, and the prefix of
+the tile it ends in. A daily run therefore reads the frames that enter and leave that day, the
+day tiles in between, and one small snapshot, whatever the length.
 
     python -m jobs.sliding_windows --lakehouse DIR --date YYYY-MM-DD
 """
@@ -384,11 +385,13 @@ def _held_windows(spark: SparkSession, lakehouse: str, day: date) -> dict[str, t
             by_window.setdefault(f["window"][0], []).append(f)
 
         def bounds(of: list[dict], column: str) -> tuple[int, int]:
-            return int(min(f[column][0] for f in of).timestamp()), int(max(f[column][1] for f in of).timestamp())
+            least, greatest = min(f[column][0] for f in of), max(f[column][1] for f in of)
+            return int(least.timestamp()), int(greatest.timestamp())
 
         return {window: (bounds(of, "window_start"), bounds(of, "as_of")) for window, of in by_window.items()}
     snapshot = delta_io.read_table(spark, path, partition_filters=days)
-    ranges = snapshot.groupBy("window").agg(*[f(_seconds(c)) for c in ("window_start", "as_of") for f in (F.min, F.max)])
+    ranges = snapshot.groupBy("window").agg(*[bound(_seconds(column)) for column in ("window_start", "as_of")
+                                              for bound in (F.min, F.max)])
     return {r[0]: ((r[1], r[2]), (r[3], r[4])) for r in ranges.collect()}
 
 
