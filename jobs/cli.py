@@ -12,8 +12,6 @@ import sys
 from collections.abc import Callable
 from datetime import date
 
-from jobs import progress
-from jobs.delta_io import MissingTableError
 from windowing_core.config import PipelineConfig
 
 
@@ -24,10 +22,15 @@ def _day(text: str) -> date:
         raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
 
 
-def job_arguments(doc: str | None, *, landing: bool = False) -> argparse.ArgumentParser:
+def documented_parser(doc: str | None, *, prog: str | None = None) -> argparse.ArgumentParser:
+    """A parser whose ``--help`` is the module's docstring: its first line, then the rest."""
     summary, _, rest = (doc or "").partition("\n")
-    parser = argparse.ArgumentParser(description=summary, epilog=rest.strip() or None,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    return argparse.ArgumentParser(prog=prog, description=summary, epilog=rest.strip() or None,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def job_arguments(doc: str | None, *, landing: bool = False) -> argparse.ArgumentParser:
+    parser = documented_parser(doc)
     if landing:
         parser.add_argument("--landing", required=True, help="folder holding <arrival date>/ folders")
     parser.add_argument("--lakehouse", required=True, help="root folder (or URI) of the Delta tables")
@@ -43,6 +46,8 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
     """Parse the shared flags, load the configuration, run ``job(spark, config, args, first, last)``
     and print its one-line summary, or a one-line error. Its progress goes to stderr
     (``jobs.progress``)."""
+    from jobs import progress  # Spark and Delta load only once a job runs, not for --help
+    from jobs.delta_io import MissingTableError
     from jobs.ingest_events import MissingInputError
     from jobs.spark_session import get_spark
 

@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io
+from jobs.cli import documented_parser
 from jobs.sliding_windows import continued_windows
 from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter
 from windowing_core.config import PipelineConfig
@@ -78,9 +79,7 @@ def _instant(text: str) -> datetime:
 def main(argv: list[str] | None = None) -> int:
     from jobs.spark_session import get_spark
 
-    summary, _, rest = __doc__.partition("\n")
-    parser = argparse.ArgumentParser(description=summary, epilog=rest.strip(),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = documented_parser(__doc__)
     parser.add_argument("--lakehouse", required=True)
     parser.add_argument("--at", required=True, type=_instant, help="ISO-8601 instant with a zone")
     parser.add_argument("--key", action="append", help="a key to read (repeatable); default: all keys")

@@ -12,12 +12,12 @@ the retention stay readable. Dagster runs it weekly (``orchestration/maintenance
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from jobs import delta_io
+from jobs.cli import documented_parser
 from jobs.tables import ALL_TABLES
 
 
@@ -52,9 +52,7 @@ def vacuum_lakehouse(lakehouse: str, *, retain_hours: int | None = None, dry_run
 
 
 def main(argv: list[str] | None = None) -> int:
-    summary, _, rest = (__doc__ or "").partition("\n")
-    parser = argparse.ArgumentParser(description=summary, epilog=rest.strip(),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = documented_parser(__doc__)
     parser.add_argument("--lakehouse", required=True, help="root folder (or URI) of the Delta tables")
     parser.add_argument("--retain-hours", type=int, default=None,
                         help="keep what versions of the last H hours need (default: each table's "

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
+from jobs.cli import documented_parser
+
 
 @dataclass(frozen=True)
 class Row:
@@ -43,10 +45,7 @@ def _day(text: str) -> date:
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
-    summary, _, rest = (__doc__ or "").partition("\n")
-    parser = argparse.ArgumentParser(prog="python -m orchestration.ci_checks", description=summary,
-                                     epilog=rest.strip(),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = documented_parser(__doc__, prog="python -m orchestration.ci_checks")
     parser.add_argument("--from", dest="first", required=True, type=_day, help="first event day, YYYY-MM-DD")
     parser.add_argument("--to", dest="last", required=True, type=_day, help="last event day (included)")
     parser.add_argument("--events-per-day", type=int, default=2000, help="demo events per day (default 2000)")

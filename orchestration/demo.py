@@ -15,13 +15,13 @@ import time
 from datetime import date, timedelta
 from pathlib import Path
 
+from jobs.cli import documented_parser
+
 DEFAULT_START = date(2025, 1, 27)
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
-    summary, _, rest = __doc__.partition("\n")
-    parser = argparse.ArgumentParser(description=summary, epilog=rest.strip(),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = documented_parser(__doc__)
     parser.add_argument("--landing", default="landing", help="landing folder (default ./landing)")
     parser.add_argument("--lakehouse", default="lakehouse", help="lakehouse root (default ./lakehouse)")
     parser.add_argument("--config", default=None, help="pipeline configuration YAML")
