@@ -3,6 +3,7 @@
 import dagster as dg
 from dagster_pyspark import PySparkResource
 
+from assets.columns import column_schema
 from assets.partitions import daily_partitions, day_range
 from assets.resources import LakehouseResource
 from assets.spark_work import spark_work
@@ -16,8 +17,10 @@ def build_events_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         name="ingest_events",
         specs=[
             dg.AssetSpec(EVENTS.name, group_name="ingest", kinds={"spark", "delta"},
+                         metadata=column_schema(EVENTS, config),
                          description="Accepted events by arrival day, deduplicated by event_id."),
             dg.AssetSpec(QUARANTINE.name, group_name="ingest", kinds={"spark", "delta"},
+                         metadata=column_schema(QUARANTINE, config),
                          description="Rejected raw records with the reason."),
         ],
         partitions_def=daily_partitions,

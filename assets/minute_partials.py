@@ -6,6 +6,7 @@
 import dagster as dg
 from dagster_pyspark import PySparkResource
 
+from assets.columns import column_schema
 from assets.partitions import arrivals_of_event_day, daily_partitions, day_range
 from assets.resources import LakehouseResource
 from assets.spark_work import spark_work
@@ -20,11 +21,13 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
     aggregations = ", ".join(a.name for a in config.aggregations)
     tiles = reads_day_tiles(config)
     specs = [dg.AssetSpec(MINUTE_PARTIALS.name, group_name="windows", kinds={"spark", "delta"}, deps=[arrivals],
+                          metadata=column_schema(MINUTE_PARTIALS, config),
                           description=f"One row per key and {config.bucket}s frame: event_count and the "
                                       f"partials of {aggregations}.")]
     if tiles:
         specs.append(dg.AssetSpec(DAILY_PARTIALS.name, group_name="windows", kinds={"spark", "delta"},
-                                  deps=[arrivals], description="The same partials per key and whole event "
+                                  deps=[arrivals], metadata=column_schema(DAILY_PARTIALS, config),
+                                  description="The same partials per key and whole event "
                                   "day: the coarser tiles non-invertible aggregations slide over."))
 
     @dg.multi_asset(

@@ -5,6 +5,7 @@ from datetime import date, datetime, time, timedelta, timezone
 import dagster as dg
 from dagster_pyspark import PySparkResource
 
+from assets.columns import column_schema
 from assets.partitions import daily_partitions, day_range, frames_of_window_day
 from assets.resources import LakehouseResource
 from assets.spark_work import spark_work
@@ -39,9 +40,10 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         name="sliding_windows",
         specs=[
             dg.AssetSpec(WINDOW_CHANGES.name, group_name="windows", kinds={"spark", "delta"}, deps=frames,
+                         metadata=column_schema(WINDOW_CHANGES, config),
                          description=f"Change points of every window ({windows}), by day of window_end."),
             dg.AssetSpec(WINDOW_SNAPSHOT.name, group_name="windows", kinds={"spark", "delta"},
-                         deps=frames,
+                         deps=frames, metadata=column_schema(WINDOW_SNAPSHOT, config),
                          description="Each key's state per window as of the day's last window end."),
         ],
         partitions_def=daily_partitions,

@@ -37,7 +37,7 @@ from bench.measure import best_interleaved, print_run
 from jobs import delta_io, ingest_events
 from jobs.demo_events import generate_demo_events
 from jobs.spark_session import get_spark
-from jobs.tables import EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, day_filter
+from jobs.tables import EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, day_filter, declared_columns
 from windowing_core.config import PipelineConfig
 
 WORK = Path(__file__).resolve().parent / ".work"
@@ -63,7 +63,7 @@ def ingest_a_write_per_table(spark, landing: str, lakehouse: str, first, last, c
         accepted = unique.where(~F.col("is_late")).select(*EVENT_COLUMNS, "arrival_date")
         late = unique.where(F.col("is_late")).select(
             *EVENT_COLUMNS, F.lit(ie.LATE_REASON).alias("reason"), "event_date", "arrival_date")
-        quarantined = classified.where(F.col("reason").isNotNull()).select(*ie.QUARANTINE_COLUMNS)
+        quarantined = classified.where(F.col("reason").isNotNull()).select(*[c for c, _ in declared_columns(QUARANTINE.name, config)])
         days = day_filter("arrival_date", first, last)
         for table, rows, filters in [(EVENTS, accepted, days), (QUARANTINE, quarantined, days),
                                      (LATE_EVENTS, late, [*days, ("reason", "=", ie.LATE_REASON)])]:

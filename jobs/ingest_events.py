@@ -30,7 +30,9 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io
-from jobs.tables import EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, day_filter, days
+from jobs.tables import (
+    EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, day_filter, days, declared_columns,
+)
 from windowing_core.config import PipelineConfig
 
 REASONS = (
@@ -47,8 +49,6 @@ REASONS = (
     "value_out_of_range",      # beyond a 64-bit integer
 )
 LATE_REASON = "beyond_allowed_lateness"
-QUARANTINE_COLUMNS = ["source_file", "raw", "reason", "arrival_date"]
-LATE_COLUMNS = [*EVENT_COLUMNS, "reason", "event_date", "arrival_date"]
 
 
 @dataclass
@@ -296,16 +296,17 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
             event_date.alias("event_date"), "arrival_date",
             F.when(is_late, F.lit(LATE_EVENTS.name)).otherwise(F.lit(EVENTS.name)).alias(TABLE_COLUMN),
         )
+        columns = {t.name: [c for c, _ in declared_columns(t.name, config)] for t in (EVENTS, QUARANTINE, LATE_EVENTS)}
         quarantined = classified.where(F.col("reason").isNotNull()).select(
-            *QUARANTINE_COLUMNS, F.lit(QUARANTINE.name).alias(TABLE_COLUMN))
+            *columns[QUARANTINE.name], F.lit(QUARANTINE.name).alias(TABLE_COLUMN))
 
         arrival_days = day_filter("arrival_date", first, last)
         targets = {
-            table.name: delta_io.Target(table.path(lakehouse), columns, list(table.partition_by), filters)
-            for table, columns, filters in [
-                (EVENTS, [*EVENT_COLUMNS, "arrival_date"], arrival_days),
-                (QUARANTINE, QUARANTINE_COLUMNS, arrival_days),
-                (LATE_EVENTS, LATE_COLUMNS, [*arrival_days, ("reason", "=", LATE_REASON)]),
+            table.name: delta_io.Target(table.path(lakehouse), columns[table.name], list(table.partition_by), filters)
+            for table, filters in [
+                (EVENTS, arrival_days),
+                (QUARANTINE, arrival_days),
+                (LATE_EVENTS, [*arrival_days, ("reason", "=", LATE_REASON)]),
             ]
         }
         rows = kept.unionByName(quarantined, allowMissingColumns=True)

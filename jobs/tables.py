@@ -35,7 +35,9 @@ WINDOW_SNAPSHOT = Table("window_snapshot", ("date",))
 
 ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, DAILY_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT)
 
-EVENT_COLUMNS = ["key", "event_time", "value", "event_id", "arrival_time", "source_file", "line"]
+_EVENT_FIELDS = [("key", "string"), ("event_time", "timestamp"), ("value", "bigint"), ("event_id", "string"),
+                 ("arrival_time", "timestamp"), ("source_file", "string"), ("line", "int")]
+EVENT_COLUMNS = [c for c, _ in _EVENT_FIELDS]
 TABLE_COLUMN = "table"  # in a job's one write to several tables: which table a row goes to
 
 
@@ -67,6 +69,12 @@ def _outputs(config: PipelineConfig) -> list[tuple[str, str]]:
 def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]]:
     """The columns the README's Tables section promises, with Spark DDL types, in stored order
     (partition column last): what the jobs write and the schema checks hold the tables to."""
+    if table == EVENTS.name:
+        return [*_EVENT_FIELDS, ("arrival_date", "date")]
+    if table == QUARANTINE.name:
+        return [("source_file", "string"), ("raw", "string"), ("reason", "string"), ("arrival_date", "date")]
+    if table == LATE_EVENTS.name:
+        return [*_EVENT_FIELDS, ("reason", "string"), ("event_date", "date"), ("arrival_date", "date")]
     if table == MINUTE_PARTIALS.name:
         return [("key", "string"), ("frame_start", "timestamp"), ("event_count", "bigint"),
                 *_fields(config.aggregations), ("event_date", "date")]
@@ -83,3 +91,40 @@ def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]
                 ("event_count", "bigint"),
                 *_fields(a for a in config.aggregations if a.invertible), *_outputs(config), ("date", "date")]
     raise ValueError(f"no declared schema for table {table!r}")
+
+
+_NOTES = {
+    "key": "the events' key (the configuration's key_field)",
+    "event_time": "when the event happened (UTC)",
+    "value": "the event's integer value; 1 where the record has none",
+    "event_id": "the record's id; a hash of its line where it has none",
+    "arrival_time": "when the record landed: its own field, else its file's time",
+    "source_file": "the landing file the record came from",
+    "line": "the record's line number in its file",
+    "raw": "the rejected line as read (null where the whole file was unreadable)",
+    "reason": "why the record is here",
+    "frame_start": "the frame is [frame_start, frame_start + bucket)",
+    "event_count": "events in the frame, or in the window",
+    "window": "the window's name in the configuration",
+    "window_start": "the window covers [window_start, window_end) in window_changes, "
+                    "[window_start, as_of) in window_snapshot",
+    "window_end": "the window covers [window_start, window_end); the value holds until the key's next change",
+    "as_of": "the state is of [window_start, as_of): the day's last window end",
+    "arrival_date": "partition: the day the record landed (UTC)",
+    "event_date": "partition: the day of event_time (UTC)",
+    "date": "partition: the day of window_end, or of the snapshot (UTC)",
+}
+
+_FIELD_NOTES = {"n": "number of values", "s": "sum of the values", "ss": "sum of the squared values",
+                "m": "the extreme value", "at": "event time of the value kept", "v": "the value kept",
+                "sketch": "HyperLogLog sketch of the values"}
+
+
+def column_notes(table: str, config: PipelineConfig) -> dict[str, str]:
+    """What each declared column of ``table`` holds, for catalogs and the Dagster UI."""
+    notes = dict(_NOTES)
+    for a in config.aggregations:
+        notes[a.name] = f"the {a.kind} of the values of the window's events"
+        for column, f in zip(a.field_columns(), a.fields):
+            notes[column] = f"partial of {a.name} ({a.kind}): {_FIELD_NOTES[f.name]}"
+    return {c: notes[c] for c, _ in declared_columns(table, config)}

@@ -73,6 +73,11 @@ class Aggregation(ABC):
     def __hash__(self) -> int:
         return hash((type(self), self.name))
 
+    @property
+    def kind(self) -> str:
+        """The name the configuration gives this aggregation's kind (``count``, ``mean``, ...)."""
+        return next(k for k, cls in AGGREGATIONS.items() if cls is type(self))
+
     def field_columns(self) -> list[str]:
         """Column names of this aggregation's partial in ``minute_partials`` and snapshots."""
         return [f"{self.name}__{f.name}" for f in self.fields]

@@ -10,7 +10,7 @@ from dagster_pyspark import PySparkResource
 from assets import build_assets
 from assets.resources import LakehouseResource
 from jobs import delta_io
-from jobs.tables import EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import ALL_TABLES, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
 from windowing_core import reference
 from windowing_core.config import PipelineConfig
@@ -68,6 +68,21 @@ def test_a_range_backfill_run_materialises_every_asset_and_matches_the_oracle(la
     partial_days = {r[0] for r in delta_io.read_table(spark, MINUTE_PARTIALS.path(lake))
                     .select("event_date").distinct().collect()}
     assert partial_days == {FIRST, FIRST + timedelta(days=1), FIRST + timedelta(days=2)}
+
+
+def test_each_asset_page_lists_its_tables_columns(lakehouse, spark):
+    """The column schema the UI shows is what the table holds, column for column (after the run
+    above), and each column says what it means."""
+    lake = str(lakehouse[0] / "lakehouse")
+    specs = [spec for assets in build_assets(CONFIG) for spec in assets.specs]
+    assert {s.key.to_user_string() for s in specs} == {t.name for t in ALL_TABLES} - {"late_events", "daily_partials"}
+    for spec in specs:
+        schema = spec.metadata["dagster/column_schema"]
+        shown = [(c.name, c.type) for c in schema.columns]
+        stored = [(f.name, f.dataType.simpleString())
+                  for f in delta_io.read_table(spark, f"{lake}/{spec.key.to_user_string()}").schema.fields]
+        assert shown == stored, spec.key
+        assert all(c.description for c in schema.columns), spec.key
 
 
 def test_materialising_a_partition_twice_gives_identical_tables(lakehouse, spark):

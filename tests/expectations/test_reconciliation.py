@@ -6,19 +6,18 @@ import pytest
 
 from expectations import reconciliation
 from expectations.reconciliation import IngestReport, RangeFold, expected_rows, window_values
-from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
+from jobs.tables import (
+    DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT,
+    declared_columns,
+)
 from tests.expectations.frames import BEFORE, DAY, NEXT, at, table
 from windowing_core.aggregations import aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import WindowSpec, to_epoch_seconds
 
-EVENT_COLUMNS = [("key", "string"), ("event_time", "timestamp"), ("value", "bigint"), ("event_id", "string"),
-                 ("arrival_time", "timestamp"), ("source_file", "string"), ("arrival_date", "date")]
-QUARANTINE_COLUMNS = [("source_file", "string"), ("raw", "string"), ("reason", "string"),
-                      ("arrival_date", "date")]
-LATE_COLUMNS = [("key", "string"), ("event_time", "timestamp"), ("value", "bigint"), ("event_id", "string"),
-                ("arrival_time", "timestamp"), ("source_file", "string"), ("reason", "string"),
-                ("event_date", "date"), ("arrival_date", "date")]
+EVENT_COLUMNS = declared_columns(EVENTS.name, PipelineConfig())
+QUARANTINE_COLUMNS = declared_columns(QUARANTINE.name, PipelineConfig())
+LATE_COLUMNS = declared_columns(LATE_EVENTS.name, PipelineConfig())
 
 
 # -- input_records_reconcile ----------------------------------------------------------------------

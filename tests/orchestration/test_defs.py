@@ -6,6 +6,7 @@ import dagster as dg
 import pytest
 
 from jobs.sliding_windows import reads_day_tiles
+from jobs.tables import declared_columns
 from orchestration.definitions import build_definitions, defs
 from orchestration.freshness import output_watermark
 from windowing_core.aggregations import aggregation
@@ -101,3 +102,19 @@ def test_automation_fires_every_asset_downstream_of_ingest_and_sensors_start_run
     assert automated == {"minute_partials", "window_changes", "window_snapshot"}
     sensors = {s.name: s.default_status for s in defs.sensors}
     assert sensors == {"landing_sensor": dg.DefaultSensorStatus.RUNNING, "late_firings": dg.DefaultSensorStatus.RUNNING}
+
+
+def test_every_column_of_every_aggregation_is_listed_and_described():
+    """The UI lists each table's declared columns, each with what it holds, whatever is configured."""
+    from windowing_core.aggregations import AGGREGATIONS
+
+    config = PipelineConfig(windows=(WindowSpec.of("30d", "30d", "1m"),),
+                            aggregations=tuple(aggregation(kind, f"my_{kind}") for kind in AGGREGATIONS))
+    graph = build_definitions(config, landing_root="l", lakehouse_root="h").resolve_asset_graph()
+    for table in ("events", "quarantine", "minute_partials", "daily_partials", "window_changes", "window_snapshot"):
+        schema = graph.get(dg.AssetKey(table)).metadata["dagster/column_schema"]
+        assert [(c.name, c.type) for c in schema.columns] == declared_columns(table, config), table
+        assert all(c.description for c in schema.columns), table
+    partials = graph.get(dg.AssetKey("minute_partials")).metadata["dagster/column_schema"]
+    described = {c.name: c.description for c in partials.columns}
+    assert described["my_var_samp__ss"] == "partial of my_var_samp (var_samp): sum of the squared values"
