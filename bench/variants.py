@@ -149,7 +149,7 @@ def frames_and_tiles(events: DataFrame, config, persisted: bool, scratch: str, t
         tables = [(MINUTE_PARTIALS, frames, days)]
         if tiles:
             tables.append((DAILY_PARTIALS, mp.to_daily_partials(frames, config), days))
-        mp.write_tables(scratch, tables)
+        mp.write_tables(scratch, tables, config)
     finally:
         if persisted:
             frames.unpersist()

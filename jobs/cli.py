@@ -47,7 +47,7 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
     and print its one-line summary, or a one-line error. Its progress goes to stderr
     (``jobs.progress``)."""
     from jobs import progress  # Spark and Delta load only once a job runs, not for --help
-    from jobs.delta_io import MissingTableError
+    from jobs.delta_io import MissingTableError, StampMismatchError
     from jobs.ingest_events import MissingInputError
     from jobs.spark_session import get_spark
 
@@ -71,6 +71,9 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
     except (MissingInputError, MissingTableError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 1
+    except StampMismatchError as err:  # the tables were made under another configuration
+        print(f"{parser.prog}: error: bad configuration for these tables: {err}", file=sys.stderr)
+        return 2
     print(summary)
     return 0
 

@@ -75,6 +75,10 @@ class ConcurrentWriteError(Exception):
     """Another write replaced partitions this one replaces while this one ran."""
 
 
+class StampMismatchError(ValueError):
+    """A write or read of a table whose rows were made under another stamp (``Target.stamp``)."""
+
+
 # ---------------------------------------------------------------------------------------------
 # public API
 
@@ -115,6 +119,33 @@ def row_count(path: str, *, partition_filters: list[Filter] | None = None) -> in
     """
     actions = _add_actions(path, partition_filters)
     return sum(1 if records is None else records for records in actions["num_records"].to_pylist())
+
+
+def commit_stamp(path: str, key: str) -> str | None:
+    """The value of ``key`` in the stamp of the table's newest write that carries one
+    (``Target.stamp``), among its last 50 commits; None where none does (a table written before
+    stamps, or by another tool)."""
+    for commit in _open(path).history(limit=50):
+        if _META + key in commit:
+            return str(commit[_META + key])
+        try:
+            user = json.loads(commit.get("userMetadata") or "null")  # a delta-spark write's
+        except ValueError:
+            continue
+        if isinstance(user, dict) and key in user:
+            return str(user[key])
+    return None
+
+
+def require_stamp(path: str, stamp: dict[str, str]) -> None:
+    """Refuse a table whose newest stamp differs from ``stamp`` (keys it lacks pass)."""
+    for key, value in stamp.items():
+        held = commit_stamp(path, key)
+        if held is not None and held != str(value):
+            raise StampMismatchError(
+                f"{path} holds rows made with {key} {held}, and this job's is {value}: a table holds "
+                f"rows of one {key}. To change it, move the table (and the tables made from it) aside "
+                f"and materialise every partition again (a backfill)")
 
 
 def file_ranges(path: str, columns: list[str], *,
@@ -234,6 +265,9 @@ class Target:
     columns: list[str]
     partition_by: list[str]
     partition_filters: list[Filter]
+    # What the rows were made with that every row of the table must share (the frames' bucket):
+    # each commit carries it, and a write whose stamp differs from the table's is refused.
+    stamp: dict[str, str] = field(default_factory=dict)
 
 
 def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Target]) -> dict[str, dict]:
@@ -245,13 +279,17 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
     table gets its own atomic commit, in the order given, as separate ``replace_partitions``
     calls would; a target no row reaches has its matching partitions emptied.
     """
-    resolved = [_Target.of(name, t.path, t.columns, t.partition_by, t.partition_filters, df.columns)
+    resolved = [_Target.of(name, t.path, t.columns, t.partition_by, t.partition_filters, df.columns, t.stamp)
                 for name, t in targets.items()]
+    for t in resolved:
+        if t.stamp and table_exists(t.path):
+            require_stamp(t.path, t.stamp)
     if _choose_writer(df.sparkSession) == DELTA_SPARK:
         df = df.persist()  # delta-spark writes one table per pass: evaluate df once for all of them
         try:
             return {t.name: _replace_with_delta_spark(df.where(df[route] == t.name).select(*t.columns),
-                                                      t.path, t.partition_by, t.filters) for t in resolved}
+                                                      t.path, t.partition_by, t.filters, t.stamp)
+                    for t in resolved}
         finally:
             df.unpersist()
     written = _replace_with_delta_rs(df.select(*{c: None for t in resolved for c in t.columns}, route),
@@ -435,17 +473,18 @@ def _choose_writer(spark: SparkSession) -> str:
 
 
 def _replace_with_delta_spark(df: DataFrame, path: str, partition_by: list[str],
-                              filters: list[tuple]) -> dict:
+                              filters: list[tuple], stamp: dict[str, str] | None = None) -> dict:
     from delta.tables import DeltaTable as SparkDeltaTable
     from pyspark.sql import functions as F
 
-    uri, write_id = _uri(path), uuid.uuid4().hex
-    writer = df.write.format("delta").mode("overwrite").option("userMetadata", write_id)
+    uri = _uri(path)
+    user_metadata = json.dumps({"writeId": uuid.uuid4().hex, **(stamp or {})})  # finds the commit, and stamps it
+    writer = df.write.format("delta").mode("overwrite").option("userMetadata", user_metadata)
     if filters:
         writer = writer.option("replaceWhere", _sql_predicate([filters]))
     writer.partitionBy(*partition_by).save(uri)
     commit = (SparkDeltaTable.forPath(df.sparkSession, uri).history(20)
-              .where(F.col("userMetadata") == write_id).select("version", "operationMetrics").first())
+              .where(F.col("userMetadata") == user_metadata).select("version", "operationMetrics").first())
     metrics = commit["operationMetrics"] or {}
     return {"rows_written": int(metrics.get("numOutputRows", 0)),
             "files_written": int(metrics.get("numFiles", 0)),
@@ -465,10 +504,11 @@ class _Target:
     columns: list[str]
     partition_by: list[str]
     filters: list[tuple]
+    stamp: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, name: str | None, path: str, columns: list[str], partition_by: list[str],
-           partition_filters: list[Filter], available: list[str]) -> _Target:
+           partition_filters: list[Filter], available: list[str], stamp: dict[str, str] | None = None) -> _Target:
         missing = [c for c in [*columns, *partition_by] if c not in available]
         if missing:
             raise ValueError(f"columns {missing} of {path} are not columns of the data written")
@@ -476,7 +516,7 @@ class _Target:
         _check_filter_columns(filters, partition_by, path)
         # Spark puts partition columns last when it reads; writing them last keeps one column order.
         ordered = [c for c in columns if c not in partition_by] + list(partition_by)
-        return cls(name, path, ordered, list(partition_by), filters)
+        return cls(name, path, ordered, list(partition_by), filters, {k: str(v) for k, v in (stamp or {}).items()})
 
 
 def _replace_with_delta_rs(df: DataFrame, targets: list[_Target], route: str | None) -> list[dict]:
@@ -498,7 +538,7 @@ def _write_spec(target: _Target, schema: StructType) -> dict:
     if table is not None:
         _check_compatible(table, schema, target.partition_by, target.path)
     return {"name": target.name, "uri": _uri(target.path), "partition_by": target.partition_by,
-            "filters": target.filters, "write_id": uuid.uuid4().hex, "schema": schema.json(),
+            "filters": target.filters, "write_id": uuid.uuid4().hex, "schema": schema.json(), "stamp": target.stamp,
             "read_version": None if table is None else table.version()}
 
 
@@ -639,6 +679,7 @@ class _Commit:
             _META + "writeId": self.spec["write_id"],
             _META + "rowsWritten": sum(a["rows"] for a in adds),
             _META + "filesWritten": len(adds),
+            **{_META + k: v for k, v in self.spec["stamp"].items()},
         })
         for attempt in range(1, _COMMIT_ATTEMPTS + 1):
             table = self._latest()

@@ -30,7 +30,7 @@ from jobs import delta_io
 from jobs.sliding_windows import reads_day_tiles
 from jobs.tables import (
     DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, Table, day_filter,
-    partial_columns,
+    frame_stamp, partial_columns,
 )
 from windowing_core.config import PipelineConfig
 
@@ -154,11 +154,13 @@ def arrival_days(first: date, last: date, config: PipelineConfig) -> tuple[date,
     return first, last + timedelta(days=config.allowed_lateness_days)
 
 
-def write_tables(lakehouse: str, tables: list[tuple[Table, DataFrame, list]]) -> dict[str, dict]:
+def write_tables(lakehouse: str, tables: list[tuple[Table, DataFrame, list]],
+                 config: PipelineConfig) -> dict[str, dict]:
     """Replace each ``(table, rows, partition filters)``'s partitions, all from one Spark write."""
     rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
                   [df.withColumn(TABLE_COLUMN, F.lit(t.name)) for t, df, _ in tables])
-    targets = {t.name: delta_io.Target(t.path(lakehouse), df.columns, list(t.partition_by), filters)
+    targets = {t.name: delta_io.Target(t.path(lakehouse), df.columns, list(t.partition_by), filters,
+                                       stamp=frame_stamp(config) if t == MINUTE_PARTIALS else {})
                for t, df, filters in tables}
     return delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets)
 
@@ -185,7 +187,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         # Under ``include`` nothing is late: written only to create the table, or to empty
         # what an earlier ``drop`` run kept there (the Delta log says, without a Spark job).
         tables.append((LATE_EVENTS, late, late_days))
-    written = write_tables(lakehouse, tables)
+    written = write_tables(lakehouse, tables, config)
 
     def rows(table: Table) -> int | None:  # None: not kept under this configuration
         return written[table.name]["rows_written"] if table.name in written else None

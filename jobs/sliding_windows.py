@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from jobs import delta_io
 from jobs.tables import (
     DAILY_PARTIALS, MINUTE_PARTIALS, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter,
-    declared_columns, partial_columns,
+    declared_columns, frame_stamp, partial_columns,
 )
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
@@ -430,6 +430,7 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     ``first`` or was bootstrapped; ``info["persisted"]`` lists what the caller unpersists once the
     rows are written.
     """
+    delta_io.require_stamp(MINUTE_PARTIALS.path(lakehouse), frame_stamp(config))
     plans = {spec.name: _Plan(spec, config, first, last) for spec in config.windows}
     continued = continued_windows(spark, lakehouse, first - timedelta(days=1), config)
     previous = read_snapshot(spark, lakehouse, first - timedelta(days=1), continued)

@@ -46,6 +46,14 @@ def partial_columns(config: PipelineConfig, *, invertible: bool | None = None) -
     return [c for a in config.aggregations if invertible in (None, a.invertible) for c in a.field_columns()]
 
 
+def frame_stamp(config: PipelineConfig) -> dict[str, str]:
+    """What every row of minute_partials must share, stamped on each of its writes: the frames'
+    bucket. A frame of another bucket would enter and leave the windows at the wrong ends, with
+    no error, so the partials job refuses to add frames of another bucket to the table, and the
+    sliding job to read them (``delta_io.require_stamp``)."""
+    return {"bucketSeconds": str(config.bucket)}
+
+
 def days(first: date, last: date) -> list[date]:
     """Every day from ``first`` to ``last``, both included."""
     if last < first:

@@ -66,3 +66,11 @@ def test_jobs_run_alone_end_to_end(spark, tmp_path, capsys):
     assert "1 accepted" in out and "wrote 1 minute partials" in out
     assert "jobs.minute_partials 2025-01-30 .. 2025-01-30: done in " in err  # progress: on stderr
     assert "wrote 1 change points and 1 snapshot rows" in out
+
+    config = tmp_path / "panes.yaml"
+    config.write_text("bucket: 5m\nwindows:\n  7d: {length: 7d, slide: 5m}\n")
+    assert sliding_windows.main(["--lakehouse", lake, "--date", "2025-01-30", "--config", str(config)]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
+    assert len(errors) == 1
+    assert ("error: bad configuration for these tables: " in errors[0]
+            and "minute_partials holds rows made with bucketSeconds 60, and this job's is 300" in errors[0])

@@ -366,6 +366,43 @@ def test_a_routed_write_whose_second_table_another_replaced_meanwhile_commits_no
     assert {str(p) for p in tmp_path.rglob("*.parquet")} == files_before | held  # the write's files: gone
 
 
+def test_a_stamped_write_refuses_a_table_stamped_otherwise_and_commits_nothing(spark, tmp_path):
+    path = str(tmp_path / "counts")
+
+    def write_with(stamp, rows):
+        day = [("event_date", "=", rows[0][3])]
+        target = delta_io.Target(path, ["key", "n", "event_date"], ["event_date"], day, stamp=stamp)
+        return delta_io.replace_partitions_routed(routed_frame(spark, rows), "dest", {"counts": target})
+
+    write_with({}, [("a", 1, None, D1, "counts")])
+    assert delta_io.commit_stamp(path, "bucketSeconds") is None  # an unstamped table takes any stamp
+    write_with({"bucketSeconds": 60}, [("a", 2, None, D1, "counts")])
+    assert delta_io.commit_stamp(path, "bucketSeconds") == "60"
+    version = table_version(path)
+
+    with pytest.raises(delta_io.StampMismatchError, match="holds rows made with bucketSeconds 60, and this "
+                                                          "job's is 300: a table holds rows of one bucketSeconds"):
+        write_with({"bucketSeconds": 300}, [("a", 3, None, D2, "counts")])
+    assert table_version(path) == version
+    delta_io.vacuum(path, retain_hours=0, enforce_retention=False)  # commits of its own, unstamped
+    write_with({"bucketSeconds": "60"}, [("a", 4, None, D2, "counts")])
+    assert sorted(r.n for r in read_table(spark, path).collect()) == [2, 4]
+    with pytest.raises(delta_io.StampMismatchError):
+        delta_io.require_stamp(path, {"bucketSeconds": "1"})
+    delta_io.require_stamp(path, {"bucketSeconds": "60", "other": "x"})  # a key the table lacks passes
+
+
+def test_a_stamp_in_delta_sparks_user_metadata_is_read(tmp_path):
+    """delta-spark's commits carry the stamp in their userMetadata, as JSON."""
+    path = str(tmp_path / "t")
+    from deltalake import CommitProperties, write_deltalake
+    write_deltalake(path, pa.table({"n": [1]}), commit_properties=CommitProperties(
+        custom_metadata={"userMetadata": '{"writeId": "w", "bucketSeconds": "60"}'}))
+    write_deltalake(path, pa.table({"n": [2]}), mode="append", commit_properties=CommitProperties(
+        custom_metadata={"userMetadata": "not json"}))
+    assert delta_io.commit_stamp(path, "bucketSeconds") == "60"
+
+
 def test_a_routed_target_must_name_columns_the_data_has(spark, tmp_path):
     targets = {"counts": delta_io.Target(str(tmp_path / "counts"), ["key", "missing"], [], [])}
     with pytest.raises(ValueError, match=r"columns \['missing'\] of .*counts are not columns"):

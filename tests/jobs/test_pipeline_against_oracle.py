@@ -7,6 +7,7 @@ windows exactly as the assets do, and compares every table with ``windowing_core
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from datetime import date, timedelta
 
@@ -229,3 +230,28 @@ def test_a_changed_window_continues_only_from_a_snapshot_of_its_own(spark, tmp_p
     monkeypatch.setattr(delta_io, "file_ranges", lambda *args, **kwargs: [None])
     assert sliding_windows.continued_windows(spark, lakehouse, day - timedelta(days=1), config) == {
         w for w, b in baseline.items() if b == "snapshot"}
+
+
+def test_frames_of_another_bucket_are_refused_until_the_tables_are_rebuilt(spark, tmp_path):
+    """A changed ``bucket`` would place the frames already written at the wrong ends, with no
+    error; instead both jobs refuse them, and a rebuild under the new bucket equals the oracle."""
+    landing = random_landing(tmp_path / "landing", 11, FIRST, EVENT_DAYS)
+    lakehouse = str(tmp_path / "lakehouse")
+    windows = (WindowSpec.of("1d", "1d", "10m"),)
+    run_pipeline(spark, tmp_path / "landing", lakehouse, PipelineConfig(windows=windows),
+                 window_days=(FIRST, FIRST), day_by_day=True)
+    coarser = PipelineConfig(bucket=600, windows=(WindowSpec.of("1d", "1d", "10m", bucket="10m"),))
+    day = FIRST + timedelta(days=1)
+    refusal = "minute_partials holds rows made with bucketSeconds 60, and this job's is 600"
+    with pytest.raises(delta_io.StampMismatchError, match=refusal):
+        sliding_windows.run(spark, lakehouse, day, day, coarser)
+    with pytest.raises(delta_io.StampMismatchError, match=refusal):
+        minute_partials.run(spark, lakehouse, day, day, coarser)
+
+    for table in (MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT):  # the rebuild the error asks for
+        shutil.move(table.path(lakehouse), str(tmp_path / f"old_{table.name}"))
+    last = FIRST + timedelta(days=EVENT_DAYS - 1)
+    minute_partials.run(spark, lakehouse, FIRST, last, coarser)
+    sliding_windows.run(spark, lakehouse, FIRST, day, coarser)
+    changes = _rows(spark, WINDOW_CHANGES.path(lakehouse), "key", "window", "window_end", "count", "sum")
+    assert changes == expected_changes(landing.events, coarser, FIRST, day)
