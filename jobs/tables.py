@@ -76,13 +76,13 @@ def _outputs(config: PipelineConfig) -> list[tuple[str, str]]:
 
 def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]]:
     """The columns the README's Tables section promises, with Spark DDL types, in stored order
-    (partition column last): what the jobs write and the schema checks hold the tables to."""
+    (partition columns last): what the jobs write and the schema checks hold the tables to."""
     if table == EVENTS.name:
         return [*_EVENT_FIELDS, ("arrival_date", "date")]
     if table == QUARANTINE.name:
         return [("source_file", "string"), ("raw", "string"), ("reason", "string"), ("arrival_date", "date")]
     if table == LATE_EVENTS.name:
-        return [*_EVENT_FIELDS, ("reason", "string"), ("event_date", "date"), ("arrival_date", "date")]
+        return [*_EVENT_FIELDS, ("event_date", "date"), ("arrival_date", "date"), ("reason", "string")]
     if table == MINUTE_PARTIALS.name:
         return [("key", "string"), ("frame_start", "timestamp"), ("event_count", "bigint"),
                 *_fields(config.aggregations), ("event_date", "date")]
@@ -110,9 +110,9 @@ _NOTES = {
     "source_file": "the landing file the record came from",
     "line": "the record's line number in its file",
     "raw": "the rejected line as read (null where the whole file was unreadable)",
-    "reason": "why the record is here",
+    "reason": "why the record is here (a partition of late_events)",
     "frame_start": "the frame is [frame_start, frame_start + bucket)",
-    "event_count": "events in the frame, or in the window",
+    "event_count": "events in the frame, the day or the window the row is of",
     "window": "the window's name in the configuration",
     "window_start": "the window covers [window_start, window_end) in window_changes, "
                     "[window_start, as_of) in window_snapshot",

@@ -10,7 +10,9 @@ from dagster_pyspark import PySparkResource
 from assets import build_assets
 from assets.resources import LakehouseResource
 from jobs import delta_io
-from jobs.tables import ALL_TABLES, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import (
+    ALL_TABLES, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
+)
 from tests.landing import ensure_days, random_landing
 from windowing_core import reference
 from windowing_core.config import PipelineConfig
@@ -83,6 +85,8 @@ def test_each_asset_page_lists_its_tables_columns(lakehouse, spark):
                   for f in delta_io.read_table(spark, f"{lake}/{spec.key.to_user_string()}").schema.fields]
         assert shown == stored, spec.key
         assert all(c.description for c in schema.columns), spec.key
+    late = delta_io.read_table(spark, LATE_EVENTS.path(lake)).schema  # a table, not an asset
+    assert [(f.name, f.dataType.simpleString()) for f in late.fields] == declared_columns(LATE_EVENTS.name, CONFIG)
 
 
 def test_materialising_a_partition_twice_gives_identical_tables(lakehouse, spark):
