@@ -81,6 +81,8 @@ class PipelineConfig:
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None) -> PipelineConfig:
         """Build from the YAML shape documented in the README; unknown names are errors."""
+        if raw is not None and not isinstance(raw, dict):
+            raise ValueError(f"configuration: expected a mapping of fields, got {type(raw).__name__}")
         raw = dict(raw or {})
         unknown = set(raw) - _TOP_LEVEL
         if unknown:
@@ -90,9 +92,17 @@ class PipelineConfig:
         lateness = parse_duration(raw.get("allowed_lateness", "2d"), field_name="allowed_lateness")
         if lateness % 86400:
             raise ValueError(f"allowed_lateness must be whole days, got {format_duration(lateness)}")
-        windows = tuple(_window(name, spec, bucket) for name, spec in
-                        (raw.get("windows") or {"7d": {"length": "7d", "slide": "1m"}}).items())
-        aggs = raw.get("aggregations") or {"count": "count", "sum": "sum"}
+        # Left out (or left blank) means the defaults; an empty mapping is a mistake, not a default.
+        declared_windows = raw.get("windows")
+        if declared_windows is None:
+            declared_windows = {"7d": {"length": "7d", "slide": "1m"}}
+        if not isinstance(declared_windows, dict):
+            raise ValueError("windows: expected a mapping of window name to its length, slide and offset, "
+                             "for example {7d: {length: 7d, slide: 1m}}")
+        windows = tuple(_window(name, spec, bucket) for name, spec in declared_windows.items())
+        aggs = raw.get("aggregations")
+        if aggs is None:
+            aggs = {"count": "count", "sum": "sum"}
         if not isinstance(aggs, dict):
             raise ValueError("aggregations: expected a mapping of output name to kind, "
                              "for example {count: count, total: sum}")

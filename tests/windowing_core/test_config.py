@@ -22,11 +22,27 @@ def test_defaults_are_one_7d_window_with_count_and_sum():
         ({"aggregations": {"n": "median"}}, "unknown aggregation 'median'"),
         ({"allowed_lateness": "36h"}, "allowed_lateness must be whole days"),
         ({"key_field": ""}, "key_field"),
+        ({"windows": {}}, "windows: declare at least one window"),
+        ({"windows": ["7d"]}, "windows: expected a mapping"),
+        ({"aggregations": {}}, "aggregations: declare at least one aggregation"),
+        ({"aggregations": ["count"]}, "aggregations: expected a mapping"),
     ],
 )
 def test_bad_configuration_names_the_field(raw, message):
     with pytest.raises(ValueError, match=message):
         PipelineConfig.from_dict(raw)
+
+
+def test_blank_windows_and_aggregations_mean_the_defaults():
+    assert PipelineConfig.from_dict({"windows": None, "aggregations": None}) == PipelineConfig()
+
+
+@pytest.mark.parametrize("text", ["- 7d\n", "just a string\n"])
+def test_a_file_that_is_not_a_mapping_is_a_clear_error(tmp_path, text):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match="configuration: expected a mapping of fields, got"):
+        PipelineConfig.load(path)
 
 
 def test_missing_file_is_a_clear_error(tmp_path):
