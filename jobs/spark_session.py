@@ -20,6 +20,15 @@ SPARK_DEFAULTS: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "4g",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Rows reach panes' Delta writer (a Python data source) as Arrow batches. Under a byte limit
+    # Spark measures the batch after every row it adds (`ArrowWriter.sizeInBytes`, 11 percent of
+    # the driver JVM's samples in a profile of the daily run); at Int.MaxValue it skips that, and
+    # the row limit alone bounds a batch: 100,000 rows (Spark's default 10,000), a tenth as many
+    # batches to frame and hand over, about 15 MB of event rows each. The daily run at 10^7
+    # events: 10.44 s against 12.39 s with Spark's two defaults, 1.19x (best of 7 interleaved,
+    # `python -m bench.variants --pair "arrow batches" --reps 7`).
+    "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     # The throughput collector: on a local master the driver JVM runs every task, and against
     # Java 17's default G1 it made panes' daily run 1.30x faster at 10^7 events with 0.73x the
     # CPU time (`python -m bench.collectors`, one process per collector; bench/README, item 14).
