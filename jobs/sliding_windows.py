@@ -62,6 +62,18 @@ def _timestamp(seconds: Column | str) -> Column:
     return F.timestamp_seconds(F.col(seconds) if isinstance(seconds, str) else seconds)
 
 
+def _utc_date(seconds: Column) -> Column:
+    """The UTC date of an instant in epoch seconds, as whole days since 1970: ``to_date`` of a
+    timestamp takes each row through java.time's zone rules (4 percent of the sliding job's
+    samples in a profile), the same answer in UTC."""
+    return F.date_from_unix_date((_floor_to(seconds, DAY_SECONDS) / DAY_SECONDS).cast("int"))
+
+
+def _utc_midnight(day: Column) -> Column:
+    """Epoch seconds of a date's start, UTC."""
+    return F.unix_date(day).cast("long") * DAY_SECONDS
+
+
 def tile_size(spec: WindowSpec) -> int:
     """The coarser tile for hierarchical frames: one day, or for windows shorter than a day the
     largest span that divides a day, is a whole number of buckets and fits in the window (so a
@@ -245,7 +257,7 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
                                           for a in config.aggregations])
 
     def day_of(end: Column) -> Column:
-        return F.greatest(F.to_date(_timestamp(end)), F.lit(first))
+        return F.greatest(_utc_date(end), F.lit(first))
 
     day, next_end = day_of(F.col("end")), F.col("next_end")
     until = (F.when(next_end.isNull(), F.lit(last))
@@ -277,9 +289,9 @@ def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, afte
     tagged = (marked.select("*", F.explode(F.array(F.lit(WINDOW_CHANGES.name), F.lit(WINDOW_SNAPSHOT.name)))
                             .alias(TABLE_COLUMN))
               .where(F.when(is_change, emitted).otherwise(held)))
-    days = tagged.select("*", F.explode(F.when(is_change, F.array(F.to_date(_timestamp("end"))))
+    days = tagged.select("*", F.explode(F.when(is_change, F.array(_utc_date(end)))
                                         .otherwise(F.sequence("date", "until"))).alias("day"))
-    as_of = _ceil_to_grid(F.unix_seconds(F.date_add("day", 1).cast("timestamp")), spec) - spec.slide
+    as_of = _ceil_to_grid(_utc_midnight(F.col("day")) + DAY_SECONDS, spec) - spec.slide
     return days.select(
         "key",
         F.lit(spec.name).alias("window"),
@@ -348,7 +360,7 @@ def _read_frames(spark: SparkSession, lakehouse: str, ranges: list[tuple[int, in
 
 def _read_day_tiles(spark: SparkSession, lakehouse: str, days: list[str]) -> DataFrame:
     tiles = delta_io.read_table(spark, DAILY_PARTIALS.path(lakehouse), partition_filters=[("event_date", "in", days)])
-    return tiles.withColumn("tile", F.unix_seconds(F.col("event_date").cast("timestamp")))
+    return tiles.withColumn("tile", _utc_midnight(F.col("event_date")))
 
 
 def continued_windows(spark: SparkSession, lakehouse: str, day: date, config: PipelineConfig) -> set[str]:
