@@ -13,6 +13,9 @@ snapshot in the lakehouse).
 
 - running sum: ``sliding_windows.with_running_state`` (a RANGE frame over the deltas, the last
   row of each end kept) against a per-(key, end) ``sum`` first and a ROWS frame over it.
+- presort: ``sliding_windows.presorted_by_key`` (a radix sort on one long, key hash and end,
+  before the running sum's Window, whose own sort then finds its input in order) against the
+  Window's sort alone, on the same partitioning.
 - marks: ``sliding_windows.with_emission_marks`` (the previous state and the next end handed on
   by the running sum's Window) against ``lag`` and ``lead`` over a second Window.
 - both window tables: ``sliding_windows.table_rows`` (each marked row tagged for both tables by
@@ -208,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     def marked(running: DataFrame) -> DataFrame:
         return sw.with_emission_marks(sw.with_finished_values(running, config), config, DAY, DAY)
 
-    product_marks = marked(sw.with_running_state(deltas, config))
+    running = sw.with_running_state(sw.presorted_by_key(deltas, plan.after), config)
+    product_marks = marked(running)
     events = delta_io.read_table(spark, EVENTS.path(args.lakehouse),
                                  partition_filters=day_filter("arrival_date", *mp.arrival_days(DAY, DAY, config)))
     arrivals = events
@@ -222,10 +226,14 @@ def main(argv: list[str] | None = None) -> int:
             "RANGE frame (jobs)": lambda: _noop(product_marks),
             "per-(key, end) sum, then ROWS frame": lambda: _noop(marked(per_end_then_rows(deltas, config))),
         },
+        "presort": {
+            "radix presort, then the Window's sort (jobs)": lambda: _noop(product_marks),
+            "the Window's sort alone": lambda: _noop(marked(sw.with_running_state(sw.with_key_hash(deltas), config))),
+        },
         "marks": {
             "from the running sum's Window (jobs)": lambda: _noop(product_marks),
             "lag and lead over a second Window": lambda: _noop(window_marks(
-                sw.with_finished_values(sw.with_running_state(deltas, config), config), config, DAY, DAY)),
+                sw.with_finished_values(running, config), config, DAY, DAY)),
         },
         "both window tables": {
             "tagged by generators, one pass (jobs)":

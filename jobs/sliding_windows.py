@@ -115,13 +115,38 @@ def frame_deltas(frames: DataFrame, spec: WindowSpec, config: PipelineConfig,
             .where((F.col("end") > after) & (F.col("end") < stop)))
 
 
+KEY_HASH = "key_hash"  # the high 32 bits of xxhash64(key): the running sum's first sort column
+
+
+def with_key_hash(deltas: DataFrame) -> DataFrame:
+    return deltas.withColumn(KEY_HASH, F.shiftright(F.xxhash64("key"), 32))
+
+
+def presorted_by_key(deltas: DataFrame, after: int) -> DataFrame:
+    """The deltas clustered on key and, within each task, in the running sum's order already.
+
+    Spark's radix sort serves only a sort on one column whose 8-byte prefix is its whole value,
+    so the Window's own sort on (key, end) runs comparisons: 29 percent of the sliding job's
+    samples in a JFR profile at 10^7 events (``bench.profile``). Sorting first on one long,
+    ``(key_hash << 32) + (end - after)``, is a radix sort, and the Window's sort on
+    (key_hash, key, end) then finds its input in order: one run of TimSort. Exact whatever the hash: two
+    keys sharing one only leave the Window's sort a few rows to move, which it still does.
+    Ends lie after ``after`` (the baseline's end) within the run. The sliding job's rows into
+    the ``noop`` sink: 1.17x faster at 10^7 events, 1.09x at 10^6, level at 10^4
+    (``bench.variants --pair presort``).
+    """
+    return (with_key_hash(deltas).repartition(KEY_HASH, "key")
+            .sortWithinPartitions(F.shiftleft(F.col(KEY_HASH), 32) + (F.col("end") - F.lit(after))))
+
+
 def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Each key's state at every end where its window changes: the running sum of its deltas.
+    """Each key's state at every end where its window changes: the running sum of its deltas
+    (``presorted_by_key``, whose ``key_hash`` it partitions on beside the key).
 
     A RANGE frame sums all of a key's deltas up to and including a row's end, so deltas sharing
     an end (a frame entering as another leaves, the baseline) need no aggregate first: every
     row of an end carries the same state, and the last of them is kept. ``entering`` counts
-    the frames entering at the end (the end's peers). One shuffle on key and one sort serve
+    the frames entering at the end (the end's peers). One shuffle on key and one ordering serve
     these frames; a per-(key, end) sum first, hashing nearly as many groups as rows, was slower
     (``bench/variants.py``).
 
@@ -130,7 +155,7 @@ def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
     end's minus the deltas at it), and ``next_end`` (the row after an end's last is the first
     of the key's next end).
     """
-    by_key = Window.partitionBy("key").orderBy("end")
+    by_key = Window.partitionBy(KEY_HASH, "key").orderBy("end")
     upto, at = (by_key.rangeBetween(Window.unboundedPreceding, Window.currentRow),
                 by_key.rangeBetween(Window.currentRow, Window.currentRow))
     state, fields = state_columns(config), partial_columns(config, invertible=True)
@@ -425,7 +450,7 @@ def window_values(frames: DataFrame, baseline: DataFrame, tiles: DataFrame | Non
     """Every aggregation's finished value at each end where a key's window can change."""
     deltas = frame_deltas(frames.where(_in_ranges(_seconds(), plan.delta_ranges)), spec, config,
                           plan.after, plan.stop)
-    running = with_running_state(deltas.unionByName(baseline), config)
+    running = with_running_state(presorted_by_key(deltas.unionByName(baseline), plan.after), config)
     if tiles is not None:
         exact_frames = frames.where(_in_ranges(_seconds(), plan.exact_ranges))
         exact = exact_values(exact_frames, tiles, running.select("key", "end"), spec, config)

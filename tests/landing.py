@@ -22,10 +22,12 @@ class Landing:
 
 
 def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys: int = 4,
-                   events_per_day: int = 40, max_delay_days: int = 3) -> Landing:
+                   events_per_day: int = 40, max_delay_days: int = 3,
+                   key_names: tuple[str, ...] | None = None) -> Landing:
     """Events over ``event_days`` days, arriving up to ``max_delay_days`` late, with duplicates
     (same and different payloads, on the same and later arrival days), events without an
-    event_id, and a few malformed lines."""
+    event_id, and a few malformed lines. Keys are ``k0 .. k<keys - 1>``, or ``key_names``."""
+    names = key_names or tuple(f"k{i}" for i in range(keys))
     rng = random.Random(seed)
     landing = Landing(root)
     files: dict[tuple[date, int], list[str]] = {}
@@ -40,7 +42,7 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
             if rng.random() < 0.2:
                 moment = moment.replace(hour=rng.choice([0, 23]))
             delay = rng.choices(range(max_delay_days + 1), weights=[80, 12, 5, 3][: max_delay_days + 1])[0]
-            record = {"user_id": f"k{rng.randrange(keys)}", "timestamp": moment.strftime("%Y-%m-%dT%H:%M:%SZ")}
+            record = {"user_id": names[rng.randrange(len(names))], "timestamp": moment.strftime("%Y-%m-%dT%H:%M:%SZ")}
             if rng.random() < 0.7:
                 record["value"] = rng.randrange(-3, 10)
             if rng.random() < 0.8:
