@@ -10,12 +10,13 @@ time includes all before it), except the last of each job, which is the job itse
 Delta writes. The daily tiles step shows only where the configuration keeps ``daily_partials``
 (not under the default count and sum). The shuffle on key alone is the bench's stand-in, to
 split what the job's presort (``sliding_windows.presorted_by_key``: the shuffle, then a radix
-sort) and the running sum's Window (its own sort, then the sums) add. The steps are interleaved in every round and the best of ``--reps`` is kept; the
-difference between two steps is what the later one adds. Run ``python -m bench.run`` for the
-size first: it leaves the minute partials and D - 1's snapshot in the lakehouse, and the last
-step of each job replaces day D's partitions there as panes' daily run would. ``--window``
-slides that one window (every minute) instead of the default 7 days, first recomputing D - 1's
-snapshot for it, untimed: on the window-length set it shows what a longer window adds.
+sort) and the running sum's Window (its own sort, then the sums) add. The steps are interleaved
+in every round and the best of ``--reps`` is kept; the difference between two steps is what the
+later one adds. Run ``python -m bench.run`` for the size first: it leaves the minute partials
+and D - 1's snapshot in the lakehouse, and the last step of each job replaces day D's partitions
+there as panes' daily run would. ``--window`` slides that one window (every minute) instead of
+the default 7 days, first recomputing D - 1's snapshot for it, untimed: on the window-length set
+it shows what a longer window adds.
 """
 
 from __future__ import annotations

@@ -129,9 +129,9 @@ def presorted_by_key(deltas: DataFrame, after: int) -> DataFrame:
     so the Window's own sort on (key, end) runs comparisons: 29 percent of the sliding job's
     samples in a JFR profile at 10^7 events (``bench.profile``). Sorting first on one long,
     ``(key_hash << 32) + (end - after)``, is a radix sort, and the Window's sort on
-    (key_hash, key, end) then finds its input in order: one run of TimSort. Exact whatever the hash: two
-    keys sharing one only leave the Window's sort a few rows to move, which it still does.
-    Ends lie after ``after`` (the baseline's end) within the run. The sliding job's rows into
+    (key_hash, key, end) then finds its input in order: one run of TimSort. Exact whatever the
+    hash: two keys sharing one only leave the Window's sort a few rows to move, which it still
+    does. Ends lie after ``after`` (the baseline's end) within the run. The sliding job's rows into
     the ``noop`` sink: 1.17x faster at 10^7 events, 1.09x at 10^6, level at 10^4
     (``bench.variants --pair presort``).
     """

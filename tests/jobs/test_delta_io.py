@@ -137,11 +137,13 @@ def test_small_arrow_batches_become_one_row_group_per_file(spark, tmp_path):
         F.format_string("k%05d", "id").alias("key"), F.col("id").alias("n"),
         F.element_at(F.array(*[F.lit(d) for d in days]), (F.col("id") % 3 + 1).cast("int")).alias("event_date"),
     ).coalesce(1)
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")  # 30 batches, 3 days each
+    batch = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    session_value = spark.conf.get(batch)  # panes' own, not Spark's default: put it back as it was
+    spark.conf.set(batch, "1000")  # 30 batches, 3 days each
     try:
         replace_partitions(df, path, partition_by=["event_date"], partition_filters=[])
     finally:
-        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+        spark.conf.set(batch, session_value)
 
     files = DeltaTable(path).file_uris()
     assert len(files) == 3
