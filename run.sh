@@ -4,10 +4,11 @@
 #   bash run.sh demo    set up, generate demo events, materialise every asset, run checks, summarise
 #   bash run.sh test    set up, run the test suite
 #   bash run.sh dev     set up, start the Dagster UI (dagster dev) on http://127.0.0.1:3000
-#   bash run.sh setup   only set up: Java 17+, a virtualenv in .venv with pinned packages
+#   bash run.sh setup   only set up: Java 17+, a virtualenv in .venv with pinned packages, and
+#                       the pinned JVM jars (delta-spark, hadoop-aws) from Maven Central
 #
-# Needs Python 3.11 (or 3.12/3.13) and Java 17 or 21. Where Java is missing and apt-get is
-# usable as root, it installs Debian's openjdk-17-jre-headless; otherwise it says what to install.
+# Needs Python 3.11 (or 3.12/3.13), Java 17 or 21 and Maven. Where Java or Maven is missing and
+# apt-get is usable as root, it installs Debian's packages; otherwise it says what to install.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -53,7 +54,20 @@ ensure_venv() {
   echo "$want" > "$stamp"
 }
 
-setup() { ensure_java; ensure_venv; }
+ensure_maven() {
+  if command -v mvn >/dev/null 2>&1; then return 0; fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Maven (Debian's maven) to fetch the Delta and S3 jars"
+    apt-get update -qq && apt-get install -y -qq maven >/dev/null
+  fi
+}
+
+ensure_jars() {
+  # Delta's writer and Hadoop's S3 connector, pinned in jobs/jvm_packages.py, into ~/.m2 (once).
+  .venv/bin/python -m jobs.jvm_packages || exit 1
+}
+
+setup() { ensure_java; ensure_venv; ensure_maven; ensure_jars; }
 
 command=${1:-help}
 [ $# -gt 0 ] && shift

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 import sys
+from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
+
+from jobs import jvm_packages
 
 SPARK_DEFAULTS: dict[str, str] = {
     "spark.master": "local[*]",
@@ -20,20 +23,56 @@ SPARK_DEFAULTS: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "4g",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # Rows reach panes' Delta writer (a Python data source) as Arrow batches. Under a byte limit
-    # Spark measures the batch after every row it adds (`ArrowWriter.sizeInBytes`, 11 percent of
-    # the driver JVM's samples in a profile of the daily run); at Int.MaxValue it skips that, and
-    # the row limit alone bounds a batch: 100,000 rows (Spark's default 10,000), a tenth as many
-    # batches to frame and hand over, about 15 MB of event rows each. The daily run at 10^7
-    # events: 10.44 s against 12.39 s with Spark's two defaults, 1.19x (best of 7 interleaved,
-    # `python -m bench.variants --pair "arrow batches" --reps 7`).
-    "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
-    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     # The throughput collector: on a local master the driver JVM runs every task, and against
     # Java 17's default G1 it made panes' daily run 1.30x faster at 10^7 events with 0.73x the
     # CPU time (`python -m bench.collectors`, one process per collector; bench/README, item 14).
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+    # delta-spark writes every table (jobs/delta_io.py); its jars come from jobs/jvm_packages.py.
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
+
+
+# Set when the server starts (its own --conf), never by a session.
+STATIC_SQL = ("spark.sql.extensions", "spark.sql.catalog.spark_catalog")
+
+
+def with_jvm_packages(config: dict[str, str]) -> dict[str, str]:
+    """Delta's and the S3 connector's jars on the driver's and executors' class path, and S3's
+    endpoint from the standard ``AWS_*`` variables.
+
+    The class path names files in the local Maven repository: nothing is copied at start, and on
+    a cluster whose nodes hold the same files (one image, or a shared home) the executors find
+    them too. Elsewhere submit with ``--jars`` (``python -m jobs.jvm_packages --jars``).
+    """
+    jars = jvm_packages.class_path()
+    extra = {}
+    for key in ("spark.driver.extraClassPath", "spark.executor.extraClassPath"):
+        extra[key] = os.pathsep.join(p for p in (config.get(key), jars) if p)
+    return {**config, **extra, **s3a_settings(config)}
+
+
+def s3a_settings(config: dict[str, str] | None = None) -> dict[str, str]:
+    """``s3a://`` settings from the environment, as the AWS CLI reads it: ``AWS_ENDPOINT_URL``
+    (an S3-compatible server: path-style access, TLS only for https) and ``AWS_REGION``.
+    Credentials need nothing here: S3A's default chain reads ``AWS_ACCESS_KEY_ID`` and
+    ``AWS_SECRET_ACCESS_KEY`` itself, and executors get them as ``spark.executorEnv``. Explicit
+    settings win."""
+    settings = {}
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        settings["spark.hadoop.fs.s3a.endpoint"] = endpoint
+        settings["spark.hadoop.fs.s3a.path.style.access"] = "true"
+        settings["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(urlparse(endpoint).scheme == "https").lower()
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        settings["spark.hadoop.fs.s3a.endpoint.region"] = region
+    # Executors on a cluster read credentials from their own environment: hand the driver's on
+    # (Spark's UI redacts the secret and the token).
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        if endpoint and os.environ.get(name):
+            settings[f"spark.executorEnv.{name}"] = os.environ[name]
+    return {k: v for k, v in settings.items() if k not in (config or {})}
 
 
 def local_python(config: dict[str, str]) -> dict[str, str]:
@@ -47,7 +86,8 @@ def local_python(config: dict[str, str]) -> dict[str, str]:
 def connect_config(remote: str, overrides: dict[str, str] | None = None) -> dict[str, str]:
     """A Spark Connect session's settings (``remote`` is ``sc://host:15002``): the server's
     master, memory and JVM stand, so only panes' SQL settings apply."""
-    sql = {k: v for k, v in {**SPARK_DEFAULTS, **(overrides or {})}.items() if k.startswith("spark.sql.")}
+    sql = {k: v for k, v in {**SPARK_DEFAULTS, **(overrides or {})}.items()
+           if k.startswith("spark.sql.") and k not in STATIC_SQL}
     return {"spark.remote": remote, **sql}
 
 
@@ -64,7 +104,10 @@ def get_spark(overrides: dict[str, str] | None = None) -> SparkSession:
         return SparkSession.builder.config(map=connect_config(remote, overrides)).getOrCreate()
     builder = SparkSession.builder
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit: its master and JVM stand
-    for key, value in local_python({**SPARK_DEFAULTS, **(overrides or {})}).items():
+    config = local_python({**SPARK_DEFAULTS, **(overrides or {})})
+    # Under spark-submit the JVM has started: its class path (--jars) stands.
+    config = {**config, **s3a_settings(config)} if submitted else with_jvm_packages(config)
+    for key, value in config.items():
         if submitted and key in ("spark.master", "spark.driver.memory", "spark.driver.extraJavaOptions"):
             continue
         builder = builder.config(key, value)

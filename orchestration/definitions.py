@@ -3,7 +3,9 @@
 Environment variables, all optional, with laptop defaults:
 
 - ``PANES_LANDING``: landing folder (default ``./landing``)
-- ``PANES_LAKEHOUSE``: lakehouse root for the Delta tables (default ``./lakehouse``)
+- ``PANES_LAKEHOUSE``: lakehouse root for the Delta tables (default ``./lakehouse``), a folder or
+  an ``s3a://bucket/prefix`` (with ``AWS_ENDPOINT_URL``, ``AWS_REGION`` and credentials as the
+  AWS CLI reads them)
 - ``PANES_CONFIG``: pipeline configuration YAML (default: one 7d window, count and sum)
 - ``PANES_SPARK_MASTER``: Spark master (default ``local[*]``)
 - ``SPARK_REMOTE``: a Spark Connect server (``sc://host:15002``) to run on instead of a master
@@ -23,7 +25,7 @@ from assets.partitions import daily_partitions
 from assets.resources import LakehouseResource
 from expectations.asset_checks import build_asset_checks
 from jobs import progress
-from jobs.spark_session import SPARK_DEFAULTS, connect_config, local_python
+from jobs.spark_session import SPARK_DEFAULTS, connect_config, local_python, with_jvm_packages
 from orchestration.automation import automation_sensor, build_landing_sensor, with_late_firings
 from orchestration.freshness import build_watermark_check, with_freshness
 from orchestration.maintenance import vacuum_lakehouse_job, vacuum_schedule
@@ -36,8 +38,8 @@ def spark_config(master: str | None = None) -> dict[str, str]:
     remote = os.environ.get("SPARK_REMOTE")
     if remote and master is None:
         return connect_config(remote)
-    return local_python({**SPARK_DEFAULTS,
-                         "spark.master": master or os.environ.get("PANES_SPARK_MASTER", "local[*]")})
+    return with_jvm_packages(local_python(
+        {**SPARK_DEFAULTS, "spark.master": master or os.environ.get("PANES_SPARK_MASTER", "local[*]")}))
 
 
 def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_root: str,
@@ -64,12 +66,17 @@ def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_ro
     )
 
 
+def _root(location: str) -> str:
+    """A folder made absolute (runs start in other working directories); a URI as it is."""
+    return location if "://" in location else os.path.abspath(location)
+
+
 def _defs_from_environment() -> dg.Definitions:
     progress.every_seconds()  # a bad PANES_PROGRESS_SECONDS fails here, not in every step
     return build_definitions(
         PipelineConfig.load(os.environ.get("PANES_CONFIG") or None),
         landing_root=os.path.abspath(os.environ.get("PANES_LANDING", "landing")),
-        lakehouse_root=os.path.abspath(os.environ.get("PANES_LAKEHOUSE", "lakehouse")),
+        lakehouse_root=_root(os.environ.get("PANES_LAKEHOUSE", "lakehouse")),
     )
 
 

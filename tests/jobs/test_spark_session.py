@@ -11,8 +11,7 @@ def test_the_driver_jvm_collects_garbage_with_the_throughput_collector(spark):
     assert names == {"PS Scavenge", "PS MarkSweep"}, names
 
 
-def test_arrow_batches_for_the_delta_writer_are_bounded_by_rows_alone(spark):
-    """Below Int.MaxValue Spark measures an Arrow batch's bytes after every row it hands to a
-    Python writer; panes bounds batches by rows instead (bench/README, "Arrow batches")."""
-    assert spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch") == str(2**31 - 1)
-    assert spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") == "100000"
+def test_the_delta_jars_are_on_the_class_path(spark):
+    """delta-spark writes every table: its classes load in the session's JVM."""
+    assert spark.sparkContext._jvm.org.apache.spark.util.Utils.classIsLoadable("io.delta.tables.DeltaTable")
+    assert spark.conf.get("spark.sql.extensions") == "io.delta.sql.DeltaSparkSessionExtension"
