@@ -31,10 +31,6 @@ snapshot in the lakehouse).
   Spark reuses the shuffle both tables share, against the frames persisted and then folded into
   the tiles. Its gain is largest on small days (``--lakehouse bench/.work/n10000``): a persisted
   plan keeps all its shuffle partitions, where AQE would merge them.
-- arrow batches: the daily run end to end (``bench.methods.panes_day``, both jobs with their
-  Delta writes into the lakehouse's day D, which it replaces with the same rows) under panes'
-  Arrow settings (``jobs.spark_session.SPARK_DEFAULTS``: no byte limit, 100,000 rows a batch)
-  against Spark's own (64 MB, measured after every row; 10,000 rows).
 """
 
 from __future__ import annotations
@@ -142,22 +138,6 @@ def window_marks(values: DataFrame, config, first, last) -> DataFrame:
     return values.select("*", changed.alias("changed"), day.alias("date"), until.alias("until"))
 
 
-SPARK_ARROW_DEFAULTS = {"spark.sql.execution.arrow.maxBytesPerBatch": "64m",
-                        "spark.sql.execution.arrow.maxRecordsPerBatch": "10000"}
-
-
-def under(spark, conf: dict[str, str], fn) -> None:
-    """``fn()`` with the session's SQL settings ``conf``, restored afterwards."""
-    saved = {k: spark.conf.get(k, None) for k in conf}
-    try:
-        for k, v in conf.items():
-            spark.conf.set(k, v)
-        fn()
-    finally:
-        for k, v in saved.items():
-            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
-
-
 def frames_and_tiles(events: DataFrame, config, persisted: bool, scratch: str, tiles: bool = True) -> None:
     """The partials job's tables (with or without the daily tiles), written by its own
     ``write_tables`` into a scratch lakehouse."""
@@ -260,15 +240,6 @@ def main(argv: list[str] | None = None) -> int:
             "frames persisted, then folded":
                 lambda: frames_and_tiles(arrivals, config, persisted=True, scratch=scratch),
         },
-    }
-    from bench.methods import panes_day
-
-    def daily_run() -> None:
-        panes_day(spark, args.lakehouse, DAY, config)
-
-    pairs["arrow batches"] = {
-        "no byte limit, 100,000 rows (jobs)": daily_run,
-        "Spark's: 64 MB checked per row, 10,000 rows": lambda: under(spark, SPARK_ARROW_DEFAULTS, daily_run),
     }
     unknown = [p for p in args.pair if p not in pairs]
     if unknown:

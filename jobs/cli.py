@@ -47,7 +47,7 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
     and print its one-line summary, or a one-line error. Its progress goes to stderr
     (``jobs.progress``)."""
     from jobs import progress  # Spark and Delta load only once a job runs, not for --help
-    from jobs.delta_io import MissingTableError, StampMismatchError
+    from jobs.delta_io import DamagedTableError, MissingTableError, StampMismatchError
     from jobs.ingest_events import MissingInputError
     from jobs.spark_session import get_spark
 
@@ -68,7 +68,7 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
     try:
         with progress.reported(spark, f"{_name(job)} {args.date} .. {last}", _to_stderr, every):
             summary = job(spark, config, args, args.date, last)
-    except (MissingInputError, MissingTableError) as err:
+    except (MissingInputError, MissingTableError, DamagedTableError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 1
     except StampMismatchError as err:  # the tables were made under another configuration

@@ -1,11 +1,8 @@
-"""jobs.delta_io against real Delta tables in tmp_path, through the writer this machine has.
-
-Here (no Delta jars) that is delta-rs committing what Spark tasks wrote; the delta-spark test
-runs where the jars are on the classpath and skips, saying why, where they are not.
-"""
+"""jobs.delta_io against real Delta tables in tmp_path: delta-spark writes, delta-rs reads the log."""
 
 from __future__ import annotations
 
+import shutil
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 
@@ -68,7 +65,7 @@ def test_round_trip_keeps_types_and_values(spark, tmp_path):
     rows = [row("a", D1, 1), row("b", D1, 2), row("c", D2, 3), ("d", None, None, None, None, None, None, D2)]
     result = write(frame(spark, rows), tmp_path / "t", [D1, D2])
 
-    assert (result["rows_written"], result["writer"], result["table_version"]) == (4, "delta-rs", 0)
+    assert (result["rows_written"], result["writer"], result["table_version"]) == (4, "delta-spark", 0)
     assert result["files_written"] >= 2  # at least one file per day
     back = read_table(spark, str(tmp_path / "t"))
     assert back.schema == SCHEMA  # date partition comes back as DateType, timestamps as TimestampType
@@ -128,29 +125,6 @@ def test_an_empty_replace_empties_the_partition(spark, tmp_path):
 
     assert (result["rows_written"], result["files_written"], result["table_version"]) == (0, 0, 1)
     assert contents(read_table(spark, path)) == expected([row("b", D2)])
-
-
-def test_small_arrow_batches_become_one_row_group_per_file(spark, tmp_path):
-    path = str(tmp_path / "t")
-    days = [D1, D2, D3]
-    df = spark.range(30_000).select(
-        F.format_string("k%05d", "id").alias("key"), F.col("id").alias("n"),
-        F.element_at(F.array(*[F.lit(d) for d in days]), (F.col("id") % 3 + 1).cast("int")).alias("event_date"),
-    ).coalesce(1)
-    batch = "spark.sql.execution.arrow.maxRecordsPerBatch"
-    session_value = spark.conf.get(batch)  # panes' own, not Spark's default: put it back as it was
-    spark.conf.set(batch, "1000")  # 30 batches, 3 days each
-    try:
-        replace_partitions(df, path, partition_by=["event_date"], partition_filters=[])
-    finally:
-        spark.conf.set(batch, session_value)
-
-    files = DeltaTable(path).file_uris()
-    assert len(files) == 3
-    assert [pq.ParquetFile(f).metadata.num_row_groups for f in files] == [1, 1, 1]
-    assert delta_io.row_count(path) == 30_000
-    back = read_table(spark, path).groupBy("event_date").count().collect()
-    assert sorted((r.event_date, r["count"]) for r in back) == [(d, 10_000) for d in days]
 
 
 def test_row_count_reads_the_log_of_the_matching_partitions_only(spark, tmp_path):
@@ -252,14 +226,23 @@ def test_files_of_an_uncommitted_write_are_invisible(spark, tmp_path):
 def test_rows_outside_the_filters_abort_the_write(spark, tmp_path):
     path = str(tmp_path / "t")
     write(frame(spark, [row("a", D1)]), path, [D1])
-    parquet_before = sorted(p.name for p in (tmp_path / "t").rglob("*.parquet"))
 
-    with pytest.raises(Exception, match="fall outside partition_filters"):
+    with pytest.raises(ValueError, match=r"rows written to .* fall outside partition_filters"):
         write(frame(spark, [row("b", D1), row("c", D2)]), path, [D1])
 
+    # Delta's own check, in the tasks: files a task wrote before it failed stay uncommitted,
+    # invisible to every reader, until vacuum deletes them.
     assert table_version(path) == 0
     assert contents(read_table(spark, path)) == expected([row("a", D1)])
-    assert sorted(p.name for p in (tmp_path / "t").rglob("*.parquet")) == parquet_before  # abort cleaned up
+
+
+def test_every_commit_is_delta_sparks(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1)]), path, [D1])
+    write(frame(spark, [row("b", D2)]), path, [D2])
+
+    engines = {c["engineInfo"] for c in DeltaTable(path).history()}
+    assert len(engines) == 1 and engines.pop().startswith("Apache-Spark/4.2.0 Delta-Lake/4.4.0")
 
 
 def test_a_different_schema_or_partitioning_is_refused(spark, tmp_path):
@@ -343,31 +326,6 @@ def test_a_row_routed_nowhere_aborts_every_table(spark, tmp_path):
     assert sorted(p.name for p in tmp_path.rglob("*.parquet")) == parquet_before  # abort cleaned up
 
 
-def test_a_routed_write_whose_second_table_another_replaced_meanwhile_commits_no_table(spark, tmp_path):
-    targets = routed_targets(tmp_path, [D1])
-    delta_io.replace_partitions_routed(
-        routed_frame(spark, [("a", 1, None, D1, "counts"), ("a", None, "x", None, "labels")]), "dest", targets)
-    labels = str(tmp_path / "labels")
-    files_before = {str(p) for p in tmp_path.rglob("*.parquet")}
-
-    @F.udf("string")
-    def meanwhile(dest):  # another run replaces labels while this write's tasks run
-        from deltalake import write_deltalake
-        if dest == "labels":
-            write_deltalake(labels, pa.table({"label": ["theirs"], "key": ["z"]}), mode="overwrite")
-        return dest
-
-    rows = routed_frame(spark, [("b", 2, None, D1, "counts"), ("b", None, "y", None, "labels")]).coalesce(1)
-    with pytest.raises(Exception, match=r"another write replaced the whole table of .*labels after this write"):
-        delta_io.replace_partitions_routed(rows.withColumn("dest", meanwhile("dest")), "dest", targets)
-
-    assert table_version(str(tmp_path / "counts")) == 0  # every table is checked before any commits
-    assert sorted(tuple(r) for r in read_table(spark, str(tmp_path / "counts")).collect()) == [("a", 1, D1)]
-    assert [tuple(r) for r in read_table(spark, labels).collect()] == [("theirs", "z")]
-    held = {p for t in ("counts", "labels") for p in DeltaTable(str(tmp_path / t)).file_uris()}
-    assert {str(p) for p in tmp_path.rglob("*.parquet")} == files_before | held  # the write's files: gone
-
-
 def test_a_stamped_write_refuses_a_table_stamped_otherwise_and_commits_nothing(spark, tmp_path):
     path = str(tmp_path / "counts")
 
@@ -411,149 +369,30 @@ def test_a_routed_target_must_name_columns_the_data_has(spark, tmp_path):
         delta_io.replace_partitions_routed(routed_frame(spark, []), "dest", targets)
 
 
-def test_delta_spark_path(spark, tmp_path, monkeypatch):
-    if not delta_io._delta_spark_available(spark):
-        pytest.skip("delta-spark path not tested: io.delta.tables.DeltaTable is not on the Spark classpath "
-                    "(the Delta jars cannot be downloaded here); delta-rs covers these tables")
-    monkeypatch.setenv(delta_io.WRITER_ENV, "delta-spark")
-    path = str(tmp_path / "t")
-    write(frame(spark, [row("a", D1), row("b", D2)]), path, [D1, D2])
-    result = write(frame(spark, [row("z", D2, 5)]), path, [D2])
-
-    assert result["writer"] == "delta-spark" and result["rows_written"] == 1
-    assert contents(read_table(spark, path)) == expected([row("a", D1), row("z", D2, 5)])
-    day_two = read_table(spark, path, partition_filters=[("event_date", "=", D2)])
-    assert contents(day_two) == expected([row("z", D2, 5)])
 
 
-def test_forcing_delta_spark_without_its_jars_fails_clearly(spark, tmp_path, monkeypatch):
-    if delta_io._delta_spark_available(spark):
-        pytest.skip("the Delta jars are on the classpath here")
-    monkeypatch.setenv(delta_io.WRITER_ENV, "delta-spark")
-    with pytest.raises(RuntimeError, match="not on the Spark classpath"):
-        write(frame(spark, [row("a", D1)]), tmp_path / "t", [D1])
+@pytest.mark.parametrize("damage", ["deleted", "emptied"])
+def test_a_log_that_lost_its_newest_entry_is_refused_not_read_at_an_older_version(spark, tmp_path, damage):
+    path = tmp_path / "minute_partials"
+    write(frame(spark, [row("a", D1)]), path, [D1])
+    write(frame(spark, [row("b", D2)]), path, [D2])
+    newest = path / "_delta_log" / f"{1:020d}.json"
+    newest.unlink() if damage == "deleted" else newest.write_bytes(b"")
+
+    message = "minute_partials: the Delta log's newest entry, version 1, is " + (
+        "missing" if damage == "deleted" else "empty")
+    for use in (lambda: table_exists(str(path)), lambda: read_table(spark, str(path)),
+                lambda: write(frame(spark, [row("c", D3)]), path, [D3])):
+        with pytest.raises(delta_io.DamagedTableError, match=message):
+            use()
 
 
-# -- overlapping writes (a backfill beside the daily schedule) -----------------------------------
+def test_data_files_without_a_log_are_refused_not_overwritten_by_a_new_table(spark, tmp_path):
+    path = tmp_path / "minute_partials"
+    write(frame(spark, [row("a", D1)]), path, [D1])
+    shutil.rmtree(path / "_delta_log")
 
-
-def started(path, rows, day):
-    """A write of ``rows`` replacing ``day``, started: its spec (the table's version now) and
-    the data files its tasks wrote, with their add actions, ready to commit."""
-    target = delta_io._Target.of(None, str(path), SCHEMA.fieldNames(), ["event_date"],
-                                 [("event_date", "=", day)], SCHEMA.fieldNames())
-    spec = delta_io._write_spec(target, SCHEMA)
-    files = delta_io._TaskFiles(spec, SCHEMA)
-    files.append(pa.RecordBatch.from_pylist([dict(zip(SCHEMA.fieldNames(), r)) for r in rows],
-                                            schema=delta_io._arrow_schema(SCHEMA)))
-    return spec, files.close()
-
-
-def commit(spec, adds):
-    """What the write's commit does for one table."""
-    write = delta_io._Commit(spec, SCHEMA)
-    write.check(adds)
-    write.commit(adds)
-
-
-def another_write_first(monkeypatch, commit_other):
-    """Let ``commit_other`` commit after this write opened the table and before it commits."""
-    pending = [commit_other]
-
-    def first(call):
-        def wrapped(*args, **kwargs):
-            while pending:
-                pending.pop()()
-            return call(*args, **kwargs)
-        return wrapped
-
-    class Opened(DeltaTable):
-        create_write_transaction = first(DeltaTable.create_write_transaction)
-
-    monkeypatch.setattr(delta_io, "DeltaTable", Opened)
-    monkeypatch.setattr(delta_io, "create_table_with_add_actions", first(delta_io.create_table_with_add_actions))
-
-
-OURS, THEIRS = row("ours", D1, 5), row("theirs", D2, 7)
-
-
-def test_a_write_commits_beside_another_that_replaced_other_partitions_meanwhile(spark, tmp_path):
-    path = tmp_path / "t"
-    write(frame(spark, [row("a", D1), row("b", D2)]), path, [D1, D2])
-    spec, adds = started(path, [OURS], D1)
-    write(frame(spark, [THEIRS]), path, [D2])
-
-    commit(spec, adds)
-
-    assert contents(read_table(spark, str(path))) == expected([OURS, THEIRS])
-
-
-def test_a_write_whose_partitions_another_replaced_after_it_started_commits_nothing(spark, tmp_path):
-    path = tmp_path / "t"
-    write(frame(spark, [row("a", D1), row("b", D2)]), path, [D1, D2])
-    spec, adds = started(path, [OURS], D1)
-    write(frame(spark, [row("theirs", D1, 7)]), path, [D1])  # a run that read newer events, say
-
-    with pytest.raises(delta_io.ConcurrentWriteError, match=r"another write replaced partitions "
-                       r"\[\('event_date', '=', '2025-01-30'\)\] of .* after this write started \(at version 0, "
-                       r"now version 1\); nothing of this write was committed"):
-        commit(spec, adds)
-
-    assert table_version(str(path)) == 1
-    assert contents(read_table(spark, str(path))) == expected([row("theirs", D1, 7), row("b", D2)])
-
-
-def test_a_commit_that_another_commit_beat_by_milliseconds_is_retried(spark, tmp_path, monkeypatch):
-    """delta-rs refuses it, though the other replaced other partitions: it commits again."""
-    path = tmp_path / "t"
-    write(frame(spark, [row("a", D1), row("b", D2)]), path, [D1, D2])
-    spec, adds = started(path, [OURS], D1)
-    another_write_first(monkeypatch, lambda: write(frame(spark, [THEIRS]), path, [D2]))
-
-    commit(spec, adds)
-
-    assert table_version(str(path)) == 2  # theirs, then ours
-    assert contents(read_table(spark, str(path))) == expected([OURS, THEIRS])
-
-
-def test_a_commit_beaten_by_one_to_the_same_partitions_commits_nothing(spark, tmp_path, monkeypatch):
-    path = tmp_path / "t"
-    write(frame(spark, [row("a", D1), row("b", D2)]), path, [D1, D2])
-    spec, adds = started(path, [OURS], D1)
-    another_write_first(monkeypatch, lambda: write(frame(spark, [row("theirs", D1, 7)]), path, [D1]))
-
-    with pytest.raises(delta_io.ConcurrentWriteError, match="at version 0, now version 1"):
-        commit(spec, adds)
-
-    assert contents(read_table(spark, str(path))) == expected([row("theirs", D1, 7), row("b", D2)])
-
-
-def test_two_first_writes_of_a_table_both_commit_where_their_partitions_differ(spark, tmp_path, monkeypatch):
-    path = tmp_path / "t"
-    spec, adds = started(path, [OURS], D1)
-    another_write_first(monkeypatch, lambda: write(frame(spark, [THEIRS]), path, [D2]))
-
-    commit(spec, adds)
-
-    assert table_version(str(path)) == 1  # theirs created the table, ours replaced D1 in it
-    assert contents(read_table(spark, str(path))) == expected([OURS, THEIRS])
-
-
-def test_an_abort_spares_the_files_of_a_commit_that_went_through(spark, tmp_path):
-    """A routed write commits table by table. Should a later commit fail after an earlier one
-    went through (a race of milliseconds the checks before them cannot see), the abort must
-    not delete files the earlier table now holds."""
-    first, second = tmp_path / "first", tmp_path / "second"
-    for path in (first, second):
-        write(frame(spark, [row("a", D1)]), path, [D1])
-    files_before = {str(p) for p in tmp_path.rglob("*.parquet")}
-    (spec1, adds1), (spec2, adds2) = started(first, [OURS], D1), started(second, [OURS], D1)
-    commit(spec1, adds1)
-
-    writer = delta_io._TaskWriter({"route": "dest", "targets": [spec1, spec2]}, SCHEMA)
-    writer.abort([delta_io._Written([{**a, "target": 0} for a in adds1] + [{**a, "target": 1} for a in adds2])])
-
-    assert contents(read_table(spark, str(first))) == expected([OURS])
-    assert contents(read_table(spark, str(second))) == expected([row("a", D1)])
-    held = {p for path in (first, second) for p in DeltaTable(str(path)).file_uris()}
-    assert {str(p) for p in tmp_path.rglob("*.parquet")} == files_before | held
+    with pytest.raises(delta_io.DamagedTableError, match=r"minute_partials holds event_date=2025-01-30 and more "
+                                                          r"but no _delta_log"):
+        write(frame(spark, [row("b", D2)]), path, [D2])
+    assert not (path / "_delta_log").exists()
