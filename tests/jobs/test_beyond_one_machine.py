@@ -24,7 +24,8 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from jobs import delta_io, ingest_events, minute_partials, sliding_windows
+from jobs import delta_io, ingest_events, jvm_packages, minute_partials, sliding_windows
+from jobs.spark_session import STATIC_SQL, SPARK_DEFAULTS
 from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
 from expectations.catalog import ERROR, catalog
@@ -36,6 +37,9 @@ FIRST, EVENT_DAYS = date(2025, 1, 28), 3
 LAST_ARRIVAL = FIRST + timedelta(days=EVENT_DAYS + 2)
 LAST_EVENT_DAY = FIRST + timedelta(days=EVENT_DAYS - 1)
 STARTUP_SECONDS = 120
+# Delta's jars as a user passes them where every node holds the same files (else: --jars)
+JARS = ["--driver-class-path", jvm_packages.class_path(), "--conf", f"spark.executor.extraClassPath={jvm_packages.class_path()}"]
+DELTA_SQL = [arg for key in STATIC_SQL for arg in ("--conf", f"{key}={SPARK_DEFAULTS[key]}")]
 
 
 def _free_port() -> int:
@@ -88,7 +92,7 @@ def submit(cluster, job: str, *args: str) -> subprocess.CompletedProcess:
     done = subprocess.run(
         [f"{SPARK_HOME}/bin/spark-submit", "--master", master, "--py-files", str(archive),
          "--driver-memory", "1g", "--conf", "spark.executor.memory=1g", "--conf", "spark.ui.enabled=false",
-         str(REPO / "jobs" / f"{job}.py"), *args],
+         *JARS, str(REPO / "jobs" / f"{job}.py"), *args],
         capture_output=True, text=True, timeout=600, cwd=archive.parent,
         env={**os.environ, "SPARK_HOME": SPARK_HOME, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python})
     assert done.returncode == 0, done.stderr[-4000:]
@@ -101,7 +105,7 @@ def connect_server(tmp_path_factory):
     port = _free_port()
     server = _start(["--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
                      "--driver-memory", "1g", "--conf", f"spark.connect.grpc.binding.port={port}",
-                     "--conf", "spark.ui.enabled=false", "spark-internal"],
+                     "--conf", "spark.ui.enabled=false", *JARS, *DELTA_SQL, "spark-internal"],
                     root / "server.log", "Spark Connect server started", launcher="spark-submit")
     yield f"sc://127.0.0.1:{port}"
     server.terminate()
@@ -181,3 +185,67 @@ def test_dagster_materialises_every_asset_and_check_through_spark_connect(spark,
     failed = [line for line in evaluations if not line.endswith(" passed.")]
     assert evaluations and not [line for line in failed if any(check in line for check in blocking)], failed[:5]
     assert tables(spark, str(lakehouse)) == expected
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint(tmp_path_factory):
+    """A real S3 API on loopback (moto's server), with one bucket, ``panes``. In a process of its
+    own: delta-rs holds the GIL while it waits for an answer, so a server thread in this process
+    could not give one."""
+    import boto3
+
+    port, log = _free_port(), tmp_path_factory.mktemp("s3") / "moto.log"
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=log.open("w"), stderr=subprocess.STDOUT)
+    endpoint = f"http://127.0.0.1:{port}"
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                          aws_secret_access_key="testing")
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while True:
+        try:
+            client.create_bucket(Bucket="panes")
+            break
+        except Exception:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                raise RuntimeError(f"moto's S3 server did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.5)
+    yield endpoint
+    server.terminate()
+    server.wait(timeout=30)
+
+
+def test_dagster_on_a_cluster_with_tables_on_s3_equals_a_local_run(spark, tmp_path, monkeypatch, cluster,
+                                                                    s3_endpoint, local_run):
+    """Every asset and check, materialised by ``dagster asset materialize`` with the Spark
+    driver's executors on the standalone cluster and ``PANES_LAKEHOUSE`` on S3: configured only
+    through the standard ``AWS_*`` variables, as a user on a real cluster would."""
+    landing, expected = local_run
+    aws = {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_REGION": "us-east-1",
+           "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    for name, value in aws.items():
+        monkeypatch.setenv(name, value)
+    lakehouse, (master, _) = "s3a://panes/lakehouse", cluster
+    (tmp_path / "home").mkdir()
+    env = {**os.environ, "PANES_SPARK_MASTER": master, "PANES_LANDING": str(landing), "PANES_LAKEHOUSE": lakehouse,
+           "DAGSTER_HOME": str(tmp_path / "home"), "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "dagster"), "asset", "materialize", "-m", "orchestration.definitions",
+         "--select", "*", "--partition-range", f"{FIRST}...{LAST_ARRIVAL}"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert " - RUN_SUCCESS - " in done.stderr
+    evaluations = [line for line in done.stderr.splitlines() if " - ASSET_CHECK_EVALUATION - " in line]
+    blocking = {f"'{c.name}' on '{c.table}'" for c in catalog(PipelineConfig()) if c.severity == ERROR}
+    failed = [line for line in evaluations if not line.endswith(" passed.")]
+    assert evaluations and not [line for line in failed if any(check in line for check in blocking)], failed[:5]
+
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()  # this session started before the AWS_* above
+    for key, value in {"fs.s3a.endpoint": s3_endpoint, "fs.s3a.path.style.access": "true",
+                       "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.endpoint.region": "us-east-1",
+                       "fs.s3a.access.key": "testing", "fs.s3a.secret.key": "testing"}.items():
+        hadoop.set(key, value)
+    assert tables(spark, lakehouse) == expected
+    for table in (EVENTS, QUARANTINE, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT):
+        (last,) = delta_io._open(table.path(lakehouse)).history(limit=1)
+        assert last["engineInfo"].startswith("Apache-Spark/4.2.0 Delta-Lake/4.4.0"), (table.name, last)
