@@ -253,7 +253,9 @@ def with_reason(parsed: DataFrame, config: PipelineConfig) -> DataFrame:
         "raw", "source_file", "line", "arrival_date", "reason",
         F.trim("key").alias("key"),
         "event_time",
-        F.coalesce(F.col("value_number").cast("bigint"), F.lit(1).cast("bigint")).alias("value"),
+        # try_cast: a quarantined line's value may lie beyond a long (its reason says so), and a
+        # plain cast of it would fail the whole day (CAST_OVERFLOW) instead.
+        F.coalesce(F.col("value_number").try_cast("bigint"), F.lit(1).cast("bigint")).alias("value"),
         F.coalesce("given_event_id", F.substring(F.sha2(F.trim("raw"), 256), 1, 32)).alias("event_id"),
         F.coalesce("given_arrival_time", "file_time").alias("arrival_time"),
     )
