@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -39,14 +40,15 @@ REASONS = (
     "truncated_gzip",          # a .gz file that ends before its end-of-stream marker (whole file)
     "unreadable_file",         # a .gz file that is not gzip at all, or corrupt (whole file)
     "bad_encoding",            # a line that is not UTF-8 (a Latin-1 byte, UTF-16's zero bytes)
-    "malformed_json",          # not a JSON object
-    "missing_key",             # key field absent, null or empty
+    "malformed_json",          # not one JSON object (two objects on a line, trailing text: malformed)
+    "missing_key",             # key field absent, null, empty or only blanks
+    "key_not_string",          # a key given as a number, boolean, object or array: keys are strings as given
     "missing_timestamp",       # timestamp absent or null
     "unparseable_timestamp",   # not an ISO-8601 instant
     "timestamp_out_of_range",  # before 1970, or after the end of its arrival day
     "value_not_numeric",
-    "value_not_integer",       # values are integers (counts, bytes, cents): sums stay exact
-    "value_out_of_range",      # beyond a 64-bit integer
+    "value_not_integer",       # values are integers (counts, bytes, cents): never rounded, sums stay exact
+    "value_out_of_range",      # beyond a 64-bit integer (beyond 2^53 where read as a double)
 )
 LATE_REASON = "beyond_allowed_lateness"
 
@@ -193,53 +195,101 @@ def with_line_numbers(lines: DataFrame) -> DataFrame:
     return lines.withColumn("line", F.row_number().over(in_file))
 
 
-def line_schema(config: PipelineConfig) -> str:
-    """The fields ingest reads from a line, all as strings: typed conversion is a check."""
-    return (f"`{config.key_field}` string, timestamp string, `{config.value_field}` string, "
-            "event_id string, arrival_time string")
+END_OF_LINE = "\u0000panes\u0000"
+"""A sentinel JSON string appended after each line before it is parsed (see ``parsed_line``)."""
+
+
+def parsed_line(raw: Column) -> Column:
+    """The line as a variant ``[line, END_OF_LINE]``, or null where that is not JSON.
+
+    A JSON parser reads one value and stops: Spark's ``from_json`` (and ``parse_json``) read
+    ``{...} {...}`` as the first object and ``{...} trailing`` as ``{...}``, silently dropping the
+    rest. Wrapped in an array with a sentinel after it, a line holding anything more than one
+    value is either not JSON at all or not a two-element array ending in the sentinel, so it is
+    ``malformed_json`` (``fields_of``). A variant also keeps each field's JSON type (string,
+    integer, exact decimal, double, boolean, object, array), which the checks need: a string
+    schema would turn ``42``, ``true`` and ``{"a": 1}`` into text, and ``1e-10`` into ``1.0E-10``.
+    """
+    return F.try_parse_json(F.concat(F.lit("["), raw, F.lit(f",{json.dumps(END_OF_LINE)}]")))
+
+
+def _path(name: str) -> str:
+    """A JSON path to a top-level field (names are validated by ``PipelineConfig``)."""
+    return f"$['{name}']"
 
 
 def with_parsed_fields(lines: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Parse each line once into string fields; typed conversion happens in ``with_reason``.
+    """Parse each line once into a variant; typed conversion happens in ``with_reason``.
 
-    The parse is a column of its own, read field by field from there. Read straight off
-    ``from_json``, each field became a parse of its own (Spark's optimizer prunes a
-    ``from_json`` to the one field read, ``spark.sql.optimizer.enableJsonExpressionOptimization``),
-    so every line was parsed once per field read, and ingest took 1.3 to 1.4 times as long
-    (``python -m bench.ingest``).
+    The parse is a column of its own, read field by field from there. Read straight off the
+    parse, each field became a parse of its own (Spark's optimizer prunes a ``from_json`` to
+    the one field read), so every line was parsed once per field read, and ingest took 1.3 to
+    1.4 times as long (``python -m bench.ingest``).
     """
-    parsed = lines.withColumn("parsed", F.from_json("raw", line_schema(config)))
+    parsed = lines.withColumn("parsed", parsed_line(F.col("raw")))
     return parsed.select(*lines.columns, *fields_of(F.col("parsed"), config))
 
 
+_WHOLE_NUMBER_KINDS = r"^(TINYINT|SMALLINT|INT|BIGINT|DECIMAL\(\d+,0\))$"
+_NUMBER_KINDS = r"^(TINYINT|SMALLINT|INT|BIGINT|DECIMAL\(\d+,\d+\)|FLOAT|DOUBLE)$"
+EXACT_DOUBLE = 2**53
+"""Beyond this a double no longer holds every integer: a value that Spark's JSON parser reads as
+a double (one written with an exponent, or with more than 38 digits) is accepted only below it,
+where the integer it names is exactly the one read."""
+
+
 def fields_of(parsed: Column, config: PipelineConfig) -> list[Column]:
-    """The columns ``with_reason`` checks, from a parsed line (and the raw one)."""
+    """The columns ``with_reason`` checks, from a parsed line (``parsed_line``).
+
+    The value is kept as its JSON kind (``schema_of_variant``: ``BIGINT``, ``DECIMAL(11,10)``,
+    ``DOUBLE`` ...), so an integer is told from a fraction without rounding either: a decimal
+    is whole when its scale is 0 (the variant strips trailing zeros, so ``4.0`` is
+    ``DECIMAL(1,0)``), a double when it has no fractional part. A value given as a JSON string
+    (``"7"``) is read as the number the string holds.
+    """
+    line = F.try_variant_get(parsed, "$[0]", "variant")
+    whole_line = ((F.size(F.try_variant_get(parsed, "$", "array<variant>")) == 2)
+                  & (F.try_variant_get(parsed, "$[1]", "string") == END_OF_LINE))
+    key = F.try_variant_get(line, _path(config.key_field), "variant")
+    given = F.try_variant_get(line, _path(config.value_field), "variant")
+    value = F.when(F.schema_of_variant(given) == "STRING",
+                   F.try_parse_json(F.trim(F.try_variant_get(given, "$", "string")))).otherwise(given)
+    event_id = F.try_variant_get(line, "$.event_id", "string")
+    timestamp = F.try_variant_get(line, "$.timestamp", "string")
     return [
-        F.json_object_keys("raw").isNotNull().alias("is_object"),
-        parsed[config.key_field].alias("key"),
-        parsed["timestamp"].alias("timestamp_text"),
-        parsed["timestamp"].try_cast("timestamp").alias("event_time"),
-        parsed[config.value_field].alias("value_text"),
-        F.trim(parsed[config.value_field]).try_cast("double").alias("value_double"),
-        F.trim(parsed[config.value_field]).try_cast("decimal(38,9)").alias("value_number"),
-        parsed["event_id"].alias("given_event_id"),
-        parsed["arrival_time"].try_cast("timestamp").alias("given_arrival_time"),
+        F.coalesce(whole_line & F.schema_of_variant(line).startswith("OBJECT"), F.lit(False)).alias("is_object"),
+        F.schema_of_variant(key).alias("key_kind"),
+        F.try_variant_get(key, "$", "string").alias("key"),
+        timestamp.alias("timestamp_text"),
+        timestamp.try_cast("timestamp").alias("event_time"),
+        (F.schema_of_variant(given).isNotNull() & (F.schema_of_variant(given) != "VOID")).alias("value_given"),
+        F.schema_of_variant(value).alias("value_kind"),
+        F.try_variant_get(value, "$", "double").alias("value_double"),
+        F.try_variant_get(value, "$", "decimal(38,0)").alias("value_number"),
+        F.when(F.trim(event_id) != "", event_id).alias("given_event_id"),  # "" is no id
+        F.try_variant_get(line, "$.arrival_time", "string").try_cast("timestamp").alias("given_arrival_time"),
     ]
 
 
 def _reason(config: PipelineConfig) -> Column:
     arrival_day_end = F.date_add("arrival_date", 1).cast("timestamp")
+    given, kind = F.col("value_given"), F.coalesce(F.col("value_kind"), F.lit(""))
+    is_double = kind.isin("FLOAT", "DOUBLE")
+    whole = kind.rlike(_WHOLE_NUMBER_KINDS) | (is_double & (F.col("value_double") % 1 == 0))
+    in_range = F.when(is_double, F.abs("value_double") <= F.lit(float(EXACT_DOUBLE))).otherwise(
+        F.abs("value_number") <= F.lit(2**63 - 1))
     checks = [
         (~F.col("is_object"), "malformed_json"),
-        (F.col("key").isNull() | (F.trim("key") == ""), "missing_key"),
+        (F.col("key_kind").isNull() | (F.col("key_kind") == "VOID")
+         | ((F.col("key_kind") == "STRING") & (F.trim("key") == "")), "missing_key"),
+        (F.col("key_kind") != "STRING", "key_not_string"),
         (F.col("timestamp_text").isNull(), "missing_timestamp"),
         (F.col("event_time").isNull(), "unparseable_timestamp"),
         ((F.col("event_time") < F.lit("1970-01-01").cast("timestamp"))
          | (F.col("event_time") >= arrival_day_end), "timestamp_out_of_range"),
-        (F.col("value_text").isNotNull() & F.col("value_double").isNull(), "value_not_numeric"),
-        (F.col("value_text").isNotNull()
-         & (F.col("value_number").isNull() | (F.abs("value_number") > F.lit(2**63 - 1))), "value_out_of_range"),
-        (F.col("value_number") != F.floor("value_number"), "value_not_integer"),
+        (given & ~kind.rlike(_NUMBER_KINDS), "value_not_numeric"),
+        (given & ~whole, "value_not_integer"),
+        (given & ~F.coalesce(in_range, F.lit(False)), "value_out_of_range"),
     ]
     reason = F.lit(None).cast("string")
     for condition, name in reversed(checks):
@@ -248,10 +298,13 @@ def _reason(config: PipelineConfig) -> Column:
 
 
 def with_reason(parsed: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Add ``reason`` (null for a good record) and the typed event columns."""
+    """Add ``reason`` (null for a good record) and the typed event columns.
+
+    The key is kept exactly as given: trimming it would merge ``"  good1  "`` into ``good1``.
+    """
     return parsed.withColumn("reason", _reason(config)).select(
         "raw", "source_file", "line", "arrival_date", "reason",
-        F.trim("key").alias("key"),
+        F.when(F.col("key_kind") == "STRING", F.col("key")).alias("key"),
         "event_time",
         # try_cast: a quarantined line's value may lie beyond a long (its reason says so), and a
         # plain cast of it would fail the whole day (CAST_OVERFLOW) instead.

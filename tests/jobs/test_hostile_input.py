@@ -38,3 +38,44 @@ def test_a_value_beyond_a_long_is_quarantined_and_the_rest_of_the_file_accepted(
     assert quarantine == {huge: "value_out_of_range", just_over: "value_out_of_range"}
     assert [(e.key, e.value) for e in events] == [("u1", 3)]
     assert (result.input_records, result.accepted, result.quarantined) == (3, 1, 2)
+
+
+def test_an_empty_event_id_is_a_missing_id(spark, tmp_path):
+    first = '{"user_id":"u1","timestamp":"2025-01-27T10:00:00Z","event_id":""}'
+    second = '{"user_id":"u1","timestamp":"2025-01-27T11:00:00Z","event_id":""}'
+    result, events, quarantine = ingest(spark, tmp_path, [first, second])
+    assert (result.accepted, result.duplicates, quarantine) == (2, 0, {})
+    assert len({e.event_id for e in events}) == 2 and "" not in {e.event_id for e in events}
+
+
+def test_two_objects_on_a_line_or_trailing_text_are_malformed(spark, tmp_path):
+    two = ('{"user_id":"u1","timestamp":"2025-01-27T10:00:00Z"} '
+           '{"user_id":"u2","timestamp":"2025-01-27T10:00:00Z"}')
+    trailing = '{"user_id":"u3","timestamp":"2025-01-27T10:00:00Z"} trailing'
+    comma = '{"user_id":"u4","timestamp":"2025-01-27T10:00:00Z"}, {"user_id":"u5","timestamp":"2025-01-27T10:00:00Z"}'
+    result, events, quarantine = ingest(spark, tmp_path, [GOOD, two, trailing, comma])
+    assert quarantine == {two: "malformed_json", trailing: "malformed_json", comma: "malformed_json"}
+    assert [e.key for e in events] == ["u1"]
+
+
+def test_a_fraction_in_an_integer_field_is_never_rounded(spark, tmp_path):
+    tiny = '{"user_id":"u1","timestamp":"2025-01-27T10:00:00Z","value":1.0000000001}'
+    small = '{"user_id":"u1","timestamp":"2025-01-27T10:00:00Z","value":1e-10}'
+    as_text = '{"user_id":"u1","timestamp":"2025-01-27T10:00:00Z","value":"1e-10"}'
+    whole = ['{"user_id":"w","timestamp":"2025-01-27T10:00:00Z","value":4.0,"event_id":"a"}',
+             '{"user_id":"w","timestamp":"2025-01-27T10:00:00Z","value":1.5e3,"event_id":"b"}',
+             '{"user_id":"w","timestamp":"2025-01-27T10:00:00Z","value":" 7 ","event_id":"c"}']
+    result, events, quarantine = ingest(spark, tmp_path, [tiny, small, as_text, *whole])
+    assert quarantine == {tiny: "value_not_integer", small: "value_not_integer", as_text: "value_not_integer"}
+    assert [e.value for e in events] == [4, 1500, 7]
+
+
+def test_keys_are_json_strings_as_given(spark, tmp_path):
+    not_strings = [f'{{"user_id":{key},"timestamp":"2025-01-27T10:00:00Z"}}'
+                   for key in ("42", "4.5", "true", "false", '{"a":1}', "[1]", '["good1"]')]
+    padded = '{"user_id":"  good1  ","timestamp":"2025-01-27T10:00:00Z","event_id":"p"}'
+    plain = '{"user_id":"good1","timestamp":"2025-01-27T10:00:00Z","event_id":"q"}'
+    result, events, quarantine = ingest(spark, tmp_path, [*not_strings, padded, plain])
+    assert quarantine == {line: "key_not_string" for line in not_strings}
+    assert sorted(e.key for e in events) == ["  good1  ", "good1"]  # two keys stay two
+    assert result.quarantined_by_reason == {"key_not_string": len(not_strings)}
