@@ -31,6 +31,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io
+from jobs.errors import MissingInputError
 from jobs.tables import (
     EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, day_filter, days, declared_columns,
 )
@@ -66,10 +67,6 @@ class IngestResult:
     @property
     def reconciles(self) -> bool:
         return self.input_records == self.accepted + self.quarantined + self.duplicates + self.late
-
-
-class MissingInputError(Exception):
-    """A landing folder that should exist does not."""
 
 
 def landing_folders(landing: str, first: date, last: date) -> list[str]:

@@ -6,9 +6,14 @@ Each test feeds the issue's exact input and checks where every record ends: ``ev
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import date
 
-from jobs import delta_io, ingest_events
+import pytest
+
+from jobs import cli, delta_io, ingest_events, sliding_windows
 from jobs.tables import EVENTS, QUARANTINE
 from windowing_core.config import PipelineConfig
 
@@ -79,3 +84,44 @@ def test_keys_are_json_strings_as_given(spark, tmp_path):
     assert quarantine == {line: "key_not_string" for line in not_strings}
     assert sorted(e.key for e in events) == ["  good1  ", "good1"]  # two keys stay two
     assert result.quarantined_by_reason == {"key_not_string": len(not_strings)}
+
+
+# -- item 14: the command line's errors are one line and a documented exit code ------------------
+
+
+@pytest.mark.parametrize("day", ["9999-12-31", "0001-01-01"])
+def test_a_date_beyond_the_partitioned_days_is_a_bad_argument(day, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        sliding_windows.main(["--lakehouse", "y", "--date", day])
+    assert exit_.value.code == cli.EXIT_BAD_ARGUMENTS
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert errors[-1].endswith(f"{day} is outside 1970-01-01 .. 9899-12-31, the days panes partitions")
+
+
+def test_a_missing_landing_folder_run_as_a_module_is_one_line_exit_one(tmp_path):
+    """Run as ``python -m``: the job's module is ``__main__`` there, the case that escaped."""
+    done = subprocess.run([sys.executable, "-m", "jobs.ingest_events", "--landing", str(tmp_path / "nowhere"),
+                           "--lakehouse", str(tmp_path / "lake"), "--date", "2025-01-27"],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert done.returncode == cli.EXIT_MISSING_INPUT, done.stderr
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and "no landing folder" in errors[0] and "nowhere/2025-01-27" in errors[0]
+
+
+def test_a_refused_concurrent_write_is_one_line_naming_the_table(spark, tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text(GOOD + "\n")
+
+    def beaten(rows, route, targets):  # what delta_io raises when another run replaced the partitions
+        raise delta_io.ConcurrentWriteError(
+            f"another write replaced partitions [('arrival_date', 'in', ['2025-01-27'])] of\n"
+            f"{targets['events'].path} after this write started; nothing of this write was committed")
+
+    monkeypatch.setattr(delta_io, "replace_partitions_routed", beaten)
+    code = ingest_events.main(["--landing", str(tmp_path / "landing"), "--lakehouse", str(tmp_path / "lake"),
+                               "--date", DAY.isoformat()])
+    assert code == cli.EXIT_CONCURRENT_WRITE
+    errors = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and "lake/events after this write started" in errors[0]
