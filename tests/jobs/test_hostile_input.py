@@ -13,8 +13,9 @@ from datetime import date
 
 import pytest
 
-from jobs import cli, delta_io, ingest_events, sliding_windows
-from jobs.tables import EVENTS, QUARANTINE
+from expectations import asset_checks, catalog
+from jobs import cli, delta_io, ingest_events, minute_partials, sliding_windows
+from jobs.tables import EVENTS, QUARANTINE, WINDOW_CHANGES
 from windowing_core.config import PipelineConfig
 
 DAY = date(2025, 1, 27)
@@ -125,3 +126,37 @@ def test_a_refused_concurrent_write_is_one_line_naming_the_table(spark, tmp_path
     assert code == cli.EXIT_CONCURRENT_WRITE
     errors = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
     assert len(errors) == 1 and "lake/events after this write started" in errors[0]
+
+
+# -- item 4: a window day whose partials were never materialised --------------------------------
+
+
+def test_windows_over_a_day_without_its_partials_exit_one_and_the_check_fails(spark, tmp_path, capsys):
+    landing, lake = tmp_path / "landing", str(tmp_path / "lake")
+    for day, hour in ((date(2025, 1, 26), 10), (DAY, 11)):
+        folder = landing / day.isoformat()
+        folder.mkdir(parents=True)
+        (folder / "a.json").write_text(
+            f'{{"user_id":"u1","timestamp":"{day}T{hour}:00:00Z"}}\n{{"user_id":"u2","timestamp":"{day}T{hour}:30:00Z"}}\n')
+    assert ingest_events.main(["--landing", str(landing), "--lakehouse", lake, "--date", "2025-01-26",
+                               "--until", DAY.isoformat()]) == 0
+    assert minute_partials.main(["--lakehouse", lake, "--date", "2025-01-26"]) == 0  # not DAY's
+    capsys.readouterr()
+
+    assert sliding_windows.main(["--lakehouse", lake, "--date", DAY.isoformat()]) == cli.EXIT_MISSING_INPUT
+    errors = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and "minute_partials of event day(s) 2025-01-27 were never materialised" in errors[0]
+    assert not delta_io.table_exists(WINDOW_CHANGES.path(lake))  # nothing written
+
+    # The check flags a window day computed before its partials (windows written anyway).
+    assert sliding_windows.unmaterialised_partials(spark, lake, [date(2025, 1, 26), DAY], PipelineConfig()) == [DAY]
+    inputs = asset_checks.Inputs(spark, str(landing), lake, PipelineConfig(), [date(2025, 1, 26), DAY],
+                                 {"partials_materialised"})
+    outcomes = asset_checks.partials_materialised(inputs)
+    assert (outcomes[date(2025, 1, 26)].passed, outcomes[DAY].passed) == (True, False)
+    assert "partials_materialised" in {c.name for c in catalog.checks_of(PipelineConfig(), "window_changes")
+                                       if c.blocking}
+
+    assert minute_partials.main(["--lakehouse", lake, "--date", DAY.isoformat()]) == 0
+    assert sliding_windows.main(["--lakehouse", lake, "--date", DAY.isoformat()]) == 0
+    assert asset_checks.partials_materialised(inputs)[DAY].passed
