@@ -9,14 +9,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from datetime import date
+from datetime import date, datetime, timezone
 
 import pytest
 
 from expectations import asset_checks, catalog
 from jobs import cli, delta_io, ingest_events, minute_partials, sliding_windows
-from jobs.tables import EVENTS, QUARANTINE, WINDOW_CHANGES
+from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
+from windowing_core import reference
 from windowing_core.config import PipelineConfig
+from windowing_core.reference import Event
 
 DAY = date(2025, 1, 27)
 
@@ -160,3 +162,36 @@ def test_windows_over_a_day_without_its_partials_exit_one_and_the_check_fails(sp
     assert minute_partials.main(["--lakehouse", lake, "--date", DAY.isoformat()]) == 0
     assert sliding_windows.main(["--lakehouse", lake, "--date", DAY.isoformat()]) == 0
     assert asset_checks.partials_materialised(inputs)[DAY].passed
+
+
+# -- item 3: sums beyond a long widen -------------------------------------------------------------
+
+
+def test_sums_beyond_a_long_widen_and_agree_with_the_oracle(spark, tmp_path):
+    big = 2**63 - 1
+    lines = [f'{{"user_id":"u1","timestamp":"2025-01-27T10:00:{s:02d}Z","value":{big},"event_id":"e{s}"}}'
+             for s in (0, 1)]  # two values of 2^63 - 1 for one key, in one frame
+    lines.append(f'{{"user_id":"u1","timestamp":"2025-01-27T12:00:00Z","value":{big},"event_id":"e2"}}')
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text("\n".join(lines) + "\n")
+    lake, config = str(tmp_path / "lake"), PipelineConfig()
+    ingest_events.ingest(spark, str(tmp_path / "landing"), lake, DAY, DAY, config)
+    minute_partials.run(spark, lake, DAY, DAY, config)
+    sliding_windows.run(spark, lake, DAY, DAY, config)
+
+    assert ("sum__s", "decimal(38,0)") in declared_columns("minute_partials", config)
+    assert ("sum", "decimal(38,0)") in declared_columns("window_changes", config)
+    assert ("sum__s", "decimal(38,0)") in declared_columns("window_snapshot", config)
+    frames = delta_io.read_table(spark, MINUTE_PARTIALS.path(lake)).orderBy("frame_start").collect()
+    assert [f.sum__s for f in frames] == [2 * big, big]
+    changes = delta_io.read_table(spark, WINDOW_CHANGES.path(lake)).orderBy("window_end").collect()
+
+    events = [Event("u1", datetime(2025, 1, 27, h, 0, s, tzinfo=timezone.utc), big, f"e{i}", DAY)
+              for i, (h, s) in enumerate([(10, 0), (10, 1), (12, 0)])]
+    expected = reference.window_changes(events, config, DAY, DAY)
+    assert [(c.key, c.window_end.replace(tzinfo=timezone.utc), (c.event_count, c.sum)) for c in changes] == \
+        [(r.key, r.window_end, r.values) for r in expected]
+    assert [c.sum for c in changes] == [2 * big, 3 * big]
+    snapshot = delta_io.read_table(spark, WINDOW_SNAPSHOT.path(lake)).collect()
+    assert [(s.sum, s.sum__s) for s in snapshot] == [(3 * big, 3 * big)]
