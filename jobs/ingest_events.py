@@ -1,9 +1,10 @@
 """Ingest: newline-delimited JSON landing files into ``events``, ``quarantine`` and ``late_events``.
 
 Reads ``<landing>/<arrival date YYYY-MM-DD>/`` (plain or .gz files) for the arrival days asked
-for. An input record is a non-blank line of a readable file, or a whole file that cannot be read
-(a truncated or corrupt gzip: its lines cannot be trusted, so none of them are read and the file
-is one quarantined record with a null ``raw``; re-send it to have its events counted). Every
+for, with everything under them (subfolders, linked folders). An input record is a non-blank
+line of a readable file, or a whole file that cannot be read (a truncated or corrupt gzip: its
+lines cannot be trusted, so none of them are read and the file is one quarantined record with a
+null ``raw``; re-send it to have its events counted), or a whole hidden file (``hidden_files``). Every
 input record ends in exactly one place, so the counts reconcile:
 
     input records = accepted + quarantined + duplicates + late
@@ -21,11 +22,15 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
+import pathlib
 import re
 import zlib
 from dataclasses import dataclass, field
 from datetime import date
+from functools import reduce
 
+import pyarrow as pa
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
@@ -39,6 +44,7 @@ from windowing_core.config import PipelineConfig
 
 REASONS = (
     "truncated_gzip",          # a .gz file that ends before its end-of-stream marker (whole file)
+    "hidden_file",             # a file named _* or .* (or in such a folder), which Spark never reads (whole file)
     "unreadable_file",         # a .gz file that is not gzip at all, or corrupt (whole file)
     "bad_encoding",            # a line that is not UTF-8 (a Latin-1 byte, UTF-16's zero bytes)
     "malformed_json",          # not one JSON object (two objects on a line, trailing text: malformed)
@@ -77,25 +83,35 @@ def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> 
     """Every input record of the arrival days, with its file and arrival day.
 
     A record is a non-blank line of a readable file (``read_problem`` null), or one row per
-    unreadable file (``read_problem`` its reason, ``raw`` null). Unreadable files are left out
-    of the line read rather than skipped with Spark's ``ignoreCorruptFiles``, which would drop
-    their records silently and would hide a transient read error of any other file too.
+    unreadable or hidden file (``read_problem`` its reason, ``raw`` null). Unreadable files are
+    left out of the line read rather than skipped with Spark's ``ignoreCorruptFiles``, which
+    would drop their records silently and would hide a transient read error of any other file too.
+
+    An arrival day is its folder ``<landing>/YYYY-MM-DD/``, and everything under it belongs to
+    that day: files in subfolders, and in folders it links to, are read as its own. Each day's
+    folder is read on its own and tagged with its day, so no file's day depends on how its path
+    is spelled (a subfolder's file has no date in its parent's name; a subfolder named after
+    another day is still inside this one).
     """
-    folders = landing_folders(landing, first, last)
+    folders = zip(days(first, last), landing_folders(landing, first, last))
+    return reduce(DataFrame.unionByName, [_read_folder(spark, folder, day) for day, folder in folders])
+
+
+def _read_folder(spark: SparkSession, folder: str, day: date) -> DataFrame:
     try:  # Spark's own listing: any file system Spark reads, and under Spark Connect too
-        _files(spark, folders).columns
+        _files(spark, [folder]).columns
     except AnalysisException as err:
         if err.getCondition() != "PATH_NOT_FOUND":
             raise
         raise MissingInputError(f"no landing folder {err.getMessageParameters().get('path')} "
                                 "(expected <landing>/YYYY-MM-DD/)") from None
-    problems = gzip_problems(spark, folders).collect()  # one small row per bad file, if any
+    problems = gzip_problems(spark, [folder]).collect()  # one small row per bad file, if any
     bad = {r["path"] for r in problems}
-    unreadable = spark.createDataFrame([r[1:] for r in problems], _UNREADABLE)
-    if not bad:  # the usual case: read the folders as they are
-        lines = spark.read.option("recursiveFileLookup", "true").text(folders)
+    unreadable = spark.createDataFrame([r[1:] for r in problems] + hidden_files(folder), _UNREADABLE)
+    if not bad:  # the usual case: read the folder as it is
+        lines = spark.read.option("recursiveFileLookup", "true").text(folder)
     else:
-        readable = [_glob_escaped(r["path"]) for r in _files(spark, folders).select("path").collect()
+        readable = [_glob_escaped(r["path"]) for r in _files(spark, [folder]).select("path").collect()
                     if r["path"] not in bad]
         lines = spark.read.text(readable) if readable else None
     if lines is None:  # every file unreadable
@@ -106,11 +122,43 @@ def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> 
             F.col("_metadata.file_path").alias("source_file"),
             F.col("_metadata.file_modification_time").alias("file_time"),
         ).where(F.trim("raw") != "").transform(with_encoding_checked)
-    return (
-        lines.unionByName(unreadable)
-        .withColumn("arrival_date",
-                    F.to_date(F.regexp_extract("source_file", r"/(\d{4}-\d{2}-\d{2})/[^/]*$", 1)))
-    )
+    return lines.unionByName(unreadable).withColumn("arrival_date", F.lit(day))
+
+
+HIDDEN_FILE = "hidden_file"
+
+
+def _hidden(name: str) -> bool:
+    """Spark's rule for paths its file listing skips (``HadoopFSUtils.shouldFilterOutPathName``)."""
+    return ((name.startswith("_") and "=" not in name) or name.startswith(".")
+            or name.endswith("._COPYING_"))
+
+
+def hidden_files(folder: str) -> list[tuple]:
+    """One quarantine record (``hidden_file``, null ``raw``) per non-empty file Spark will not read.
+
+    Spark's listing skips names starting with ``_`` or ``.`` (in-flight uploads, ``_SUCCESS``
+    markers, editors' swap files), and no option turns that off, even for a file named
+    explicitly. Their lines would be counted nowhere, and the reconciliation would pass without
+    them, so each such file is one record, as an unreadable file is: rename it to have its lines
+    read. Empty files (``_SUCCESS``) hold no record. Listed with pyarrow's file systems (local
+    folders, ``s3://``, ``gs://``, ``hdfs://``); a scheme pyarrow does not know is not listed.
+    """
+    from pyarrow import fs as pafs
+
+    try:
+        filesystem, root = pafs.FileSystem.from_uri(folder if "://" in folder else os.path.abspath(folder))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        return []
+    records = []
+    for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
+        inside = info.path[len(root.rstrip("/")) + 1:].split("/")
+        if info.type == pafs.FileType.File and info.size and any(_hidden(part) for part in inside):
+            # spelled as Spark spells a local file: file:/a%20b/c.json (a URI, one slash)
+            spelled = ("file:" + pathlib.Path(info.path).as_uri().removeprefix("file://")
+                       if isinstance(filesystem, pafs.LocalFileSystem) else info.path)
+            records.append((None, spelled, info.mtime, HIDDEN_FILE))
+    return sorted(records, key=lambda r: r[1])
 
 
 _UNREADABLE = "raw string, source_file string, file_time timestamp, read_problem string"

@@ -195,3 +195,52 @@ def test_sums_beyond_a_long_widen_and_agree_with_the_oracle(spark, tmp_path):
     assert [c.sum for c in changes] == [2 * big, 3 * big]
     snapshot = delta_io.read_table(spark, WINDOW_SNAPSHOT.path(lake)).collect()
     assert [(s.sum, s.sum__s) for s in snapshot] == [(3 * big, 3 * big)]
+
+
+# -- items 2 and 11: what an arrival folder holds ---------------------------------------------------
+
+
+def test_files_in_subfolders_and_linked_folders_belong_to_their_arrival_day(spark, tmp_path):
+    landing = tmp_path / "landing"
+    folder = landing / DAY.isoformat()
+    (folder / "sub" / "deeper").mkdir(parents=True)
+    (folder / "2025-01-28").mkdir()  # a subfolder named after another day is still this day's
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (folder / "top.json").write_text(GOOD.replace("u1", "top") + "\n")
+    (folder / "sub" / "deeper" / "nested.json").write_text(GOOD.replace("u1", "nested") + "\n")
+    (folder / "2025-01-28" / "dated.json").write_text(GOOD.replace("u1", "dated") + "\n")
+    (elsewhere / "linked.json").write_text(GOOD.replace("u1", "linked") + "\n")
+    (folder / "link").symlink_to(elsewhere, target_is_directory=True)
+    lake = str(tmp_path / "lake")
+
+    result = ingest_events.ingest(spark, str(landing), lake, DAY, DAY, PipelineConfig())
+    assert (result.input_records, result.accepted, result.quarantined, result.files) == (4, 4, 0, 4)
+    events = delta_io.read_table(spark, EVENTS.path(lake)).collect()
+    assert sorted((e.key, e.arrival_date) for e in events) == [(k, DAY) for k in ("dated", "linked", "nested", "top")]
+
+
+def test_hidden_files_are_counted_not_skipped(spark, tmp_path):
+    landing = tmp_path / "landing"
+    folder = landing / DAY.isoformat()
+    (folder / ".staging").mkdir(parents=True)
+    (folder / "a.json").write_text(GOOD + "\n")
+    (folder / "_in_flight.json").write_text((GOOD + "\n") * 2)
+    (folder / ".upload.json").write_text((GOOD + "\n") * 3)
+    (folder / ".staging" / "b.json").write_text(GOOD + "\n")
+    (folder / "_SUCCESS").write_text("")  # an empty marker holds no record
+    lake = str(tmp_path / "lake")
+
+    result = ingest_events.ingest(spark, str(landing), lake, DAY, DAY, PipelineConfig())
+    assert (result.input_records, result.accepted, result.quarantined) == (4, 1, 3)
+    assert result.quarantined_by_reason == {"hidden_file": 3}
+    assert result.reconciles
+    quarantine = delta_io.read_table(spark, QUARANTINE.path(lake)).collect()
+    spelled = delta_io.read_table(spark, EVENTS.path(lake)).first().source_file
+    names = sorted(q.source_file.removeprefix(spelled.rsplit("/", 1)[0] + "/") for q in quarantine)
+    assert names == [".staging/b.json", ".upload.json", "_in_flight.json"]  # spelled as Spark spells paths
+    assert {(q.raw, q.reason) for q in quarantine} == {(None, "hidden_file")}
+
+    # The reconciliation's recount (the check's own reading of the landing folder) agrees.
+    landing_records = ingest_events.read_landing(spark, str(landing), DAY, DAY)
+    assert landing_records.count() == result.input_records
