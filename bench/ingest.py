@@ -45,9 +45,9 @@ DAYS = 8
 
 
 def fields_parsed_apart(lines: DataFrame, config: PipelineConfig) -> DataFrame:
-    """``ingest_events.with_parsed_fields`` as it was: each field read straight off ``from_json``."""
-    parsed = F.from_json("raw", ingest_events.line_schema(config))
-    return lines.select("*", *ingest_events.fields_of(parsed, config))
+    """``ingest_events.with_parsed_fields`` without its parse column: each field read straight
+    off the parse."""
+    return lines.select("*", *ingest_events.fields_of(ingest_events.parsed_line(F.col("raw")), config))
 
 
 def ingest_a_write_per_table(spark, landing: str, lakehouse: str, first, last, config: PipelineConfig) -> None:
@@ -81,7 +81,7 @@ def ingest_a_write_per_table(spark, landing: str, lakehouse: str, first, last, c
 def read_floor(spark, landing: Path, first, last, config: PipelineConfig) -> None:
     folders = ingest_events.landing_folders(str(landing), first, last)
     lines = spark.read.option("recursiveFileLookup", "true").text(folders)
-    (lines.select(F.from_json("value", ingest_events.line_schema(config)).alias("parsed")).select("parsed.*")
+    (lines.select(ingest_events.parsed_line(F.col("value")).alias("parsed"))
      .write.format("noop").mode("overwrite").save())
 
 

@@ -129,12 +129,24 @@ def evaluate_window_changes(inputs: Inputs) -> Results:
     previous = sliding_windows.read_snapshot(inputs.spark, inputs.lakehouse_root, day_before, continued)
     results = suites.run_suite(changes, suites.prepare_window_changes(changes, previous, inputs.config, continued),
                                suites.window_changes_suite(inputs.config), inputs.days, inputs.selected)
+    if "partials_materialised" in inputs.selected:
+        results["partials_materialised"] = partials_materialised(inputs)
     if "changes_conserve_frames" in inputs.selected:
         reach = timedelta(days=reconciliation.frames_reach_days(inputs.config))
         results["changes_conserve_frames"] = reconciliation.changes_conserve_frames(
             changes, inputs.read(MINUTE_PARTIALS, "event_date", inputs.first - reach, inputs.last),
             inputs.config, inputs.days)
     return results
+
+
+def partials_materialised(inputs: Inputs) -> dict[date, Outcome]:
+    """Per window day: whether that event day's partials (the frames entering its windows) were
+    materialised wherever its events were ingested (``sliding_windows.unmaterialised_partials``)."""
+    missing = set(sliding_windows.unmaterialised_partials(inputs.spark, inputs.lakehouse_root, inputs.days,
+                                                          inputs.config))
+    return {day: Outcome(False, {"problem": f"minute_partials of {day} were never materialised, though "
+                                            "events holds events of that day"})
+            if day in missing else Outcome(True) for day in inputs.days}
 
 
 def evaluate_window_snapshot(inputs: Inputs) -> Results:

@@ -140,6 +140,10 @@ def catalog(config: PipelineConfig) -> list[Check]:
               "value is recomputed directly from minute_partials (a fold of the frames inside each "
               "window) and the change points must be exactly the ends where it changes, with those "
               "values."),
+        Check("partials_materialised", WINDOW_CHANGES.name, ERROR,
+              "A window day computed over event days whose minute partials were never "
+              "materialised though their events were ingested: their frames neither entered nor "
+              "left, so every value is wrong and nothing else fails."),
         Check("schema_matches_declared", WINDOW_CHANGES.name, ERROR,
               "Columns renamed, dropped, reordered or retyped: serving reads would break."),
         Check("keys_not_null", WINDOW_SNAPSHOT.name, ERROR,

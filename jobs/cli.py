@@ -1,7 +1,14 @@
 """The shared command line of every job: the same flags, one-line errors, exit codes.
 
 A scheduler (spark-submit, an Airflow task) needs an exit code it can trust and an error it
-can show: 0 on success, 2 for bad arguments or configuration, 1 for a missing input.
+can show, one line on stderr:
+
+- 0: success;
+- 1: a missing input (a landing folder, a table or a day's partials not materialised yet);
+- 2: bad arguments or configuration (a date outside ``FIRST_DAY .. LAST_DAY``, a configuration
+  the tables were not made with);
+- 3: a write refused because another run replaced the same partitions while this one ran:
+  nothing was committed; run it again once the other has finished.
 """
 
 from __future__ import annotations
@@ -14,12 +21,22 @@ from datetime import date
 
 from windowing_core.config import PipelineConfig
 
+FIRST_DAY = date(1970, 1, 1)
+"""Event times before 1970 are quarantined (``timestamp_out_of_range``): no partition before it."""
+LAST_DAY = date(9899, 12, 31)
+"""Well before date's end (9999-12-31): a day's run reaches past it by up to its lateness
+and its longest window (``windowing_core.config``'s limits), and no date may overflow."""
+EXIT_MISSING_INPUT, EXIT_BAD_ARGUMENTS, EXIT_CONCURRENT_WRITE = 1, 2, 3
+
 
 def _day(text: str) -> date:
     try:
-        return date.fromisoformat(text)
+        day = date.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise argparse.ArgumentTypeError(f"{text} is outside {FIRST_DAY} .. {LAST_DAY}, the days panes partitions")
+    return day
 
 
 def documented_parser(doc: str | None, *, prog: str | None = None) -> argparse.ArgumentParser:
@@ -47,8 +64,8 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
     and print its one-line summary, or a one-line error. Its progress goes to stderr
     (``jobs.progress``)."""
     from jobs import progress  # Spark and Delta load only once a job runs, not for --help
-    from jobs.delta_io import DamagedTableError, MissingTableError, StampMismatchError
-    from jobs.ingest_events import MissingInputError
+    from jobs.delta_io import ConcurrentWriteError, DamagedTableError, MissingTableError, StampMismatchError
+    from jobs.errors import MissingInputError
     from jobs.spark_session import get_spark
 
     parser = job_arguments(doc, landing=landing)
@@ -70,10 +87,13 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
             summary = job(spark, config, args, args.date, last)
     except (MissingInputError, MissingTableError, DamagedTableError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
-        return 1
+        return EXIT_MISSING_INPUT
     except StampMismatchError as err:  # the tables were made under another configuration
         print(f"{parser.prog}: error: bad configuration for these tables: {err}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_ARGUMENTS
+    except ConcurrentWriteError as err:  # names the table; nothing of this run was committed
+        print(f"{parser.prog}: error: {_one_line(err)}", file=sys.stderr)
+        return EXIT_CONCURRENT_WRITE
     print(summary)
     return 0
 
@@ -83,6 +103,10 @@ def _name(job: Callable) -> str:
     if job.__module__ != "__main__":
         return job.__module__
     return f"jobs.{os.path.splitext(os.path.basename(sys.argv[0]))[0]}"
+
+
+def _one_line(err: Exception) -> str:
+    return " ".join(str(err).split())
 
 
 def _to_stderr(line: str) -> None:

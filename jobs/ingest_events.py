@@ -1,9 +1,10 @@
 """Ingest: newline-delimited JSON landing files into ``events``, ``quarantine`` and ``late_events``.
 
 Reads ``<landing>/<arrival date YYYY-MM-DD>/`` (plain or .gz files) for the arrival days asked
-for. An input record is a non-blank line of a readable file, or a whole file that cannot be read
-(a truncated or corrupt gzip: its lines cannot be trusted, so none of them are read and the file
-is one quarantined record with a null ``raw``; re-send it to have its events counted). Every
+for, with everything under them (subfolders, linked folders). An input record is a non-blank
+line of a readable file, or a whole file that cannot be read (a truncated or corrupt gzip: its
+lines cannot be trusted, so none of them are read and the file is one quarantined record with a
+null ``raw``; re-send it to have its events counted), or a whole hidden file (``hidden_files``). Every
 input record ends in exactly one place, so the counts reconcile:
 
     input records = accepted + quarantined + duplicates + late
@@ -20,16 +21,22 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
+import os
+import pathlib
 import re
 import zlib
 from dataclasses import dataclass, field
 from datetime import date
+from functools import reduce
 
+import pyarrow as pa
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io
+from jobs.errors import MissingInputError
 from jobs.tables import (
     EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, day_filter, days, declared_columns,
 )
@@ -37,16 +44,18 @@ from windowing_core.config import PipelineConfig
 
 REASONS = (
     "truncated_gzip",          # a .gz file that ends before its end-of-stream marker (whole file)
+    "hidden_file",             # a file named _* or .* (or in such a folder), which Spark never reads (whole file)
     "unreadable_file",         # a .gz file that is not gzip at all, or corrupt (whole file)
     "bad_encoding",            # a line that is not UTF-8 (a Latin-1 byte, UTF-16's zero bytes)
-    "malformed_json",          # not a JSON object
-    "missing_key",             # key field absent, null or empty
+    "malformed_json",          # not one JSON object (two objects on a line, trailing text: malformed)
+    "missing_key",             # key field absent, null, empty or only blanks
+    "key_not_string",          # a key given as a number, boolean, object or array: keys are strings as given
     "missing_timestamp",       # timestamp absent or null
     "unparseable_timestamp",   # not an ISO-8601 instant
     "timestamp_out_of_range",  # before 1970, or after the end of its arrival day
     "value_not_numeric",
-    "value_not_integer",       # values are integers (counts, bytes, cents): sums stay exact
-    "value_out_of_range",      # beyond a 64-bit integer
+    "value_not_integer",       # values are integers (counts, bytes, cents): never rounded, sums stay exact
+    "value_out_of_range",      # beyond a 64-bit integer (beyond 2^53 where read as a double)
 )
 LATE_REASON = "beyond_allowed_lateness"
 
@@ -66,10 +75,6 @@ class IngestResult:
         return self.input_records == self.accepted + self.quarantined + self.duplicates + self.late
 
 
-class MissingInputError(Exception):
-    """A landing folder that should exist does not."""
-
-
 def landing_folders(landing: str, first: date, last: date) -> list[str]:
     return [f"{landing.rstrip('/')}/{d.isoformat()}" for d in days(first, last)]
 
@@ -78,25 +83,35 @@ def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> 
     """Every input record of the arrival days, with its file and arrival day.
 
     A record is a non-blank line of a readable file (``read_problem`` null), or one row per
-    unreadable file (``read_problem`` its reason, ``raw`` null). Unreadable files are left out
-    of the line read rather than skipped with Spark's ``ignoreCorruptFiles``, which would drop
-    their records silently and would hide a transient read error of any other file too.
+    unreadable or hidden file (``read_problem`` its reason, ``raw`` null). Unreadable files are
+    left out of the line read rather than skipped with Spark's ``ignoreCorruptFiles``, which
+    would drop their records silently and would hide a transient read error of any other file too.
+
+    An arrival day is its folder ``<landing>/YYYY-MM-DD/``, and everything under it belongs to
+    that day: files in subfolders, and in folders it links to, are read as its own. Each day's
+    folder is read on its own and tagged with its day, so no file's day depends on how its path
+    is spelled (a subfolder's file has no date in its parent's name; a subfolder named after
+    another day is still inside this one).
     """
-    folders = landing_folders(landing, first, last)
+    folders = zip(days(first, last), landing_folders(landing, first, last))
+    return reduce(DataFrame.unionByName, [_read_folder(spark, folder, day) for day, folder in folders])
+
+
+def _read_folder(spark: SparkSession, folder: str, day: date) -> DataFrame:
     try:  # Spark's own listing: any file system Spark reads, and under Spark Connect too
-        _files(spark, folders).columns
+        _files(spark, [folder]).columns
     except AnalysisException as err:
         if err.getCondition() != "PATH_NOT_FOUND":
             raise
         raise MissingInputError(f"no landing folder {err.getMessageParameters().get('path')} "
                                 "(expected <landing>/YYYY-MM-DD/)") from None
-    problems = gzip_problems(spark, folders).collect()  # one small row per bad file, if any
+    problems = gzip_problems(spark, [folder]).collect()  # one small row per bad file, if any
     bad = {r["path"] for r in problems}
-    unreadable = spark.createDataFrame([r[1:] for r in problems], _UNREADABLE)
-    if not bad:  # the usual case: read the folders as they are
-        lines = spark.read.option("recursiveFileLookup", "true").text(folders)
+    unreadable = spark.createDataFrame([r[1:] for r in problems] + hidden_files(folder), _UNREADABLE)
+    if not bad:  # the usual case: read the folder as it is
+        lines = spark.read.option("recursiveFileLookup", "true").text(folder)
     else:
-        readable = [_glob_escaped(r["path"]) for r in _files(spark, folders).select("path").collect()
+        readable = [_glob_escaped(r["path"]) for r in _files(spark, [folder]).select("path").collect()
                     if r["path"] not in bad]
         lines = spark.read.text(readable) if readable else None
     if lines is None:  # every file unreadable
@@ -107,11 +122,43 @@ def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> 
             F.col("_metadata.file_path").alias("source_file"),
             F.col("_metadata.file_modification_time").alias("file_time"),
         ).where(F.trim("raw") != "").transform(with_encoding_checked)
-    return (
-        lines.unionByName(unreadable)
-        .withColumn("arrival_date",
-                    F.to_date(F.regexp_extract("source_file", r"/(\d{4}-\d{2}-\d{2})/[^/]*$", 1)))
-    )
+    return lines.unionByName(unreadable).withColumn("arrival_date", F.lit(day))
+
+
+HIDDEN_FILE = "hidden_file"
+
+
+def _hidden(name: str) -> bool:
+    """Spark's rule for paths its file listing skips (``HadoopFSUtils.shouldFilterOutPathName``)."""
+    return ((name.startswith("_") and "=" not in name) or name.startswith(".")
+            or name.endswith("._COPYING_"))
+
+
+def hidden_files(folder: str) -> list[tuple]:
+    """One quarantine record (``hidden_file``, null ``raw``) per non-empty file Spark will not read.
+
+    Spark's listing skips names starting with ``_`` or ``.`` (in-flight uploads, ``_SUCCESS``
+    markers, editors' swap files), and no option turns that off, even for a file named
+    explicitly. Their lines would be counted nowhere, and the reconciliation would pass without
+    them, so each such file is one record, as an unreadable file is: rename it to have its lines
+    read. Empty files (``_SUCCESS``) hold no record. Listed with pyarrow's file systems (local
+    folders, ``s3://``, ``gs://``, ``hdfs://``); a scheme pyarrow does not know is not listed.
+    """
+    from pyarrow import fs as pafs
+
+    try:
+        filesystem, root = pafs.FileSystem.from_uri(folder if "://" in folder else os.path.abspath(folder))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        return []
+    records = []
+    for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
+        inside = info.path[len(root.rstrip("/")) + 1:].split("/")
+        if info.type == pafs.FileType.File and info.size and any(_hidden(part) for part in inside):
+            # spelled as Spark spells a local file: file:/a%20b/c.json (a URI, one slash)
+            spelled = ("file:" + pathlib.Path(info.path).as_uri().removeprefix("file://")
+                       if isinstance(filesystem, pafs.LocalFileSystem) else info.path)
+            records.append((None, spelled, info.mtime, HIDDEN_FILE))
+    return sorted(records, key=lambda r: r[1])
 
 
 _UNREADABLE = "raw string, source_file string, file_time timestamp, read_problem string"
@@ -193,53 +240,101 @@ def with_line_numbers(lines: DataFrame) -> DataFrame:
     return lines.withColumn("line", F.row_number().over(in_file))
 
 
-def line_schema(config: PipelineConfig) -> str:
-    """The fields ingest reads from a line, all as strings: typed conversion is a check."""
-    return (f"`{config.key_field}` string, timestamp string, `{config.value_field}` string, "
-            "event_id string, arrival_time string")
+END_OF_LINE = "\u0000panes\u0000"
+"""A sentinel JSON string appended after each line before it is parsed (see ``parsed_line``)."""
+
+
+def parsed_line(raw: Column) -> Column:
+    """The line as a variant ``[line, END_OF_LINE]``, or null where that is not JSON.
+
+    A JSON parser reads one value and stops: Spark's ``from_json`` (and ``parse_json``) read
+    ``{...} {...}`` as the first object and ``{...} trailing`` as ``{...}``, silently dropping the
+    rest. Wrapped in an array with a sentinel after it, a line holding anything more than one
+    value is either not JSON at all or not a two-element array ending in the sentinel, so it is
+    ``malformed_json`` (``fields_of``). A variant also keeps each field's JSON type (string,
+    integer, exact decimal, double, boolean, object, array), which the checks need: a string
+    schema would turn ``42``, ``true`` and ``{"a": 1}`` into text, and ``1e-10`` into ``1.0E-10``.
+    """
+    return F.try_parse_json(F.concat(F.lit("["), raw, F.lit(f",{json.dumps(END_OF_LINE)}]")))
+
+
+def _path(name: str) -> str:
+    """A JSON path to a top-level field (names are validated by ``PipelineConfig``)."""
+    return f"$['{name}']"
 
 
 def with_parsed_fields(lines: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Parse each line once into string fields; typed conversion happens in ``with_reason``.
+    """Parse each line once into a variant; typed conversion happens in ``with_reason``.
 
-    The parse is a column of its own, read field by field from there. Read straight off
-    ``from_json``, each field became a parse of its own (Spark's optimizer prunes a
-    ``from_json`` to the one field read, ``spark.sql.optimizer.enableJsonExpressionOptimization``),
-    so every line was parsed once per field read, and ingest took 1.3 to 1.4 times as long
-    (``python -m bench.ingest``).
+    The parse is a column of its own, read field by field from there. Read straight off the
+    parse, each field became a parse of its own (Spark's optimizer prunes a ``from_json`` to
+    the one field read), so every line was parsed once per field read, and ingest took 1.3 to
+    1.4 times as long (``python -m bench.ingest``).
     """
-    parsed = lines.withColumn("parsed", F.from_json("raw", line_schema(config)))
+    parsed = lines.withColumn("parsed", parsed_line(F.col("raw")))
     return parsed.select(*lines.columns, *fields_of(F.col("parsed"), config))
 
 
+_WHOLE_NUMBER_KINDS = r"^(TINYINT|SMALLINT|INT|BIGINT|DECIMAL\(\d+,0\))$"
+_NUMBER_KINDS = r"^(TINYINT|SMALLINT|INT|BIGINT|DECIMAL\(\d+,\d+\)|FLOAT|DOUBLE)$"
+EXACT_DOUBLE = 2**53
+"""Beyond this a double no longer holds every integer: a value that Spark's JSON parser reads as
+a double (one written with an exponent, or with more than 38 digits) is accepted only below it,
+where the integer it names is exactly the one read."""
+
+
 def fields_of(parsed: Column, config: PipelineConfig) -> list[Column]:
-    """The columns ``with_reason`` checks, from a parsed line (and the raw one)."""
+    """The columns ``with_reason`` checks, from a parsed line (``parsed_line``).
+
+    The value is kept as its JSON kind (``schema_of_variant``: ``BIGINT``, ``DECIMAL(11,10)``,
+    ``DOUBLE`` ...), so an integer is told from a fraction without rounding either: a decimal
+    is whole when its scale is 0 (the variant strips trailing zeros, so ``4.0`` is
+    ``DECIMAL(1,0)``), a double when it has no fractional part. A value given as a JSON string
+    (``"7"``) is read as the number the string holds.
+    """
+    line = F.try_variant_get(parsed, "$[0]", "variant")
+    whole_line = ((F.size(F.try_variant_get(parsed, "$", "array<variant>")) == 2)
+                  & (F.try_variant_get(parsed, "$[1]", "string") == END_OF_LINE))
+    key = F.try_variant_get(line, _path(config.key_field), "variant")
+    given = F.try_variant_get(line, _path(config.value_field), "variant")
+    value = F.when(F.schema_of_variant(given) == "STRING",
+                   F.try_parse_json(F.trim(F.try_variant_get(given, "$", "string")))).otherwise(given)
+    event_id = F.try_variant_get(line, "$.event_id", "string")
+    timestamp = F.try_variant_get(line, "$.timestamp", "string")
     return [
-        F.json_object_keys("raw").isNotNull().alias("is_object"),
-        parsed[config.key_field].alias("key"),
-        parsed["timestamp"].alias("timestamp_text"),
-        parsed["timestamp"].try_cast("timestamp").alias("event_time"),
-        parsed[config.value_field].alias("value_text"),
-        F.trim(parsed[config.value_field]).try_cast("double").alias("value_double"),
-        F.trim(parsed[config.value_field]).try_cast("decimal(38,9)").alias("value_number"),
-        parsed["event_id"].alias("given_event_id"),
-        parsed["arrival_time"].try_cast("timestamp").alias("given_arrival_time"),
+        F.coalesce(whole_line & F.schema_of_variant(line).startswith("OBJECT"), F.lit(False)).alias("is_object"),
+        F.schema_of_variant(key).alias("key_kind"),
+        F.try_variant_get(key, "$", "string").alias("key"),
+        timestamp.alias("timestamp_text"),
+        timestamp.try_cast("timestamp").alias("event_time"),
+        (F.schema_of_variant(given).isNotNull() & (F.schema_of_variant(given) != "VOID")).alias("value_given"),
+        F.schema_of_variant(value).alias("value_kind"),
+        F.try_variant_get(value, "$", "double").alias("value_double"),
+        F.try_variant_get(value, "$", "decimal(38,0)").alias("value_number"),
+        F.when(F.trim(event_id) != "", event_id).alias("given_event_id"),  # "" is no id
+        F.try_variant_get(line, "$.arrival_time", "string").try_cast("timestamp").alias("given_arrival_time"),
     ]
 
 
 def _reason(config: PipelineConfig) -> Column:
     arrival_day_end = F.date_add("arrival_date", 1).cast("timestamp")
+    given, kind = F.col("value_given"), F.coalesce(F.col("value_kind"), F.lit(""))
+    is_double = kind.isin("FLOAT", "DOUBLE")
+    whole = kind.rlike(_WHOLE_NUMBER_KINDS) | (is_double & (F.col("value_double") % 1 == 0))
+    in_range = F.when(is_double, F.abs("value_double") <= F.lit(float(EXACT_DOUBLE))).otherwise(
+        F.abs("value_number") <= F.lit(2**63 - 1))
     checks = [
         (~F.col("is_object"), "malformed_json"),
-        (F.col("key").isNull() | (F.trim("key") == ""), "missing_key"),
+        (F.col("key_kind").isNull() | (F.col("key_kind") == "VOID")
+         | ((F.col("key_kind") == "STRING") & (F.trim("key") == "")), "missing_key"),
+        (F.col("key_kind") != "STRING", "key_not_string"),
         (F.col("timestamp_text").isNull(), "missing_timestamp"),
         (F.col("event_time").isNull(), "unparseable_timestamp"),
         ((F.col("event_time") < F.lit("1970-01-01").cast("timestamp"))
          | (F.col("event_time") >= arrival_day_end), "timestamp_out_of_range"),
-        (F.col("value_text").isNotNull() & F.col("value_double").isNull(), "value_not_numeric"),
-        (F.col("value_text").isNotNull()
-         & (F.col("value_number").isNull() | (F.abs("value_number") > F.lit(2**63 - 1))), "value_out_of_range"),
-        (F.col("value_number") != F.floor("value_number"), "value_not_integer"),
+        (given & ~kind.rlike(_NUMBER_KINDS), "value_not_numeric"),
+        (given & ~whole, "value_not_integer"),
+        (given & ~F.coalesce(in_range, F.lit(False)), "value_out_of_range"),
     ]
     reason = F.lit(None).cast("string")
     for condition, name in reversed(checks):
@@ -248,12 +343,17 @@ def _reason(config: PipelineConfig) -> Column:
 
 
 def with_reason(parsed: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Add ``reason`` (null for a good record) and the typed event columns."""
+    """Add ``reason`` (null for a good record) and the typed event columns.
+
+    The key is kept exactly as given: trimming it would merge ``"  good1  "`` into ``good1``.
+    """
     return parsed.withColumn("reason", _reason(config)).select(
         "raw", "source_file", "line", "arrival_date", "reason",
-        F.trim("key").alias("key"),
+        F.when(F.col("key_kind") == "STRING", F.col("key")).alias("key"),
         "event_time",
-        F.coalesce(F.col("value_number").cast("bigint"), F.lit(1).cast("bigint")).alias("value"),
+        # try_cast: a quarantined line's value may lie beyond a long (its reason says so), and a
+        # plain cast of it would fail the whole day (CAST_OVERFLOW) instead.
+        F.coalesce(F.col("value_number").try_cast("bigint"), F.lit(1).cast("bigint")).alias("value"),
         F.coalesce("given_event_id", F.substring(F.sha2(F.trim("raw"), 256), 1, 32)).alias("event_id"),
         F.coalesce("given_arrival_time", "file_time").alias("arrival_time"),
     )

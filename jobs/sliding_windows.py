@@ -28,8 +28,10 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io
+from jobs.errors import MissingInputError
+from jobs.tables import days as day_range
 from jobs.tables import (
-    DAILY_PARTIALS, MINUTE_PARTIALS, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter,
+    DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter,
     declared_columns, frame_stamp, partial_columns,
 )
 from windowing_core.aggregations import Aggregation
@@ -388,6 +390,50 @@ def _read_day_tiles(spark: SparkSession, lakehouse: str, days: list[str]) -> Dat
     return tiles.withColumn("tile", _utc_midnight(F.col("event_date")))
 
 
+def unmaterialised_partials(spark: SparkSession, lakehouse: str, event_days: list[date],
+                            config: PipelineConfig) -> list[date]:
+    """The event days whose minute partials were never materialised, though their events were
+    ingested: a window run over them would succeed with wrong values (their frames neither
+    entering nor leaving), so the job refuses and a blocking check flags them.
+
+    A day with frames, or with events the partials job kept as late (``behind_watermark``), was
+    materialised. A day with neither is told apart from a day without events by ``events``:
+    its events can have arrived on days D .. D + allowed lateness, and any one of them would have
+    made a frame. The Delta logs' statistics answer for most days without a Spark job; the days
+    left are checked in one query.
+    """
+    partials, late, events = (t.path(lakehouse) for t in (MINUTE_PARTIALS, LATE_EVENTS, EVENTS))
+    lateness = timedelta(days=config.allowed_lateness_days)
+    if not delta_io.table_exists(events):
+        return []
+
+    def empty(day: date) -> bool:
+        frames = day_filter("event_date", day, day)
+        if delta_io.table_exists(partials) and delta_io.row_count(partials, partition_filters=frames):
+            return False
+        return not (delta_io.table_exists(late) and delta_io.row_count(
+            late, partition_filters=[*frames, ("reason", "=", "behind_watermark")]))
+
+    suspect = [d for d in event_days if empty(d)
+               and delta_io.row_count(events, partition_filters=day_filter("arrival_date", d, d + lateness))]
+    if not suspect:
+        return []
+    arrivals = sorted({a for d in suspect for a in day_filter("arrival_date", d, d + lateness)[0][2]})
+    rows = (delta_io.read_table(spark, events, partition_filters=[("arrival_date", "in", arrivals)])
+            .select(F.to_date("event_time").alias("event_date")).where(F.col("event_date").isin(suspect))
+            .distinct().collect())
+    return sorted(r["event_date"] for r in rows)
+
+
+def require_partials(spark: SparkSession, lakehouse: str, event_days: list[date], config: PipelineConfig) -> None:
+    """Refuse to run over ``unmaterialised_partials``: a missing input, a one-line error."""
+    missing = unmaterialised_partials(spark, lakehouse, event_days, config)
+    if missing:
+        listed = ", ".join(d.isoformat() for d in missing)
+        raise MissingInputError(f"minute_partials of event day(s) {listed} were never materialised, though "
+                                f"events holds their events: materialise minute_partials for {listed} first")
+
+
 def continued_windows(spark: SparkSession, lakehouse: str, day: date, config: PipelineConfig) -> set[str]:
     """The configured windows whose state the snapshot of ``day`` holds, for the next day to
     continue from.
@@ -473,6 +519,9 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     previous = read_snapshot(spark, lakehouse, first - timedelta(days=1), continued)
     ranges = [r for p in plans.values() for r in p.frame_ranges]
     ranges += [p.baseline_window for name, p in plans.items() if name not in continued]
+    # The days whose frames enter: the days before were required when they entered (the
+    # frames leaving and a bootstrap's may predate the first partition, legitimately unmade).
+    require_partials(spark, lakehouse, day_range(first, last), config)
     frames = _read_frames(spark, lakehouse, ranges)
     rows, persisted = [], []
     # The daily case (one invertible window continuing from a snapshot) reads the frames once;

@@ -75,10 +75,23 @@ def s3a_settings(config: dict[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in settings.items() if k not in (config or {})}
 
 
+LOOPBACK = "127.0.0.1"
+
+
 def local_python(config: dict[str, str]) -> dict[str, str]:
-    """On a local master, Python workers must run this interpreter (the one with panes installed)."""
+    """On a local master, Python workers must run this interpreter (the one with panes installed),
+    and the driver listens on loopback only.
+
+    Spark's UI (port 4040) has no authentication, and it binds to ``SPARK_LOCAL_IP``, else to all
+    interfaces (``WebUI.bind``): no ``spark.ui.*`` setting moves it. On a local master nothing
+    outside the machine needs the driver, so ``SPARK_LOCAL_IP`` defaults to 127.0.0.1 (the JVM
+    started next inherits it; it also binds the driver's RPC there). Setting ``SPARK_LOCAL_IP``
+    (``0.0.0.0``, or the host's address) before the job or Dagster starts opens the UI again.
+    A cluster's driver must be reachable by its executors, so other masters are left alone.
+    """
     if config.get("spark.master", "local").startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # planner-side Python runners
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
         return {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable, **config}
     return config
 

@@ -167,11 +167,19 @@ class Count(Additive):
         return fields[0]
 
 
-class Sum(Additive):
-    """Sum of integer values: stays an integer, so running sums carry no floating error."""
+SUM_TYPE = "decimal(38,0)"
+"""The type of every sum of values: values are 64-bit integers, and a sum of two of them can
+leave that range (two of 2**63 - 1), where a bigint sum would fail the day (ANSI mode's
+ARITHMETIC_OVERFLOW) or, without ANSI mode, wrap. 38 digits hold 10**19 such values: an
+integer still, exact, never a wrap (Python's integers, the oracle's, agree)."""
 
-    fields = (PartialField("s", "bigint"),)
-    output_type = "bigint"
+
+class Sum(Additive):
+    """Sum of integer values: stays an integer, so running sums carry no floating error; 38
+    digits wide (``SUM_TYPE``), so no sum of 64-bit values overflows."""
+
+    fields = (PartialField("s", SUM_TYPE),)
+    output_type = SUM_TYPE
 
     def contributions(self, value: int) -> Partial:
         return (value,)
@@ -180,7 +188,7 @@ class Sum(Additive):
         return partial[0]
 
     def spark_contributions(self, value: Column) -> list[Column]:
-        return [value.cast("bigint")]
+        return [value.cast(SUM_TYPE)]
 
     def spark_finish(self, fields: list[Column]) -> Column:
         return fields[0]
@@ -189,7 +197,7 @@ class Sum(Additive):
 class Mean(Additive):
     """Mean as (n, sum): both exact integers, divided once when finished (null when empty)."""
 
-    fields = (PartialField("n", "bigint"), PartialField("s", "bigint"))
+    fields = (PartialField("n", "bigint"), PartialField("s", SUM_TYPE))
     output_type = "double"
 
     def contributions(self, value: int) -> Partial:
@@ -202,7 +210,7 @@ class Mean(Additive):
     def spark_contributions(self, value: Column) -> list[Column]:
         from pyspark.sql import functions as F
 
-        return [F.lit(1).cast("bigint"), value.cast("bigint")]
+        return [F.lit(1).cast("bigint"), value.cast(SUM_TYPE)]
 
     def spark_finish(self, fields: list[Column]) -> Column:
         from pyspark.sql import functions as F

@@ -6,18 +6,35 @@ Bad configuration fails here, at load time, with a message that names the field.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from windowing_core.aggregations import DEFAULT_AGGREGATIONS, Aggregation, aggregation
-from windowing_core.window_spec import DEFAULT_WINDOW, WindowSpec, format_duration, parse_duration
+from windowing_core.window_spec import (
+    DAY_SECONDS, DEFAULT_WINDOW, MAX_DURATION, WindowSpec, format_duration, parse_duration,
+)
 
 _TOP_LEVEL = {"key_field", "value_field", "bucket", "allowed_lateness", "windows", "aggregations",
               "late_policy", "max_out_of_orderness", "watermark_scope", "freshness_slack"}
 LATE_POLICIES = ("include", "drop")
 WATERMARK_SCOPES = ("global", "key")
 _WINDOW_KEYS = {"length", "slide", "offset", "emit"}
+MAX_LATENESS_DAYS = 366
+"""Partials of event day D read arrival days D .. D + lateness: beyond a year that is a mistake
+(``3000000d`` overflowed the dates), not a lateness."""
+RECORD_FIELDS = ("timestamp", "event_id", "arrival_time")
+"""Fields every record may hold besides its key and value: neither may take one of their names."""
+_FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+RESERVED_COLUMNS = frozenset({
+    "key", "window", "window_start", "window_end", "date", "event_count", "as_of", "frame_start",
+    "event_date", "arrival_date", "table",  # table: which table a row of a routed write goes to
+})
+"""Column names of the window and partial tables (and of a job's routed write) that an
+aggregation's output column may not take. Spark resolves column names case-insensitively, so
+``Date`` and ``KEY`` collide with them too."""
 
 
 @dataclass(frozen=True)
@@ -69,10 +86,30 @@ class PipelineConfig:
         for w in self.windows:
             if w.bucket != self.bucket:
                 raise ValueError(f"windows.{w.name}: bucket must be the pipeline's bucket")
-        reserved = {"key", "window", "window_start", "window_end", "date", "event_count", "as_of"}
+        for label, name in (("key_field", self.key_field), ("value_field", self.value_field)):
+            if not isinstance(name, str) or not _FIELD_NAME.fullmatch(name):
+                raise ValueError(f"{label} {name!r}: use letters, digits, underscores and hyphens, "
+                                 "starting with a letter or underscore")
+            if name in RECORD_FIELDS:
+                raise ValueError(f"{label} {name!r}: a record's {name} field has that name")
+        if self.key_field == self.value_field:
+            raise ValueError(f"key_field and value_field are both {self.key_field!r}")
+        if self.allowed_lateness_days > MAX_LATENESS_DAYS:
+            raise ValueError(f"allowed_lateness must be at most {MAX_LATENESS_DAYS}d, got {self.allowed_lateness_days}d")
+        for label, seconds in (("max_out_of_orderness", self.max_out_of_orderness),
+                               ("freshness_slack", self.freshness_slack)):
+            if seconds > MAX_DURATION:
+                raise ValueError(f"{label} must be at most {format_duration(MAX_DURATION)}, "
+                                 f"got {format_duration(seconds)}")
+        _unique("aggregations (names compared without case, as Spark does)",
+                [a.name.lower() for a in self.aggregations])
         for a in self.aggregations:
-            if a.name in reserved:
-                raise ValueError(f"aggregations.{a.name}: the name is reserved for a column")
+            if not isinstance(a.name, str) or not _COLUMN_NAME.fullmatch(a.name) or "__" in a.name:
+                raise ValueError(f"aggregations.{a.name}: an output column's name uses letters, digits and "
+                                 "single underscores, starting with a letter or underscore")
+            if a.name.lower() in RESERVED_COLUMNS:
+                raise ValueError(f"aggregations.{a.name}: the name is reserved for a column "
+                                 f"(names are compared without case: {', '.join(sorted(RESERVED_COLUMNS))})")
 
     @property
     def longest_window(self) -> int:
@@ -90,6 +127,8 @@ class PipelineConfig:
                              f"known: {', '.join(sorted(_TOP_LEVEL))}")
         bucket = parse_duration(raw.get("bucket", "1m"), field_name="bucket")
         lateness = parse_duration(raw.get("allowed_lateness", "2d"), field_name="allowed_lateness")
+        if lateness > MAX_LATENESS_DAYS * DAY_SECONDS:
+            raise ValueError(f"allowed_lateness must be at most {MAX_LATENESS_DAYS}d, got {format_duration(lateness)}")
         if lateness % 86400:
             raise ValueError(f"allowed_lateness must be whole days, got {format_duration(lateness)}")
         # Left out (or left blank) means the defaults; an empty mapping is a mistake, not a default.
@@ -99,7 +138,7 @@ class PipelineConfig:
         if not isinstance(declared_windows, dict):
             raise ValueError("windows: expected a mapping of window name to its length, slide and offset, "
                              "for example {7d: {length: 7d, slide: 1m}}")
-        windows = tuple(_window(name, spec, bucket) for name, spec in declared_windows.items())
+        windows = tuple(_window(_name("windows", name), spec, bucket) for name, spec in declared_windows.items())
         aggs = raw.get("aggregations")
         if aggs is None:
             aggs = {"count": "count", "sum": "sum"}
@@ -112,7 +151,7 @@ class PipelineConfig:
             bucket=bucket,
             allowed_lateness_days=lateness // 86400,
             windows=windows,
-            aggregations=tuple(aggregation(kind, name) for name, kind in aggs.items()),
+            aggregations=tuple(aggregation(kind, _name("aggregations", name)) for name, kind in aggs.items()),
             late_policy=raw.get("late_policy", "include"),
             max_out_of_orderness=parse_duration(raw.get("max_out_of_orderness", "5m"),
                                                 field_name="max_out_of_orderness"),
@@ -131,7 +170,27 @@ class PipelineConfig:
             text = Path(path).read_text()
         except OSError as err:
             raise ValueError(f"cannot read configuration file {path}: {err.strerror}") from None
-        return cls.from_dict(yaml.safe_load(text))
+        except UnicodeDecodeError:
+            raise ValueError(f"configuration file {path} is not UTF-8 text") from None
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as err:  # syntax errors, and tags safe_load will not construct
+            raise ValueError(f"configuration file {path} is not valid YAML: {_yaml_problem(err)}") from None
+        return cls.from_dict(raw)
+
+
+def _yaml_problem(err: Exception) -> str:
+    """PyYAML's multi-line message as one line: the problem and where it is."""
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    mark = getattr(err, "problem_mark", None)
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else str(problem)
+
+
+def _name(label: str, name: Any) -> str:
+    """A window's or aggregation's name: YAML reads ``1h: ...`` as a string, ``1: ...`` as an int."""
+    if isinstance(name, bool) or not isinstance(name, (str, int)):
+        raise ValueError(f"{label}: a name must be a string, got {name!r}")
+    return str(name)
 
 
 def _window(name: str, spec: Any, bucket: int) -> WindowSpec:

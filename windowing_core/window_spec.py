@@ -20,6 +20,10 @@ from datetime import datetime, timedelta, timezone
 _DURATION = re.compile(r"^\s*(-?)\s*(\d+)\s*(s|m|h|d|w)\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 DAY_SECONDS = 86400
+MAX_DURATION = 3660 * DAY_SECONDS
+"""About ten years: the longest length, slide or offset a window may have. Window ends and the
+days they reach are dates, and Python's and Spark's dates end at 9999-12-31, so an unbounded
+length (``1000000w``) would fail a run with an overflow instead of loading as an error."""
 
 
 def parse_duration(text: str | int | timedelta, *, field_name: str = "duration") -> int:
@@ -109,6 +113,10 @@ class WindowSpec:
         for label, value in (("length", self.length), ("slide", self.slide), ("bucket", self.bucket)):
             if value <= 0:
                 raise ValueError(f"{where}.{label} must be positive, got {format_duration(value)}")
+        for label, value in (("length", self.length), ("slide", self.slide), ("offset", self.offset)):
+            if abs(value) > MAX_DURATION:
+                raise ValueError(f"{where}.{label} ({format_duration(value)}) must be at most "
+                                 f"{format_duration(MAX_DURATION)} (about ten years)")
         for label, value in (("length", self.length), ("slide", self.slide), ("offset", self.offset)):
             if value % self.bucket:
                 raise ValueError(

@@ -14,6 +14,7 @@ BAD = {
     "malformed_json": ['{"user_id": "u1", "timestamp": ', "plain text", "[1, 2]", '"a string"'],
     "missing_key": ['{"timestamp": "2025-01-30T10:00:00Z"}', '{"user_id": null, "timestamp": "2025-01-30T10:00:00Z"}',
                     '{"user_id": "  ", "timestamp": "2025-01-30T10:00:00Z"}'],
+    "key_not_string": ['{"user_id": 42, "timestamp": "2025-01-30T12:00:00Z", "value": "7", "event_id": "b"}'],
     "missing_timestamp": ['{"user_id": "u1"}', '{"user_id": "u1", "timestamp": null}'],
     "unparseable_timestamp": ['{"user_id": "u1", "timestamp": "yesterday"}',
                               '{"user_id": "u1", "timestamp": "2025-13-45T99:00:00Z"}'],
@@ -28,7 +29,7 @@ GOOD = [
     {"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "event_id": "a"},
     {"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "event_id": "a"},  # duplicate
     {"user_id": "u2", "timestamp": "2025-01-30T11:00:00.250+01:00", "value": 3},  # no id: hashed
-    {"user_id": 42, "timestamp": "2025-01-30T12:00:00Z", "value": "7", "event_id": "b"},
+    {"user_id": "42", "timestamp": "2025-01-30T12:00:00Z", "value": "7", "event_id": "b"},
     {"user_id": "u3", "timestamp": "2025-01-30T13:00:00Z", "value": 4.0, "event_id": "c"},
     {"user_id": "u4", "timestamp": "2025-01-26T13:00:00Z", "event_id": "d"},  # 4 days late
 ]
@@ -80,7 +81,7 @@ def test_each_line_is_parsed_once(spark, tmp_path):
                   .transform(ingest_events.with_parsed_fields, config)
                   .transform(ingest_events.with_reason, config))
     plan = classified._jdf.queryExecution().optimizedPlan().toString()
-    assert plan.count("from_json(") == 1, plan
+    assert plan.count("parseJson(concat(") == 1, plan
 
 
 def test_a_day_of_unreadable_files_is_quarantined_whole(spark, tmp_path):

@@ -15,3 +15,49 @@ def test_the_delta_jars_are_on_the_class_path(spark):
     """delta-spark writes every table: its classes load in the session's JVM."""
     assert spark.sparkContext._jvm.org.apache.spark.util.Utils.classIsLoadable("io.delta.tables.DeltaTable")
     assert spark.conf.get("spark.sql.extensions") == "io.delta.sql.DeltaSparkSessionExtension"
+
+
+_UI_ADDRESS = """
+import sys
+from jobs.spark_session import get_spark
+spark = get_spark({"spark.master": "local[1]", "spark.ui.port": "0"})
+port = int(spark.sparkContext.uiWebUrl.rsplit(":", 1)[1])
+listening = set()
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for row in open(table).read().splitlines()[1:]:
+        local, state = row.split()[1], row.split()[3]
+        address, hex_port = local.rsplit(":", 1)
+        if int(hex_port, 16) == port and state == "0A":  # LISTEN
+            listening.add(address)
+print(spark.sparkContext.uiWebUrl, sorted(listening))
+spark.stop()
+"""
+
+
+def _ui_listens_on(env: dict[str, str]) -> str:
+    import os
+    import subprocess
+    import sys
+
+    environment = {k: v for k, v in os.environ.items() if k not in ("SPARK_LOCAL_IP", "PYSPARK_GATEWAY_PORT")}
+    done = subprocess.run([sys.executable, "-c", _UI_ADDRESS], capture_output=True, text=True, timeout=300,
+                          env={**environment, "PYTHONPATH": os.getcwd(), **env})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F"}  # 127.0.0.1, also IPv4-mapped in tcp6
+ANY = {"00000000", "00000000000000000000000000000000"}  # 0.0.0.0 and ::
+
+
+def test_the_spark_ui_listens_on_loopback_unless_opened():
+    """Issue 30, item 15: every job's UI listened on all interfaces (``*:4040``), unauthenticated.
+    The listening sockets of the UI's port, as /proc/net/tcp{,6} write their addresses."""
+    import ast
+
+    def addresses(line: str) -> set[str]:
+        return set(ast.literal_eval(line.split(" ", 1)[1]))
+
+    closed = addresses(_ui_listens_on({}))
+    assert closed and closed <= LOOPBACK, f"the UI must listen on 127.0.0.1 alone, not {closed}"
+    assert addresses(_ui_listens_on({"SPARK_LOCAL_IP": "0.0.0.0"})) & ANY

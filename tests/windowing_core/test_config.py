@@ -48,3 +48,37 @@ def test_a_file_that_is_not_a_mapping_is_a_clear_error(tmp_path, text):
 def test_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="cannot read configuration file"):
         PipelineConfig.load(tmp_path / "nope.yaml")
+
+
+# Issue 30, item 13: the thirteen configurations that ended in tracebacks, each a one-line
+# ValueError naming the field.
+BAD_CONFIGURATIONS = {
+    "windows: {7d: {length: 7d\n": "is not valid YAML: expected ',' or '}'",
+    "windows:\n\t7d: {length: 7d}\n": "is not valid YAML: found character '\\t'",
+    "key_field: !!python/object:os.system user\n": "is not valid YAML: could not determine a constructor",
+    "aggregations: {a.b: sum}\n": "aggregations.a.b: an output column's name",
+    "aggregations: {'a`b': sum}\n": "aggregations.a`b: an output column's name",
+    "aggregations: {table: sum}\n": "aggregations.table: the name is reserved",
+    "aggregations: {Date: sum}\n": "aggregations.Date: the name is reserved",
+    "aggregations: {KEY: count}\n": "aggregations.KEY: the name is reserved",
+    "key_field: 'user`id'\n": "key_field 'user`id': use letters",
+    "key_field: value\n": "key_field and value_field are both 'value'",
+    "key_field: timestamp\n": "key_field 'timestamp': a record's timestamp field",
+    "allowed_lateness: 3000000d\n": "allowed_lateness must be at most 366d",
+    "windows: {w: {length: 1000000w}}\n": "windows.w.length (7000000d) must be at most 3660d",
+}
+
+
+@pytest.mark.parametrize("text", sorted(BAD_CONFIGURATIONS))
+def test_a_bad_configuration_is_one_line_naming_the_field(tmp_path, text):
+    path = tmp_path / "panes.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError) as err:
+        PipelineConfig.load(path)
+    assert BAD_CONFIGURATIONS[text] in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_names_that_differ_only_in_case_are_duplicates():
+    with pytest.raises(ValueError, match="duplicate name"):
+        PipelineConfig.from_dict({"aggregations": {"total": "sum", "Total": "count"}})
