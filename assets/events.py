@@ -6,7 +6,7 @@ from dagster_pyspark import PySparkResource
 from assets.columns import column_schema
 from assets.partitions import daily_partitions, day_range
 from assets.resources import LakehouseResource
-from assets.spark_work import spark_work
+from assets.spark_work import SPARK_POOL, spark_work
 from jobs import ingest_events
 from jobs.tables import EVENTS, QUARANTINE
 from windowing_core.config import PipelineConfig
@@ -25,6 +25,7 @@ def build_events_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         ],
         partitions_def=daily_partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
+        pool=SPARK_POOL,
     )
     def ingest(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
         first, last = day_range(context)

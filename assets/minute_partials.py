@@ -9,7 +9,7 @@ from dagster_pyspark import PySparkResource
 from assets.columns import column_schema
 from assets.partitions import arrivals_of_event_day, daily_partitions, day_range
 from assets.resources import LakehouseResource
-from assets.spark_work import spark_work
+from assets.spark_work import SPARK_POOL, spark_work
 from jobs import minute_partials as job
 from jobs.sliding_windows import reads_day_tiles
 from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS
@@ -35,6 +35,7 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
         specs=specs,
         partitions_def=daily_partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
+        pool=SPARK_POOL,
     )
     def partials(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
         first, last = day_range(context)

@@ -8,7 +8,7 @@ from dagster_pyspark import PySparkResource
 from assets.columns import column_schema
 from assets.partitions import daily_partitions, day_range, frames_of_window_day
 from assets.resources import LakehouseResource
-from assets.spark_work import spark_work
+from assets.spark_work import SPARK_POOL, spark_work
 from jobs import delta_io, sliding_windows
 from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from windowing_core.config import PipelineConfig
@@ -48,6 +48,7 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         ],
         partitions_def=daily_partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
+        pool=SPARK_POOL,
     )
     def sliding(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
         first, last = day_range(context)

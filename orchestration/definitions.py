@@ -21,6 +21,7 @@ from dagster_pyspark import PySparkResource
 from assets import build_assets
 from assets.partitions import daily_partitions
 from assets.resources import LakehouseResource
+from assets.spark_work import SPARK_POOL
 from expectations.asset_checks import build_asset_checks
 from jobs import progress
 from jobs.spark_session import SPARK_DEFAULTS, connect_config, local_python
@@ -48,7 +49,7 @@ def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_ro
                                     description="Every asset for one day: ingest, partials, windows.")
     return dg.Definitions(
         assets=assets,
-        asset_checks=[*build_asset_checks(config, daily_partitions), build_watermark_check(config)],
+        asset_checks=[*build_asset_checks(config, daily_partitions, pool=SPARK_POOL), build_watermark_check(config)],
         jobs=[daily_job, vacuum_lakehouse_job],
         # A run's steps share its process and so one Spark session: Dagster's default, a process
         # per step, starts a Spark driver per step. On a laptop that made a three-step run of the
