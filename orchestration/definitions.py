@@ -7,7 +7,9 @@ Environment variables, all optional, with laptop defaults:
 - ``PANES_CONFIG``: pipeline configuration YAML (default: one 7d window, count and sum)
 - ``PANES_SPARK_MASTER``: Spark master (default ``local[*]``)
 - ``SPARK_REMOTE``: a Spark Connect server (``sc://host:15002``) to run on instead of a master
-- ``PANES_START_DATE``: first daily partition (default 2025-01-01)
+- ``PANES_START_DATE``: the first daily partition, the first day with data (default 2025-01-01);
+  ``bash run.sh demo`` writes its first day here into ``.env``, which ``dagster dev`` reads
+- ``PANES_END_DATE``: the last daily partition (default: none, the partitions run to today)
 - ``PANES_PROGRESS_SECONDS``: how often a running step logs its Spark progress (default 30)
 """
 
