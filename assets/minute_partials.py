@@ -10,6 +10,7 @@ from assets.columns import column_schema
 from assets.day_metadata import add_day_metadata, rows_by_day
 from assets.partitions import arrivals_of_event_day, daily_partitions, day_range
 from assets.resources import LakehouseResource
+from assets.spark_launch import SparkLaunchResource, job_days
 from assets.spark_work import SPARK_POOL, spark_work
 from jobs import delta_io
 from jobs import minute_partials as job
@@ -40,10 +41,15 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SPARK_POOL,
     )
-    def partials(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
+    def partials(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource,
+                 spark_launch: SparkLaunchResource):
         first, last = day_range(context)
-        with spark_work(context, pyspark.spark_session, f"partials {first} .. {last}"):
-            written = job.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
+        if spark_launch.through_pipes:
+            written = spark_launch.submit(context, "minute_partials",
+                                          job_days(lakehouse.lakehouse_root, first, last), config)
+        else:
+            with spark_work(context, pyspark.spark_session, f"partials {first} .. {last}"):
+                written = job.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
         arrival_days = job.arrival_days(first, last, config)
         shared = {"event_days": f"{first} .. {last}",
                   "arrival_days_read": f"{arrival_days[0]} .. {arrival_days[1]}"}

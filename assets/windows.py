@@ -9,6 +9,7 @@ from assets.columns import column_schema
 from assets.day_metadata import add_day_metadata, rows_by_day
 from assets.partitions import daily_partitions, day_range, frames_of_window_day
 from assets.resources import LakehouseResource
+from assets.spark_launch import SparkLaunchResource, job_days
 from assets.spark_work import SPARK_POOL, spark_work
 from jobs import delta_io, sliding_windows
 from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
@@ -52,11 +53,16 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SPARK_POOL,
     )
-    def sliding(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
+    def sliding(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource,
+                spark_launch: SparkLaunchResource):
         first, last = day_range(context)
         days = f"{first} .. {last}"
-        with spark_work(context, pyspark.spark_session, f"sliding_windows {days}"):
-            result = sliding_windows.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
+        if spark_launch.through_pipes:
+            result = spark_launch.submit(context, "sliding_windows",
+                                         job_days(lakehouse.lakehouse_root, first, last), config)
+        else:
+            with spark_work(context, pyspark.spark_session, f"sliding_windows {days}"):
+                result = sliding_windows.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
         shared = {"window_end_days": days, "windows": windows, "baseline": result["baseline"],
                   **finality(lakehouse.lakehouse_root, last, config)}
         root, window_days = lakehouse.lakehouse_root, day_list(first, last)

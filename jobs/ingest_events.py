@@ -29,7 +29,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io
+from jobs import delta_io, pipes
 from jobs.tables import (
     EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, Table, day_filter, days, declared_columns,
 )
@@ -67,6 +67,16 @@ class IngestResult:
     @property
     def reconciles(self) -> bool:
         return self.input_records == self.accepted + self.quarantined + self.duplicates + self.late
+
+    def to_report(self) -> dict:
+        """JSON values, as a job launched through Dagster Pipes sends them (``jobs.pipes``)."""
+        return {**{k: v for k, v in vars(self).items() if k != "by_day"},
+                "by_day": {d.isoformat(): r.to_report() for d, r in self.by_day.items()}}
+
+    @classmethod
+    def from_report(cls, report: dict) -> IngestResult:
+        by_day = {date.fromisoformat(d): cls.from_report(r) for d, r in report.get("by_day", {}).items()}
+        return cls(**{**report, "by_day": by_day})
 
 
 class MissingInputError(Exception):
@@ -370,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def job(spark, config, args, first, last):
         result = ingest(spark, args.landing, args.lakehouse, first, last, config)
+        pipes.report("ingest_events", result.to_report())
         return (f"ingested {result.input_records} records from {result.files} files: "
                 f"{result.accepted} accepted, {result.quarantined} quarantined, "
                 f"{result.duplicates} duplicates, {result.late} late")

@@ -9,6 +9,7 @@ from dagster_pyspark import PySparkResource
 
 from assets import build_assets
 from assets.resources import LakehouseResource
+from assets.spark_launch import SparkLaunchResource
 from jobs import delta_io
 from jobs.tables import (
     ALL_TABLES, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
@@ -35,6 +36,7 @@ def resources(root):
     return {
         "pyspark": PySparkResource(spark_config={"spark.master": "local[2]"}),
         "lakehouse": LakehouseResource(landing_root=str(root / "landing"), lakehouse_root=str(root / "lakehouse")),
+        "spark_launch": SparkLaunchResource(),
     }
 
 
