@@ -69,13 +69,24 @@ ensure_jars() {
 
 setup() { ensure_java; ensure_venv; ensure_maven; ensure_jars; }
 
+# The Dagster instance: $DAGSTER_HOME (./.dagster_home by default) with panes' dagster.yaml
+# (run and pool limits for one machine, instance/dagster.yaml) unless it has one of its own.
+ensure_instance() {
+  export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"
+  mkdir -p "$DAGSTER_HOME"
+  if [ ! -f "$DAGSTER_HOME/dagster.yaml" ]; then
+    cp instance/dagster.yaml "$DAGSTER_HOME/dagster.yaml"
+  elif ! cmp -s instance/dagster.yaml "$DAGSTER_HOME/dagster.yaml"; then
+    say "using $DAGSTER_HOME/dagster.yaml (differs from instance/dagster.yaml)"
+  fi
+}
+
 command=${1:-help}
 [ $# -gt 0 ] && shift
 case "$command" in
   setup) setup ;;
-  demo)  setup; exec .venv/bin/python -m orchestration.demo "$@" ;;
+  demo)  setup; ensure_instance; exec .venv/bin/python -m orchestration.demo "$@" ;;
   test)  setup; exec .venv/bin/python -m pytest "$@" ;;
-  dev)   setup; export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"; mkdir -p "$DAGSTER_HOME"
-         exec .venv/bin/dagster dev -w workspace.yaml "$@" ;;
+  dev)   setup; ensure_instance; exec .venv/bin/dagster dev -w workspace.yaml "$@" ;;
   *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; [ "$command" = help ] || exit 2 ;;
 esac

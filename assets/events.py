@@ -4,9 +4,11 @@ import dagster as dg
 from dagster_pyspark import PySparkResource
 
 from assets.columns import column_schema
+from assets.day_metadata import add_day_metadata
 from assets.partitions import daily_partitions, day_range
 from assets.resources import LakehouseResource
-from assets.spark_work import spark_work
+from assets.spark_launch import SparkLaunchResource, job_days
+from assets.spark_work import SPARK_POOL, spark_work
 from jobs import ingest_events
 from jobs.tables import EVENTS, QUARANTINE
 from windowing_core.config import PipelineConfig
@@ -25,30 +27,46 @@ def build_events_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         ],
         partitions_def=daily_partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
+        pool=SPARK_POOL,
     )
-    def ingest(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
+    def ingest(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource,
+               spark_launch: SparkLaunchResource):
         first, last = day_range(context)
         days = f"{first} .. {last}"
-        with spark_work(context, pyspark.spark_session, f"ingest_events {days}"):
-            result = ingest_events.ingest(pyspark.spark_session, lakehouse.landing_root,
-                                          lakehouse.lakehouse_root, first, last, config)
-        context.log.info(f"ingested arrival days {days}: {result}")
+        if spark_launch.through_pipes:
+            result = ingest_events.IngestResult.from_report(spark_launch.submit(
+                context, "ingest_events", ["--landing", lakehouse.landing_root,
+                                           *job_days(lakehouse.lakehouse_root, first, last)], config))
+        else:
+            with spark_work(context, pyspark.spark_session, f"ingest_events {days}"):
+                result = ingest_events.ingest(pyspark.spark_session, lakehouse.landing_root,
+                                              lakehouse.lakehouse_root, first, last, config)
+        context.log.info(f"ingested arrival days {days}: {result.input_records} records, {result.accepted} "
+                         f"accepted, {result.quarantined} quarantined, {result.duplicates} duplicates, "
+                         f"{result.late} late beyond the allowed lateness")
+        # Each arrival day's own counts; ``arrival_days`` says which days the counts cover (the
+        # ``input_records_reconcile`` check reads them back).
+        add_day_metadata(context, EVENTS.name, {day: {
+            "dagster/row_count": counts.accepted,
+            "arrival_days": f"{day} .. {day}",
+            "input_records": counts.input_records,
+            "input_files": counts.files,
+            "accepted": counts.accepted,
+            "quarantined": counts.quarantined,
+            "duplicates": counts.duplicates,
+            "late_beyond_allowed_lateness": counts.late,
+            "reconciles": counts.reconciles,
+        } for day, counts in result.by_day.items()})
+        add_day_metadata(context, QUARANTINE.name, {day: {
+            "dagster/row_count": counts.quarantined,
+            "by_reason": dg.MetadataValue.json(counts.quarantined_by_reason),
+        } for day, counts in result.by_day.items()})
         yield dg.MaterializeResult(asset_key=EVENTS.name, metadata={
-            "dagster/row_count": result.accepted,
-            "arrival_days": days,
-            "input_records": result.input_records,
-            "input_files": result.files,
-            "accepted": result.accepted,
-            "quarantined": result.quarantined,
-            "duplicates": result.duplicates,
-            "late_beyond_allowed_lateness": result.late,
-            "reconciles": result.reconciles,
+            "run_arrival_days": days,
             "path": dg.MetadataValue.path(EVENTS.path(lakehouse.lakehouse_root)),
         })
         yield dg.MaterializeResult(asset_key=QUARANTINE.name, metadata={
-            "dagster/row_count": result.quarantined,
-            "arrival_days": days,
-            "by_reason": dg.MetadataValue.json(result.quarantined_by_reason),
+            "run_arrival_days": days,
             "path": dg.MetadataValue.path(QUARANTINE.path(lakehouse.lakehouse_root)),
         })
 

@@ -7,12 +7,16 @@ import dagster as dg
 from dagster_pyspark import PySparkResource
 
 from assets.columns import column_schema
+from assets.day_metadata import add_day_metadata, rows_by_day
 from assets.partitions import arrivals_of_event_day, daily_partitions, day_range
 from assets.resources import LakehouseResource
-from assets.spark_work import spark_work
+from assets.spark_launch import SparkLaunchResource, job_days
+from assets.spark_work import SPARK_POOL, spark_work
+from jobs import delta_io
 from jobs import minute_partials as job
 from jobs.sliding_windows import reads_day_tiles
-from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS
+from jobs.tables import DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS
+from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
 
 
@@ -35,16 +39,29 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
         specs=specs,
         partitions_def=daily_partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
+        pool=SPARK_POOL,
     )
-    def partials(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
+    def partials(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource,
+                 spark_launch: SparkLaunchResource):
         first, last = day_range(context)
-        with spark_work(context, pyspark.spark_session, f"partials {first} .. {last}"):
-            written = job.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
+        if spark_launch.through_pipes:
+            written = spark_launch.submit(context, "minute_partials",
+                                          job_days(lakehouse.lakehouse_root, first, last), config)
+        else:
+            with spark_work(context, pyspark.spark_session, f"partials {first} .. {last}"):
+                written = job.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
         arrival_days = job.arrival_days(first, last, config)
         shared = {"event_days": f"{first} .. {last}",
                   "arrival_days_read": f"{arrival_days[0]} .. {arrival_days[1]}"}
+        root, event_days = lakehouse.lakehouse_root, day_list(first, last)
+        late_path = LATE_EVENTS.path(root)
+        late = (rows_by_day(late_path, "event_date", event_days, ("reason", "=", job.BEHIND_WATERMARK))
+                if delta_io.table_exists(late_path) else dict.fromkeys(event_days, 0))
+        add_day_metadata(context, MINUTE_PARTIALS.name, {
+            day: {"dagster/row_count": rows, "late_behind_watermark": late[day]}
+            for day, rows in rows_by_day(MINUTE_PARTIALS.path(root), "event_date", event_days).items()})
         yield dg.MaterializeResult(asset_key=MINUTE_PARTIALS.name, metadata={
-            "dagster/row_count": written["rows_written"], **shared,
+            "rows_written_in_run": written["rows_written"], **shared,
             "files_written": written["files_written"],
             "table_version": written["table_version"],
             "writer": written["writer"],
@@ -52,8 +69,11 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
         })
         if not tiles:
             return
+        add_day_metadata(context, DAILY_PARTIALS.name, {
+            day: {"dagster/row_count": rows}
+            for day, rows in rows_by_day(DAILY_PARTIALS.path(root), "event_date", event_days).items()})
         yield dg.MaterializeResult(asset_key=DAILY_PARTIALS.name, metadata={
-            "dagster/row_count": written["daily_rows_written"], **shared,
+            "rows_written_in_run": written["daily_rows_written"], **shared,
             "path": dg.MetadataValue.path(DAILY_PARTIALS.path(lakehouse.lakehouse_root)),
         })
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from collections.abc import Mapping
 from datetime import date, timedelta
 
 import dagster as dg
@@ -17,9 +18,37 @@ import dagster as dg
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import DAY_SECONDS
 
-START_DATE = os.environ.get("PANES_START_DATE", "2025-01-01")
+DEFAULT_START_DATE = "2025-01-01"
 
-daily_partitions = dg.DailyPartitionsDefinition(start_date=START_DATE)
+
+def partitions_from_environment(environ: Mapping[str, str]) -> dg.DailyPartitionsDefinition:
+    """The daily partitions ``PANES_START_DATE`` .. ``PANES_END_DATE`` (both included, UTC days).
+
+    The first partition should be the first day with data: Dagster shows every partition without
+    a materialisation as missing, so days before the data would show as work left to do. Without
+    an end the partitions run to today, as a pipeline that keeps ingesting needs; a fixed end
+    suits data that stops (the demo's days). A malformed date fails when the Definitions load.
+    """
+    start = _day(environ, "PANES_START_DATE") or date.fromisoformat(DEFAULT_START_DATE)
+    end = _day(environ, "PANES_END_DATE")
+    if end is not None and end < start:
+        raise ValueError(f"PANES_END_DATE {end} is before PANES_START_DATE {start}")
+    return dg.DailyPartitionsDefinition(
+        start_date=start.isoformat(),
+        end_date=(end + timedelta(days=1)).isoformat() if end else None)  # Dagster's end is exclusive
+
+
+def _day(environ: Mapping[str, str], name: str) -> date | None:
+    value = environ.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a date (YYYY-MM-DD), not {value!r}") from None
+
+
+daily_partitions = partitions_from_environment(os.environ)
 
 
 def _mapping(start_offset: int, end_offset: int) -> dg.TimeWindowPartitionMapping:

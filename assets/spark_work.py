@@ -11,6 +11,19 @@ from jobs.delta_io import ConcurrentWriteError
 
 OVERTAKEN_RETRIES = 2  # another run replacing the same days twice more during a retry is rare
 
+SPARK_POOL = "panes_spark"
+"""The Dagster concurrency pool of every step that runs Spark: each asset and each table's checks.
+
+One pool rather than one per table: a step belongs to exactly one pool, and the tables do not
+divide among the steps (``ingest_events`` and ``partials`` both write ``late_events``), so a
+pool per written table could not keep two writers of ``late_events`` apart. With the pool's
+limit at 1 (``dagster.yaml``) one Spark step runs at a time across all runs: a late firing
+beside a backfill waits instead of starting a second Spark job on a laptop's cores, and no two
+runs write one Delta table at once, the mutual exclusion that the local file system and object
+storage do not give a Delta log without a locking log store (Delta's S3DynamoDBLogStore). With
+such a store, or on a cluster with room for more, raise the limit: overlapping writes of the
+same days are then refused and retried (``spark_work``)."""
+
 
 @contextmanager
 def spark_work(context: dg.AssetExecutionContext, spark: SparkSession, what: str) -> Iterator[None]:

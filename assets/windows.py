@@ -6,11 +6,14 @@ import dagster as dg
 from dagster_pyspark import PySparkResource
 
 from assets.columns import column_schema
+from assets.day_metadata import add_day_metadata, rows_by_day
 from assets.partitions import daily_partitions, day_range, frames_of_window_day
 from assets.resources import LakehouseResource
-from assets.spark_work import spark_work
+from assets.spark_launch import SparkLaunchResource, job_days
+from assets.spark_work import SPARK_POOL, spark_work
 from jobs import delta_io, sliding_windows
 from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
 
 
@@ -48,20 +51,30 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         ],
         partitions_def=daily_partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
+        pool=SPARK_POOL,
     )
-    def sliding(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource):
+    def sliding(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource,
+                spark_launch: SparkLaunchResource):
         first, last = day_range(context)
         days = f"{first} .. {last}"
-        with spark_work(context, pyspark.spark_session, f"sliding_windows {days}"):
-            result = sliding_windows.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
+        if spark_launch.through_pipes:
+            result = spark_launch.submit(context, "sliding_windows",
+                                         job_days(lakehouse.lakehouse_root, first, last), config)
+        else:
+            with spark_work(context, pyspark.spark_session, f"sliding_windows {days}"):
+                result = sliding_windows.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
         shared = {"window_end_days": days, "windows": windows, "baseline": result["baseline"],
                   **finality(lakehouse.lakehouse_root, last, config)}
+        root, window_days = lakehouse.lakehouse_root, day_list(first, last)
+        for table in (WINDOW_CHANGES, WINDOW_SNAPSHOT):
+            add_day_metadata(context, table.name, {
+                day: {"dagster/row_count": rows} for day, rows in rows_by_day(table.path(root), "date", window_days).items()})
         yield dg.MaterializeResult(asset_key=WINDOW_CHANGES.name, metadata={
-            "dagster/row_count": result["changes"]["rows_written"], **shared,
+            "rows_written_in_run": result["changes"]["rows_written"], **shared,
             "path": dg.MetadataValue.path(WINDOW_CHANGES.path(lakehouse.lakehouse_root)),
         })
         yield dg.MaterializeResult(asset_key=WINDOW_SNAPSHOT.name, metadata={
-            "dagster/row_count": result["snapshots"]["rows_written"], **shared,
+            "rows_written_in_run": result["snapshots"]["rows_written"], **shared,
             "path": dg.MetadataValue.path(WINDOW_SNAPSHOT.path(lakehouse.lakehouse_root)),
         })
 

@@ -243,7 +243,7 @@ def evaluations(checks: list[Check], results: Results, days: list[date], asset_k
 
 
 def table_checks(table: str, config: PipelineConfig, partitions_def: dg.PartitionsDefinition,
-                 evaluate: Callable[[Inputs], Results]) -> dg.AssetChecksDefinition:
+                 evaluate: Callable[[Inputs], Results], pool: str | None = None) -> dg.AssetChecksDefinition:
     checks = checks_of(config, table)
     asset_key = dg.AssetKey(table)
     with warnings.catch_warnings():  # partitioned checks are a preview in Dagster 1.13
@@ -253,7 +253,7 @@ def table_checks(table: str, config: PipelineConfig, partitions_def: dg.Partitio
                                    metadata={"severity": c.severity})
                  for c in checks]
 
-    @dg.multi_asset_check(name=f"{table}_checks", specs=specs, can_subset=True,
+    @dg.multi_asset_check(name=f"{table}_checks", specs=specs, can_subset=True, pool=pool,
                           required_resource_keys={"pyspark", "lakehouse"},
                           description=f"Data-quality checks on {table}, per daily partition.")
     def run_checks(context: dg.AssetCheckExecutionContext):
@@ -274,8 +274,9 @@ def table_checks(table: str, config: PipelineConfig, partitions_def: dg.Partitio
     return run_checks
 
 
-def build_asset_checks(config: PipelineConfig,
-                       partitions_def: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
-    """Every table's checks for this configuration, partitioned like the assets."""
-    return [table_checks(table, config, partitions_def, evaluate) for table, evaluate in EVALUATORS.items()
+def build_asset_checks(config: PipelineConfig, partitions_def: dg.PartitionsDefinition,
+                       pool: str | None = None) -> list[dg.AssetChecksDefinition]:
+    """Every table's checks for this configuration, partitioned like the assets, their steps in
+    ``pool`` (they run Spark like the assets: ``assets.spark_work.SPARK_POOL``)."""
+    return [table_checks(table, config, partitions_def, evaluate, pool) for table, evaluate in EVALUATORS.items()
             if checks_of(config, table)]  # none for a table this configuration does not keep

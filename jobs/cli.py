@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable
 from datetime import date
 
+from jobs import pipes
 from windowing_core.config import PipelineConfig
 
 FIRST_DAY = date(1970, 1, 1)
@@ -64,9 +65,6 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
     and print its one-line summary, or a one-line error. Its progress goes to stderr
     (``jobs.progress``)."""
     from jobs import progress  # Spark and Delta load only once a job runs, not for --help
-    from jobs.delta_io import ConcurrentWriteError, DamagedTableError, MissingTableError, StampMismatchError
-    from jobs.errors import MissingInputError
-    from jobs.spark_session import get_spark
 
     parser = job_arguments(doc, landing=landing)
     args = parser.parse_args(argv)
@@ -81,6 +79,17 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
         every = progress.every_seconds()
     except ValueError as err:
         parser.error(str(err))
+    with pipes.session():  # where Dagster launched the job through Pipes; else nothing
+        return _run(parser, job, args, config, last, every)
+
+
+def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argparse.Namespace,
+         config: PipelineConfig, last: date, every: float) -> int:
+    from jobs import progress
+    from jobs.delta_io import ConcurrentWriteError, DamagedTableError, MissingTableError, StampMismatchError
+    from jobs.errors import MissingInputError
+    from jobs.spark_session import get_spark
+
     spark = get_spark()
     try:
         with progress.reported(spark, f"{_name(job)} {args.date} .. {last}", _to_stderr, every):
@@ -95,6 +104,7 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
         print(f"{parser.prog}: error: {_one_line(err)}", file=sys.stderr)
         return EXIT_CONCURRENT_WRITE
     print(summary)
+    pipes.log(summary)
     return 0
 
 
@@ -111,3 +121,4 @@ def _one_line(err: Exception) -> str:
 
 def _to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+    pipes.log(line)

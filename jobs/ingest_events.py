@@ -35,10 +35,10 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io
+from jobs import delta_io, pipes
 from jobs.errors import MissingInputError
 from jobs.tables import (
-    EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, day_filter, days, declared_columns,
+    EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, Table, day_filter, days, declared_columns,
 )
 from windowing_core.config import PipelineConfig
 
@@ -69,10 +69,23 @@ class IngestResult:
     late: int = 0
     quarantined_by_reason: dict[str, int] = field(default_factory=dict)
     files: int = 0
+    by_day: dict[date, IngestResult] = field(default_factory=dict)
+    """The same counts for each arrival day of a range (a day's own ``by_day`` is empty): a
+    backfill's metadata then shows each day's counts, not the range's."""
 
     @property
     def reconciles(self) -> bool:
         return self.input_records == self.accepted + self.quarantined + self.duplicates + self.late
+
+    def to_report(self) -> dict:
+        """JSON values, as a job launched through Dagster Pipes sends them (``jobs.pipes``)."""
+        return {**{k: v for k, v in vars(self).items() if k != "by_day"},
+                "by_day": {d.isoformat(): r.to_report() for d, r in self.by_day.items()}}
+
+    @classmethod
+    def from_report(cls, report: dict) -> IngestResult:
+        by_day = {date.fromisoformat(d): cls.from_report(r) for d, r in report.get("by_day", {}).items()}
+        return cls(**{**report, "by_day": by_day})
 
 
 def landing_folders(landing: str, first: date, last: date) -> list[str]:
@@ -387,8 +400,10 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
     )
     try:
         deduplicated = Observation()  # a name of its own: runs may share a session
+        # one sum per arrival day, observed on the way as the total was: duplicates are stored nowhere
         unique = deduplicate_per_arrival_day(classified.where(F.col("reason").isNull())).observe(
-            deduplicated, F.coalesce(F.sum(F.col("copies") - 1), F.lit(0)).alias("duplicates"))
+            deduplicated, *[F.coalesce(F.sum(F.when(F.col("arrival_date") == F.lit(d), F.col("copies") - 1)),
+                                       F.lit(0)).alias(d.isoformat()) for d in days(first, last)])
         event_date = F.to_date("event_time")
         is_late = F.col("arrival_date") > F.date_add(event_date, config.allowed_lateness_days)
         kept = unique.select(
@@ -411,29 +426,52 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
         }
         rows = kept.unionByName(quarantined, allowMissingColumns=True)
         written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets)
-        return _result(classified, {name: w["rows_written"] for name, w in written.items()},
-                       deduplicated.get["duplicates"])
+        return _result(classified, lakehouse, {name: w["rows_written"] for name, w in written.items()},
+                       {d: deduplicated.get[d.isoformat()] for d in days(first, last)})
     finally:
         classified.unpersist()
 
 
-def _result(classified: DataFrame, written: dict[str, int], duplicates: int) -> IngestResult:
-    """The input records, from the persisted lines, against the rows written and the duplicates."""
-    totals = classified.agg(
+def _result(classified: DataFrame, lakehouse: str, written: dict[str, int],
+            duplicates: dict[date, int]) -> IngestResult:
+    """The input records, from the persisted lines, against the rows written and the duplicates,
+    for the range and for each arrival day. A day's rows written are its partition's rows after
+    the replace, counted from the Delta log (no data read); they add up to the write's counts."""
+    lines = {r["arrival_date"]: r for r in classified.groupBy("arrival_date").agg(
         F.count(F.lit(1)).alias("input_records"),
-        F.count_distinct("source_file").alias("files"),
-    ).first()
-    by_reason = {r["reason"]: r["n"] for r in
-                 classified.where(F.col("reason").isNotNull()).groupBy("reason")
-                 .agg(F.count(F.lit(1)).alias("n")).collect()}
+        F.count_distinct("source_file").alias("files"),  # a file lies in its arrival day's folder
+    ).collect()}
+    reasons: dict[date, dict[str, int]] = {}
+    for r in (classified.where(F.col("reason").isNotNull()).groupBy("arrival_date", "reason")
+              .agg(F.count(F.lit(1)).alias("n")).collect()):
+        reasons.setdefault(r["arrival_date"], {})[r["reason"]] = r["n"]
+
+    def rows(table: Table, day: date, *more: tuple[str, str, object]) -> int:
+        return delta_io.row_count(table.path(lakehouse),
+                                  partition_filters=[("arrival_date", "=", day.isoformat()), *more])
+
+    by_day = {}
+    for day in sorted(duplicates):
+        by_reason = reasons.get(day, {})
+        by_day[day] = IngestResult(
+            input_records=lines[day]["input_records"] if day in lines else 0,
+            accepted=rows(EVENTS, day), quarantined=sum(by_reason.values()), duplicates=duplicates[day],
+            late=rows(LATE_EVENTS, day, ("reason", "=", LATE_REASON)),
+            quarantined_by_reason=dict(sorted(by_reason.items())),
+            files=lines[day]["files"] if day in lines else 0)
+    total_by_reason: dict[str, int] = {}
+    for by_reason in reasons.values():
+        for reason, n in by_reason.items():
+            total_by_reason[reason] = total_by_reason.get(reason, 0) + n
     return IngestResult(
-        input_records=totals["input_records"],
+        input_records=sum(r["input_records"] for r in lines.values()),
         accepted=written[EVENTS.name],
         quarantined=written[QUARANTINE.name],
-        duplicates=duplicates,
+        duplicates=sum(duplicates.values()),
         late=written[LATE_EVENTS.name],
-        quarantined_by_reason=dict(sorted(by_reason.items())),
-        files=totals["files"],
+        quarantined_by_reason=dict(sorted(total_by_reason.items())),
+        files=sum(r["files"] for r in lines.values()),
+        by_day=by_day,
     )
 
 
@@ -442,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def job(spark, config, args, first, last):
         result = ingest(spark, args.landing, args.lakehouse, first, last, config)
+        pipes.report("ingest_events", result.to_report())
         return (f"ingested {result.input_records} records from {result.files} files: "
                 f"{result.accepted} accepted, {result.quarantined} quarantined, "
                 f"{result.duplicates} duplicates, {result.late} late")

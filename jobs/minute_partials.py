@@ -26,7 +26,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io
+from jobs import delta_io, pipes
 from jobs.sliding_windows import reads_day_tiles
 from jobs.tables import (
     DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, Table, day_filter,
@@ -201,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def job(spark, config, args, first, last):
         result = run(spark, args.lakehouse, first, last, config)
+        pipes.report("minute_partials", result)
         return f"wrote {result['rows_written']} minute partials for {first} .. {last}"
 
     return run_job(__doc__, job, argv)

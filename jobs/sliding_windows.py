@@ -27,7 +27,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io
+from jobs import delta_io, pipes
 from jobs.errors import MissingInputError
 from jobs.tables import days as day_range
 from jobs.tables import (
@@ -572,6 +572,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def job(spark, config, args, first, last):
         result = run(spark, args.lakehouse, first, last, config)
+        pipes.report("sliding_windows", result)
         return (f"wrote {result['changes']['rows_written']} change points and "
                 f"{result['snapshots']['rows_written']} snapshot rows for {first} .. {last} "
                 f"(baseline: {', '.join(f'{w} {b}' for w, b in result['baseline'].items())})")

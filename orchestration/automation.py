@@ -45,7 +45,30 @@ def late_firing() -> dg.AutomationCondition:
         & (newer_than_own | will_be_requested)
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()
+        & upstream_blocking_checks_passed()
     ).with_label("late firing: a partition it reads was updated after it")
+
+
+def upstream_blocking_checks_passed() -> dg.AutomationCondition:
+    """No partition this partition reads has a failed blocking check on its latest data.
+
+    Within a run Dagster skips what follows a failed blocking check, but each tick is evaluated
+    on its own: without this a window day would fire on partials that failed their check.
+    Dagster's ``all_deps_blocking_checks_passed()`` is not enough for mapped partitions: in
+    Dagster 1.13 a dep matches when *any* of its mapped partitions does, so a window day that
+    reads one failed and one passing partials day would still fire. The negation of ``any``
+    holds only when *every* partition read is clear: ``~any_deps_match(failed)``.
+
+    A dep partition that is requested in the same tick does not block: its checks run again in
+    that run, and a blocking failure there stops the downstream steps of the run itself. Once
+    the data is repaired and its checks pass (or the partition is materialised again and not
+    yet checked), the partitions reading it fire again, as their deps are newer than they are.
+    """
+    failed = dg.AutomationCondition.any_checks_match(dg.AutomationCondition.check_failed(),
+                                                     blocking_only=True).with_label("a blocking check failed")
+    blocked = failed & ~dg.AutomationCondition.will_be_requested()
+    return (~dg.AutomationCondition.any_deps_match(blocked)).with_label(
+        "every partition it reads passed its blocking checks")
 
 
 def with_late_firings(assets: list[dg.AssetsDefinition]) -> list[dg.AssetsDefinition]:

@@ -57,10 +57,11 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.last < args.first:
         parser.error(f"--to {args.last} is before --from {args.first}")
-    from assets.partitions import START_DATE
+    from assets.partitions import daily_partitions
 
-    if args.first < date.fromisoformat(START_DATE):
-        parser.error(f"--from {args.first} is before the first daily partition {START_DATE} "
+    start = daily_partitions.start.date()
+    if args.first < start:
+        parser.error(f"--from {args.first} is before the first daily partition {start} "
                      "(PANES_START_DATE)")
     for name in ("events_per_day", "keys"):
         if getattr(args, name) <= 0:

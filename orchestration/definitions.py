@@ -9,7 +9,12 @@ Environment variables, all optional, with laptop defaults:
 - ``PANES_CONFIG``: pipeline configuration YAML (default: one 7d window, count and sum)
 - ``PANES_SPARK_MASTER``: Spark master (default ``local[*]``)
 - ``SPARK_REMOTE``: a Spark Connect server (``sc://host:15002``) to run on instead of a master
-- ``PANES_START_DATE``: first daily partition (default 2025-01-01)
+- ``PANES_START_DATE``: the first daily partition, the first day with data (default 2025-01-01);
+  ``bash run.sh demo`` writes its first day here into ``.env``, which ``dagster dev`` reads
+- ``PANES_END_DATE``: the last daily partition (default: none, the partitions run to today)
+- ``PANES_SPARK_LAUNCH``: ``in_process`` (default: each run's process holds a Spark driver) or
+  ``pipes`` (each asset launches spark-submit of its job through Dagster Pipes; see
+  ``assets/spark_launch.py``), with ``PANES_SPARK_SUBMIT_ARGS`` for spark-submit
 - ``PANES_PROGRESS_SECONDS``: how often a running step logs its Spark progress (default 30)
 """
 
@@ -18,11 +23,13 @@ from __future__ import annotations
 import os
 
 import dagster as dg
-from dagster_pyspark import PySparkResource
+from dagster_pyspark import LazyPySparkResource, PySparkResource
 
 from assets import build_assets
 from assets.partitions import daily_partitions
 from assets.resources import LakehouseResource
+from assets.spark_launch import SparkLaunchResource, spark_launch_from_environment
+from assets.spark_work import SPARK_POOL
 from expectations.asset_checks import build_asset_checks
 from jobs import progress
 from jobs.spark_session import SPARK_DEFAULTS, connect_config, local_python, with_jvm_packages
@@ -43,14 +50,19 @@ def spark_config(master: str | None = None) -> dict[str, str]:
 
 
 def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_root: str,
-                      spark_master: str | None = None) -> dg.Definitions:
+                      spark_master: str | None = None,
+                      spark_launch: SparkLaunchResource | None = None) -> dg.Definitions:
+    spark_launch = spark_launch or spark_launch_from_environment(os.environ)
+    # Through Pipes the assets' Spark drivers run in spark-submit's processes: the run's own
+    # session starts only if a check asks for it.
+    session = LazyPySparkResource if spark_launch.through_pipes else PySparkResource
     assets = with_freshness(with_late_firings(build_assets(config)), config)
     daily_job = dg.define_asset_job("daily_pipeline", selection=dg.AssetSelection.all(),
                                     partitions_def=daily_partitions,
                                     description="Every asset for one day: ingest, partials, windows.")
     return dg.Definitions(
         assets=assets,
-        asset_checks=[*build_asset_checks(config, daily_partitions), build_watermark_check(config)],
+        asset_checks=[*build_asset_checks(config, daily_partitions, pool=SPARK_POOL), build_watermark_check(config)],
         jobs=[daily_job, vacuum_lakehouse_job],
         # A run's steps share its process and so one Spark session: Dagster's default, a process
         # per step, starts a Spark driver per step. On a laptop that made a three-step run of the
@@ -60,7 +72,8 @@ def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_ro
                    vacuum_schedule],
         sensors=[build_landing_sensor(daily_partitions), automation_sensor],
         resources={
-            "pyspark": PySparkResource(spark_config=spark_config(spark_master)),
+            "pyspark": session(spark_config=spark_config(spark_master)),
+            "spark_launch": spark_launch,
             "lakehouse": LakehouseResource(landing_root=landing_root, lakehouse_root=lakehouse_root),
         },
     )

@@ -1,7 +1,10 @@
 """The main job on a laptop: demo events -> every asset over the demo's days -> checks -> summary.
 
 Runs through Dagster against the instance in ``DAGSTER_HOME`` (``./.dagster_home`` by default),
-so ``dagster dev`` afterwards shows every materialisation and check result of this run.
+so ``dagster dev`` afterwards shows every materialisation and check result of this run. The
+daily partitions are the demo's days: it sets ``PANES_START_DATE`` and ``PANES_END_DATE`` to its
+first and last day, here and in ``./.env`` (which ``dagster dev`` reads), so the UI shows no
+missing partition before or after the data.
 
     python -m orchestration.demo [--events-per-day N] [--days N] [--keys N]
 """
@@ -41,12 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").resolve()))
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
 
-    import dagster as dg
-
     from jobs.demo_events import generate_demo_events
-    from orchestration.ci_checks import exit_code, expected_checks, print_table, rows_of
-    from orchestration.definitions import build_definitions
-    from orchestration.report import print_summary
     from windowing_core.config import PipelineConfig
 
     started = time.monotonic()
@@ -59,6 +57,17 @@ def main(argv: list[str] | None = None) -> int:
         (landing / (first + timedelta(days=offset)).isoformat()).mkdir(parents=True, exist_ok=True)
     print(f"generated {demo.records_written} records in {demo.files_written} files under {landing} "
           f"(arrival days {first} .. {last})", flush=True)
+    # before the Definitions load: the partitions are read from the environment then
+    partitions = {"PANES_START_DATE": first.isoformat(), "PANES_END_DATE": last.isoformat()}
+    os.environ.update(partitions)
+    set_in_env_file(Path(".env"), partitions)
+    print(f"daily partitions {first} .. {last} (PANES_START_DATE, PANES_END_DATE in ./.env)", flush=True)
+
+    import dagster as dg
+
+    from orchestration.ci_checks import exit_code, expected_checks, print_table, rows_of
+    from orchestration.definitions import build_definitions
+    from orchestration.report import print_summary
 
     defs = build_definitions(config, landing_root=str(landing), lakehouse_root=str(lakehouse))
     job = defs.resolve_job_def("daily_pipeline")
@@ -79,6 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'done' if code == 0 else 'FAILED'} in {time.monotonic() - started:.0f}s; "
           f"see it in the UI: DAGSTER_HOME={os.environ['DAGSTER_HOME']} dagster dev")
     return code
+
+
+def set_in_env_file(path: Path, values: dict[str, str]) -> None:
+    """Set ``values`` in a ``.env`` file (``NAME=value`` lines), keeping its other lines."""
+    kept = [line for line in (path.read_text().splitlines() if path.exists() else [])
+            if line.split("=", 1)[0].strip() not in values]
+    path.write_text("\n".join([*kept, *(f"{name}={value}" for name, value in values.items())]) + "\n")
 
 
 if __name__ == "__main__":

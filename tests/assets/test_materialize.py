@@ -9,9 +9,10 @@ from dagster_pyspark import PySparkResource
 
 from assets import build_assets
 from assets.resources import LakehouseResource
+from assets.spark_launch import SparkLaunchResource
 from jobs import delta_io
 from jobs.tables import (
-    ALL_TABLES, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
+    ALL_TABLES, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
 )
 from tests.landing import ensure_days, random_landing
 from windowing_core import reference
@@ -35,24 +36,34 @@ def resources(root):
     return {
         "pyspark": PySparkResource(spark_config={"spark.master": "local[2]"}),
         "lakehouse": LakehouseResource(landing_root=str(root / "landing"), lakehouse_root=str(root / "lakehouse")),
+        "spark_launch": SparkLaunchResource(),
     }
 
 
-def test_a_range_backfill_run_materialises_every_asset_and_matches_the_oracle(lakehouse, spark, monkeypatch):
-    root, landing = lakehouse
-    monkeypatch.setenv("PANES_PROGRESS_SECONDS", "0.2")
+@pytest.fixture(scope="module")
+def range_run(lakehouse, spark):
+    """One run over the whole range, as a single-run backfill launches it."""
+    root, _ = lakehouse
     instance = dg.DagsterInstance.ephemeral()
-    result = dg.materialize(
-        build_assets(CONFIG), resources=resources(root), instance=instance,
-        tags={"dagster/asset_partition_range_start": FIRST.isoformat(),
-              "dagster/asset_partition_range_end": LAST.isoformat()},
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PANES_PROGRESS_SECONDS", "0.2")
+        result = dg.materialize(
+            build_assets(CONFIG), resources=resources(root), instance=instance,
+            tags={"dagster/asset_partition_range_start": FIRST.isoformat(),
+                  "dagster/asset_partition_range_end": LAST.isoformat()},
+        )
+    return result, instance
+
+
+def test_a_range_backfill_run_materialises_every_asset_and_matches_the_oracle(lakehouse, range_run, spark):
+    root, landing = lakehouse
+    result, instance = range_run
     assert result.success
-    events = result.asset_materializations_for_node("ingest_events")
-    metadata = {m.asset_key.to_user_string(): m.metadata for m in events}
-    assert metadata["events"]["input_records"].value == landing.lines
-    assert metadata["events"]["reconciles"].value is True
-    assert metadata["quarantine"]["dagster/row_count"].value == landing.malformed
+    events = shown_by_day(result, "ingest_events", "events")
+    assert sum(m["input_records"].value for m in events.values()) == landing.lines
+    assert all(m["reconciles"].value for m in events.values())
+    assert sum(m["dagster/row_count"].value for m in shown_by_day(result, "ingest_events", "quarantine").values()) \
+        == landing.malformed
 
     log = [entry.user_message for entry in instance.all_logs(result.run_id)]
     days = f"{FIRST} .. {LAST}"
@@ -70,6 +81,32 @@ def test_a_range_backfill_run_materialises_every_asset_and_matches_the_oracle(la
     partial_days = {r[0] for r in delta_io.read_table(spark, MINUTE_PARTIALS.path(lake))
                     .select("event_date").distinct().collect()}
     assert partial_days == {FIRST, FIRST + timedelta(days=1), FIRST + timedelta(days=2)}
+
+
+def shown_by_day(result, node, asset) -> dict[str, dict]:
+    """Each day's materialisation metadata of ``asset`` in the run, by partition."""
+    return {m.partition: m.metadata for m in result.asset_materializations_for_node(node)
+            if m.asset_key.to_user_string() == asset}
+
+
+def test_a_range_run_records_each_days_own_counts(lakehouse, range_run, spark):
+    """One run over the whole range: each day's ``dagster/row_count`` is the rows of that day's
+    partition, counted here by Spark from the data, not the range's total."""
+    lake = str(lakehouse[0] / "lakehouse")
+    result, _ = range_run
+    every_day = {(FIRST + timedelta(days=i)).isoformat() for i in range((LAST - FIRST).days + 1)}
+    for node, table, column in [("ingest_events", EVENTS, "arrival_date"), ("ingest_events", QUARANTINE, "arrival_date"),
+                                ("partials", MINUTE_PARTIALS, "event_date"),
+                                ("sliding_windows", WINDOW_CHANGES, "date"), ("sliding_windows", WINDOW_SNAPSHOT, "date")]:
+        stored = Counter({r[0].isoformat(): r[1] for r in delta_io.read_table(spark, table.path(lake))
+                          .groupBy(column).count().collect()})
+        shown = {day: m["dagster/row_count"].value for day, m in shown_by_day(result, node, table.name).items()}
+        assert set(shown) == every_day, table.name
+        assert shown == {day: stored[day] for day in every_day}, table.name
+    events = shown_by_day(result, "ingest_events", "events")
+    assert len({m["dagster/row_count"].value for m in events.values()}) > 1, "every day shows the same count"
+    assert len({m["input_records"].value for m in events.values()}) > 1
+    assert events[FIRST.isoformat()]["arrival_days"].value == f"{FIRST} .. {FIRST}"
 
 
 def test_each_asset_page_lists_its_tables_columns(lakehouse, spark):

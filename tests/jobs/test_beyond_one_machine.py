@@ -249,3 +249,57 @@ def test_dagster_on_a_cluster_with_tables_on_s3_equals_a_local_run(spark, tmp_pa
     for table in (EVENTS, QUARANTINE, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT):
         (last,) = delta_io._open(table.path(lakehouse)).history(limit=1)
         assert last["engineInfo"].startswith("Apache-Spark/4.2.0 Delta-Lake/4.4.0"), (table.name, last)
+
+
+def materialised(result) -> dict[tuple[str, str], dict]:
+    """Each asset's and day's materialisation metadata, by value."""
+    return {(m.asset_key.to_user_string(), m.partition): {k: v.value for k, v in m.metadata.items()}
+            for node in ("ingest_events", "partials", "sliding_windows")
+            for m in result.asset_materializations_for_node(node)}
+
+
+def test_dagster_pipes_on_a_standalone_cluster_gives_the_tables_and_metadata_of_an_in_process_run(
+        spark, tmp_path, cluster, local_run):
+    """``PANES_SPARK_LAUNCH=pipes``: each asset launches spark-submit of its job on the cluster
+    through Dagster Pipes, and the job reports its result back. The range run then leaves the
+    tables, and records the metadata for every asset and day, that the same run in-process does.
+    Only ``path`` (another lakehouse) and ``files_written`` (how many files Spark's tasks wrote,
+    which follows the sessions' parallelism, not the data) may differ."""
+    import dagster as dg
+    from dagster_pyspark import LazyPySparkResource, PySparkResource
+
+    from assets import build_assets
+    from assets.resources import LakehouseResource
+    from assets.spark_launch import SparkLaunchResource
+
+    landing, expected = local_run
+    master, archive = cluster
+    through_pipes = SparkLaunchResource(launch="pipes", master=master, submit_args=[
+        "--py-files", str(archive), "--driver-memory", "1g", "--conf", "spark.executor.memory=1g",
+        "--conf", "spark.ui.enabled=false"])
+    runs = {}
+    for name, launch, session in [("pipes", through_pipes, LazyPySparkResource),
+                                  ("in_process", SparkLaunchResource(), PySparkResource)]:
+        lakehouse, instance = str(tmp_path / name), dg.DagsterInstance.ephemeral()
+        result = dg.materialize(
+            build_assets(PipelineConfig()), instance=instance,
+            resources={"pyspark": session(spark_config={"spark.master": "local[2]"}), "spark_launch": launch,
+                       "lakehouse": LakehouseResource(landing_root=str(landing), lakehouse_root=lakehouse)},
+            tags={"dagster/asset_partition_range_start": FIRST.isoformat(),
+                  "dagster/asset_partition_range_end": LAST_ARRIVAL.isoformat()})
+        assert result.success
+        runs[name] = result, lakehouse, [e.user_message for e in instance.all_logs(result.run_id)]
+    assert tables(spark, runs["pipes"][1]) == expected
+    assert tables(spark, runs["in_process"][1]) == expected
+
+    def comparable(result):
+        return {key: {k: v for k, v in metadata.items() if k not in ("path", "files_written")}
+                for key, metadata in materialised(result).items()}
+
+    pipes, in_process = comparable(runs["pipes"][0]), comparable(runs["in_process"][0])
+    assert len(pipes) == 5 * ((LAST_ARRIVAL - FIRST).days + 1)  # events, quarantine, partials, windows x2
+    assert pipes == in_process
+    log = runs["pipes"][2]  # the drivers' progress came back through Pipes into the run's log
+    for job, days in [("ingest_events", LAST_ARRIVAL), ("minute_partials", LAST_ARRIVAL)]:
+        assert any(line.startswith(f"jobs.{job} {FIRST} .. {days}: done in ") for line in log), job
+    assert any(line.startswith("launching through Dagster Pipes: ") for line in log)

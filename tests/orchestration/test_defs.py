@@ -118,3 +118,17 @@ def test_every_column_of_every_aggregation_is_listed_and_described():
     partials = graph.get(dg.AssetKey("minute_partials")).metadata["dagster/column_schema"]
     described = {c.name: c.description for c in partials.columns}
     assert described["my_var_samp__ss"] == "partial of my_var_samp (var_samp): sum of the squared values"
+
+
+def test_the_spark_launch_is_a_setting_and_a_bad_one_is_refused():
+    from assets.spark_launch import spark_launch_from_environment
+
+    launch = spark_launch_from_environment({"PANES_SPARK_LAUNCH": "pipes", "PANES_SPARK_MASTER": "spark://m:7077",
+                                            "PANES_SPARK_SUBMIT_ARGS": "--py-files panes.zip --driver-memory 2g"})
+    assert (launch.through_pipes, launch.master, launch.submit_args) == \
+        (True, "spark://m:7077", ["--py-files", "panes.zip", "--driver-memory", "2g"])
+    assert spark_launch_from_environment({}).through_pipes is False
+    with pytest.raises(ValueError, match="PANES_SPARK_LAUNCH must be one of in_process, pipes, not 'yarn'"):
+        spark_launch_from_environment({"PANES_SPARK_LAUNCH": "yarn"})
+    built = build_definitions(PipelineConfig(), landing_root="l", lakehouse_root="h", spark_launch=launch)
+    assert type(built.resources["pyspark"]).__name__ == "LazyPySparkResource", "no driver in the run's process"

@@ -7,7 +7,8 @@ import dagster as dg
 import pytest
 
 from jobs import delta_io
-from jobs.tables import WINDOW_CHANGES
+from jobs import minute_partials as minute_partials_job
+from jobs.tables import MINUTE_PARTIALS, WINDOW_CHANGES, day_filter
 from orchestration.definitions import build_definitions
 from tests.landing import ensure_days, random_landing
 from windowing_core import reference
@@ -28,12 +29,14 @@ def days(first, last):
     return {day(i) for i in range(first, last + 1)}
 
 
-def materialize(defs, instance, selection, first, last):
+def materialize(defs, instance, selection, first, last, must_succeed=True):
     job = defs.resolve_implicit_global_asset_job_def()
     result = job.execute_in_process(instance=instance, asset_selection=[dg.AssetKey(s) for s in selection],
                                     tags={"dagster/asset_partition_range_start": first,
-                                          "dagster/asset_partition_range_end": last})
-    assert result.success
+                                          "dagster/asset_partition_range_end": last},
+                                    raise_on_error=must_succeed)
+    assert result.success or not must_succeed
+    return result.success
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +115,58 @@ def test_partials_rerun_alone_fires_the_windows_they_feed(setup):
     materialize(defs, instance, ["minute_partials"], day(4), day(4))
     result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
     assert requested(defs, result) == stale
+
+
+def test_a_failed_blocking_check_holds_back_the_window_days_that_read_the_bad_day(setup, spark, monkeypatch):
+    """A late file fires partials days 2 .. 4; a bug writes day 3 twice over, and its blocking
+    checks fail. The next ticks fire only the window days that read none of it (2 and 6: window
+    day D reads partials D - 2 .. D); once day 3 is repaired and passes, 3 .. 5 fire too."""
+    root, landing, defs, instance = setup
+    lake = str(root / "lake")
+    cursor = dg.evaluate_automation_conditions(defs=defs, instance=instance).cursor
+    _, sensor_cursor = sensor_tick(defs, instance, None)
+    line = json.dumps({"user_id": "k8", "timestamp": "2025-01-31T10:00:00Z", "value": 3, "event_id": "late-3",
+                       "arrival_time": "2025-02-01T09:00:00Z"})
+    (root / "landing" / day(4) / "late.json").write_text(line + "\n")
+    requests, _ = sensor_tick(defs, instance, sensor_cursor)
+    assert [r.partition_key for r in requests] == [day(4)]
+    materialize(defs, instance, ["events", "quarantine"], day(4), day(4))
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor)
+    assert requested(defs, result)["minute_partials"] == days(2, 4)
+
+    bad = FIRST + timedelta(days=3)
+    write = minute_partials_job.run
+
+    def run_writing_day_3_twice(spark_session, lakehouse, first, last, config):
+        written = write(spark_session, lakehouse, first, last, config)
+        if first <= bad <= last:
+            path, only = MINUTE_PARTIALS.path(lakehouse), day_filter("event_date", bad, bad)
+            rows = delta_io.read_table(spark_session, path, partition_filters=only)
+            doubled = spark_session.createDataFrame(rows.collect() * 2, rows.schema)
+            delta_io.replace_partitions(doubled, path, partition_by=["event_date"], partition_filters=only)
+        return written
+
+    monkeypatch.setattr(minute_partials_job, "run", run_writing_day_3_twice)
+    assert not materialize(defs, instance, ["minute_partials"], day(2), day(4), must_succeed=False)
+    monkeypatch.undo()
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert requested(defs, result) == {"window_changes": {day(2), day(6)}, "window_snapshot": {day(2), day(6)}}
+    for d in (2, 6):
+        materialize(defs, instance, ["window_changes", "window_snapshot"], day(d), day(d))
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert requested(defs, result) == {}, "window days 3 .. 5 stay held back"
+
+    materialize(defs, instance, ["minute_partials"], day(3), day(3))  # repaired; its checks pass
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert requested(defs, result) == {"window_changes": days(3, 5), "window_snapshot": days(3, 5)}
+    materialize(defs, instance, ["window_changes", "window_snapshot"], day(3), day(5))
+    k8 = sorted(tuple(r) for r in delta_io.read_table(spark, WINDOW_CHANGES.path(lake))
+                .where("key = 'k8'").select("window", "window_end", "count", "sum").collect())
+    event = Event("k8", reference.datetime.fromisoformat("2025-01-31T10:00:00+00:00"), 3, "late-3",
+                  FIRST + timedelta(days=4), "late.json", line,
+                  reference.datetime.fromisoformat("2025-02-01T09:00:00+00:00"), 1)
+    assert k8 == sorted((r.window, r.window_end.replace(tzinfo=None), *r.values)
+                        for r in reference.window_changes([event], CONFIG, FIRST, LAST))
 
 
 def requested(defs, result) -> dict[str, set[str]]:

@@ -1,0 +1,96 @@
+"""Where an asset's Spark job runs: in the Dagster run's process, or launched through Dagster Pipes.
+
+``in_process`` (the default): the job's functions run on the ``pyspark`` resource's session in
+the run's own process, a Spark driver per run (``local[*]``, a master, or Spark Connect).
+
+``pipes``: the asset launches ``spark-submit`` of the job's file (``jobs/<name>.py``, the same
+command line that runs it alone) with ``dg.PipesSubprocessClient``, as Dagster advises for Spark
+on a cluster. The driver runs in that process, not in Dagster's: its progress lines go to the
+run's log, and the job sends its result back (``jobs.pipes``), from which the asset records the
+same metadata as in-process. The Pipes messages travel through a temporary file, so the driver
+must run on the machine of the Dagster run (spark-submit's client deploy mode, the default);
+the executors run wherever the master puts them. The job file imports panes: ship it with
+``--py-files`` (a zip of ``jobs`` and ``windowing_core``) where the executors lack it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+
+import jobs
+from jobs import jvm_packages
+from windowing_core.config import PipelineConfig
+
+LAUNCHES = ("in_process", "pipes")
+
+
+class SparkLaunchResource(dg.ConfigurableResource):
+    """How the assets run their Spark jobs (``PANES_SPARK_LAUNCH``) and, through Pipes, with what."""
+
+    launch: str = "in_process"
+    master: str = "local[*]"
+    """spark-submit's ``--master`` (``PANES_SPARK_MASTER``)."""
+    submit_args: list[str] = []
+    """More spark-submit arguments (``PANES_SPARK_SUBMIT_ARGS``, split on spaces): ``--py-files``,
+    ``--conf``, ``--driver-memory`` ..."""
+    config_path: str | None = None
+    """The pipeline YAML the job loads (``PANES_CONFIG``); the Definitions were built from it."""
+
+    @property
+    def through_pipes(self) -> bool:
+        if self.launch not in LAUNCHES:
+            raise ValueError(f"PANES_SPARK_LAUNCH must be one of {', '.join(LAUNCHES)}, not {self.launch!r}")
+        return self.launch == "pipes"
+
+    def submit(self, context: dg.AssetExecutionContext, job: str, argv: list[str], config: PipelineConfig) -> dict:
+        """Run ``jobs/<job>.py argv`` under spark-submit through Pipes; the result it reported."""
+        if PipelineConfig.load(self.config_path) != config:  # the job loads its configuration itself
+            raise dg.Failure(f"the Definitions' pipeline configuration is not the one in config_path "
+                             f"({self.config_path or 'the default'}), which {job} would load")
+        package_root = Path(jobs.__file__).resolve().parent.parent
+        spark_home = os.environ.get("SPARK_HOME") or _pyspark_home()
+        # Delta's jars, by class path (the nodes hold the same files) unless submit_args say otherwise
+        classpath = jvm_packages.class_path()
+        jars = ["--driver-class-path", classpath, "--conf", f"spark.executor.extraClassPath={classpath}"]
+        command = [os.path.join(spark_home, "bin", "spark-submit"), "--master", self.master, *jars, *self.submit_args,
+                   str(package_root / "jobs" / f"{job}.py"), *argv,
+                   *(["--config", self.config_path] if self.config_path else [])]
+        context.log.info(f"launching through Dagster Pipes: {' '.join(command)}")
+        python = sys.executable  # the driver's Python: dagster-pipes and panes are installed here
+        env = {"SPARK_HOME": spark_home, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", python),
+               "PYSPARK_DRIVER_PYTHON": python,
+               "PYTHONPATH": os.pathsep.join(p for p in (str(package_root), os.environ.get("PYTHONPATH")) if p)}
+        invocation = dg.PipesSubprocessClient(env=env).run(command=command, context=context)
+        results = [m["result"] for m in invocation.get_custom_messages()
+                   if isinstance(m, Mapping) and m.get("job") == job]
+        if not results:
+            raise dg.Failure(f"{job} ended without reporting its result through Dagster Pipes")
+        return results[-1]
+
+
+def job_days(lakehouse_root: str, first: date, last: date) -> list[str]:
+    """The command-line arguments every job takes: the lakehouse and the days."""
+    return ["--lakehouse", lakehouse_root, "--date", first.isoformat(), "--until", last.isoformat()]
+
+
+def _pyspark_home() -> str:
+    import pyspark
+
+    return os.path.dirname(pyspark.__file__)
+
+
+def spark_launch_from_environment(environ: Mapping[str, str]) -> SparkLaunchResource:
+    resource = SparkLaunchResource(
+        launch=environ.get("PANES_SPARK_LAUNCH", "in_process") or "in_process",
+        master=environ.get("PANES_SPARK_MASTER", "local[*]"),
+        submit_args=environ.get("PANES_SPARK_SUBMIT_ARGS", "").split(),
+        config_path=environ.get("PANES_CONFIG") or None,
+    )
+    resource.through_pipes  # a bad PANES_SPARK_LAUNCH fails when the Definitions load
+    return resource
