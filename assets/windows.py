@@ -1,4 +1,5 @@
-"""``window_changes`` and ``window_snapshot``: every configured window, by day of window end."""
+"""``window_changes`` and ``window_snapshot``: every configured window, by day of window end; with
+session windows, also ``session_state`` (their open sessions, carried from day to day)."""
 
 from datetime import date, datetime, time, timedelta, timezone
 
@@ -10,7 +11,7 @@ from assets.partitions import daily_partitions, day_range, frames_of_window_day
 from assets.resources import LakehouseResource
 from assets.spark_work import spark_work
 from jobs import delta_io, sliding_windows
-from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, SESSION_STATE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from windowing_core.config import PipelineConfig
 
 
@@ -30,7 +31,12 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
     reach = frames_of_window_day(config)
     frames = [dg.AssetDep(t.name, partition_mapping=reach)
               for t in (MINUTE_PARTIALS, *([DAILY_PARTIALS] if sliding_windows.reads_day_tiles(config) else []))]
-    windows = "; ".join(w.describe() for w in config.windows)
+    windows = "; ".join(w.describe() for w in (*config.windows, *config.sessions))
+    sessions = [dg.AssetSpec(SESSION_STATE.name, group_name="windows", kinds={"spark", "delta"}, deps=frames,
+                             metadata=column_schema(SESSION_STATE, config),
+                             description="Per session window and day, each key's session still open at the "
+                                         "day's end: what the next day's sessions continue from.")
+                ] if config.sessions else []
 
     # The snapshot of day D continues from the snapshot of D - 1, but that edge is not declared:
     # Dagster's automation then also requests the day before every late firing (measured in
@@ -45,6 +51,7 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
             dg.AssetSpec(WINDOW_SNAPSHOT.name, group_name="windows", kinds={"spark", "delta"},
                          deps=frames, metadata=column_schema(WINDOW_SNAPSHOT, config),
                          description="Each key's state per window as of the day's last window end."),
+            *sessions,
         ],
         partitions_def=daily_partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
@@ -64,5 +71,14 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
             "dagster/row_count": result["snapshots"]["rows_written"], **shared,
             "path": dg.MetadataValue.path(WINDOW_SNAPSHOT.path(lakehouse.lakehouse_root)),
         })
+        if config.sessions:
+            mark = result["session_watermark"]
+            yield dg.MaterializeResult(asset_key=SESSION_STATE.name, metadata={
+                "dagster/row_count": result["session_state"]["rows_written"], **shared,
+                # sessions ending at or before it are closed (one final row each in window_changes)
+                "session_watermark": "none (no frames)" if mark is None else
+                datetime.fromtimestamp(mark / 1_000_000, timezone.utc).isoformat(),
+                "path": dg.MetadataValue.path(SESSION_STATE.path(lakehouse.lakehouse_root)),
+            })
 
     return sliding

@@ -30,7 +30,7 @@ from jobs import delta_io
 from jobs.sliding_windows import reads_day_tiles
 from jobs.tables import (
     DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, Table, day_filter,
-    frame_stamp, partial_columns,
+    frame_stamp, frame_times, partial_columns,
 )
 from windowing_core.config import PipelineConfig
 
@@ -101,6 +101,8 @@ def with_frame_start(events: DataFrame, bucket_seconds: int) -> DataFrame:
 def to_partials(events: DataFrame, config: PipelineConfig) -> DataFrame:
     """Group a day's events into frames with each aggregation's ``spark_accumulate``."""
     folds = [F.count(F.lit(1)).alias("event_count")]
+    if frame_times(config):  # sessions: a frame's first and last event time (``windowing_core.sessions``)
+        folds += [F.min("event_time").alias("first_event_time"), F.max("event_time").alias("last_event_time")]
     for agg in config.aggregations:
         folds += [c.alias(name) for c, name in
                   zip(agg.spark_accumulate(F.col("value"), F.col("event_time")), agg.field_columns(), strict=True)]
@@ -138,7 +140,7 @@ def minute_partials(events: DataFrame, config: PipelineConfig, first: date,
         unique.where(~is_late)
         .transform(with_frame_start, config.bucket)
         .transform(to_partials, config)
-        .select("key", "frame_start", "event_count", *partial_columns(config), "event_date")
+        .select("key", "frame_start", *frame_times(config), "event_count", *partial_columns(config), "event_date")
     )
     late_columns = [*EVENT_COLUMNS, F.lit(BEHIND_WATERMARK).alias("reason"), "event_date", "arrival_date"]
     if config.late_policy == "drop":

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from jobs import delta_io
 from jobs.tables import (
-    DAILY_PARTIALS, MINUTE_PARTIALS, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter,
+    DAILY_PARTIALS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter,
     declared_columns, frame_stamp, partial_columns,
 )
 from windowing_core.aggregations import Aggregation
@@ -468,6 +468,8 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     rows are written.
     """
     delta_io.require_stamp(MINUTE_PARTIALS.path(lakehouse), frame_stamp(config))
+    if not config.windows:  # only session windows (jobs.session_windows)
+        return None, {"baseline": {}, "persisted": []}
     plans = {spec.name: _Plan(spec, config, first, last) for spec in config.windows}
     continued = continued_windows(spark, lakehouse, first - timedelta(days=1), config)
     previous = read_snapshot(spark, lakehouse, first - timedelta(days=1), continued)
@@ -504,18 +506,30 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
 
 
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
-    """Compute days ``first .. last`` and replace both tables' partitions, from one pass."""
+    """Compute days ``first .. last`` and replace both tables' partitions, from one pass; with
+    session windows configured, their rows and ``session_state`` join the same write
+    (``jobs.session_windows``)."""
+    from jobs import session_windows  # it reuses this module's helpers
+
     rows, info = sliding_windows(spark, lakehouse, first, last, config)
+    sessions, session_info = session_windows.session_windows(spark, lakehouse, first, last, config)
+    rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), [r for r in (rows, sessions) if r is not None])
     days = day_filter("date", first, last)
     targets = {t.name: delta_io.Target(t.path(lakehouse), [c for c, _ in declared_columns(t.name, config)],
                                        list(t.partition_by), days) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
+    if config.sessions:
+        targets[SESSION_STATE.name] = session_windows.state_target(lakehouse, first, last, config)
+        declared = {c: t for name in targets for c, t in declared_columns(name, config)}
+        rows = rows.select("*", *[F.lit(None).cast(declared[c]).alias(c) for c in declared if c not in rows.columns])
     try:
         written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets)
     finally:
         for df in info["persisted"]:
             df.unpersist()
     return {"changes": written[WINDOW_CHANGES.name], "snapshots": written[WINDOW_SNAPSHOT.name],
-            "baseline": info["baseline"]}
+            "baseline": {**info["baseline"], **session_info["baseline"]},
+            **({"session_state": written[SESSION_STATE.name], "session_watermark": session_info["watermark"]}
+               if config.sessions else {})}
 
 
 def main(argv: list[str] | None = None) -> int:
