@@ -11,7 +11,7 @@ from assets.partitions import daily_partitions, day_range, frames_of_window_day
 from assets.resources import LakehouseResource
 from assets.spark_work import spark_work
 from jobs import delta_io, sliding_windows
-from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, SESSION_STATE, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import ARRIVAL_PARTIALS, DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, SESSION_STATE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from windowing_core.config import PipelineConfig
 
 
@@ -31,6 +31,9 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
     reach = frames_of_window_day(config)
     frames = [dg.AssetDep(t.name, partition_mapping=reach)
               for t in (MINUTE_PARTIALS, *([DAILY_PARTIALS] if sliding_windows.reads_day_tiles(config) else []))]
+    if config.arrival_windows:  # arrival frames of day D were written by the partials of D - L .. D
+        frames.append(dg.AssetDep(ARRIVAL_PARTIALS.name, partition_mapping=frames_of_window_day(
+            config, extra_days=config.allowed_lateness_days)))
     windows = "; ".join(w.describe() for w in (*config.windows, *config.sessions))
     sessions = [dg.AssetSpec(SESSION_STATE.name, group_name="windows", kinds={"spark", "delta"}, deps=frames,
                              metadata=column_schema(SESSION_STATE, config),
@@ -63,6 +66,10 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
             result = sliding_windows.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
         shared = {"window_end_days": days, "windows": windows, "baseline": result["baseline"],
                   **finality(lakehouse.lakehouse_root, last, config)}
+        if config.arrival_windows:
+            shared["arrival_time_windows"] = (
+                f"{', '.join(w.name for w in config.arrival_windows)}: never late; final once their arrival "
+                "day is ingested and the partials of the event days it reaches have run")
         yield dg.MaterializeResult(asset_key=WINDOW_CHANGES.name, metadata={
             "dagster/row_count": result["changes"]["rows_written"], **shared,
             "path": dg.MetadataValue.path(WINDOW_CHANGES.path(lakehouse.lakehouse_root)),

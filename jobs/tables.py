@@ -33,9 +33,12 @@ DAILY_PARTIALS = Table("daily_partials", ("event_date",))  # per key and day: th
 WINDOW_CHANGES = Table("window_changes", ("date",))
 WINDOW_SNAPSHOT = Table("window_snapshot", ("date",))
 SESSION_STATE = Table("session_state", ("date",))  # open sessions carried to the next day
+# Frames by arrival time, for ``time: arrival`` windows: written by the partials job of the
+# events' event days (so partitioned by it), and read by the day of the arrival frame.
+ARRIVAL_PARTIALS = Table("arrival_partials", ("event_date", "frame_date"))
 
 ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, DAILY_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT,
-              SESSION_STATE)
+              SESSION_STATE, ARRIVAL_PARTIALS)
 
 _EVENT_FIELDS = [("key", "string"), ("event_time", "timestamp"), ("value", "bigint"), ("event_id", "string"),
                  ("arrival_time", "timestamp"), ("source_file", "string"), ("line", "int")]
@@ -107,6 +110,9 @@ def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]
         return [("key", "string"), ("window", "string"), ("window_start", "timestamp"), ("as_of", "timestamp"),
                 ("event_count", "bigint"),
                 *_fields(a for a in config.aggregations if a.invertible), *_outputs(config), ("date", "date")]
+    if table == ARRIVAL_PARTIALS.name:
+        return [("key", "string"), ("frame_start", "timestamp"), ("event_count", "bigint"),
+                *_fields(config.aggregations), ("event_date", "date"), ("frame_date", "date")]
     if table == SESSION_STATE.name:
         # Per session window and day: each key's session still open at the day's end (its
         # running partials, every aggregation's), and one row with a null key saying the day
@@ -137,6 +143,7 @@ _NOTES = {
     "last_event_time": "the frame's (or open session's) last event time",
     "gap_seconds": "the session window's gap the row was made with",
     "max_length_seconds": "the session window's max_length the row was made with (null: none)",
+    "frame_date": "partition: the day of frame_start (UTC); in arrival_partials the frame is of arrival time",
     "as_of": "the state is of [window_start, as_of): the day's last window end",
     "arrival_date": "partition: the day the record landed (UTC)",
     "event_date": "partition: the day of event_time (UTC)",

@@ -18,7 +18,7 @@ _TOP_LEVEL = {"key_field", "value_field", "bucket", "allowed_lateness", "windows
               "late_policy", "max_out_of_orderness", "watermark_scope", "freshness_slack"}
 LATE_POLICIES = ("include", "drop")
 WATERMARK_SCOPES = ("global", "key")
-_WINDOW_KEYS = {"length", "slide", "offset", "emit"}
+_WINDOW_KEYS = {"length", "slide", "offset", "emit", "time"}
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,11 @@ class PipelineConfig:
         """The longest sliding window, or session gap: how far back a day's frames reach (a
         session reaches further only through its carried state)."""
         return max([w.length for w in self.windows] + [s.gap for s in self.sessions])
+
+    @property
+    def arrival_windows(self) -> tuple[WindowSpec, ...]:
+        """The sliding windows placing events by arrival time (``time: arrival``)."""
+        return tuple(w for w in self.windows if w.time == "arrival")
 
     @property
     def window_names(self) -> list[str]:
@@ -159,7 +164,7 @@ def _window(name: str, spec: Any, bucket: int) -> WindowSpec | SessionSpec:
     if "length" not in spec:
         raise ValueError(f"windows.{name}.length is required")
     return WindowSpec.of(str(name), spec["length"], spec.get("slide"), spec.get("offset", 0),
-                         bucket, spec.get("emit", "changes"))
+                         bucket, spec.get("emit", "changes"), spec.get("time", "event"))
 
 
 def _field_name(label: str, value: Any) -> str:

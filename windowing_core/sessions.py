@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from windowing_core.window_spec import DAY_SECONDS, format_duration, parse_duration
+from windowing_core.window_spec import DAY_SECONDS, check_time, format_duration, parse_duration
 
-SESSION_FIELDS = {"gap", "max_length", "emit"}
+SESSION_FIELDS = {"gap", "max_length", "emit", "time"}
 """What a session window may declare; ``length``, ``slide``, ``offset`` are a sliding window's."""
 
 
@@ -75,6 +75,9 @@ class SessionSpec:
         unknown = set(spec) - SESSION_FIELDS
         if unknown:
             raise ValueError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        check_time(where, spec.get("time", "event"))
+        if spec.get("time", "event") != "event":
+            raise ValueError(f"{where}.time: session windows by arrival time are not built yet; use 'event'")
         return cls.of(str(name), spec["gap"], bucket, spec.get("max_length"), spec.get("emit", "final"))
 
     def __post_init__(self) -> None:

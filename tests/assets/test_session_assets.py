@@ -36,8 +36,8 @@ def test_a_range_run_materialises_sessions_beside_sliding_windows_and_their_chec
     assert {"window_ends_on_grid", "window_length_matches_spec", "no_repeated_change_points",
             "changes_conserve_frames", "windows_declared"} <= window_checks
     failed = [(e.asset_key.to_user_string(), e.check_name, e.partition, e.description)
-              for e in evaluations if not e.passed]
-    assert failed == []
+              for e in evaluations if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
+    assert failed == []  # warnings may fire: random_landing has malformed lines and negative values
 
     expected = sorted((r.key, r.window_start.replace(tzinfo=None), r.window_end.replace(tzinfo=None), *r.values)
                       for r in session_rows([e for e in landing.events if e.arrival_date <= LAST], CONFIG, FIRST, LAST))
