@@ -470,13 +470,14 @@ def window_values(frames: DataFrame, baseline: DataFrame, tiles: DataFrame | Non
 
 
 def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
-                    config: PipelineConfig, clock: str = "event") -> tuple[DataFrame, dict]:
+                    config: PipelineConfig, clock: str = "event") -> tuple[DataFrame | None, dict]:
     """The rows of both tables (``table_rows``) of every configured window, for days ``first .. last``.
 
-    All windows come from one read of the minute partials: the union of the frames each needs.
-    ``info["baseline"]`` says per window whether it continued from the snapshot of the day before
-    ``first`` or was bootstrapped; ``info["persisted"]`` lists what the caller unpersists once the
-    rows are written.
+    All windows come from one read of the minute partials: the union of the frames each needs
+    (with ``clock="arrival"``, of the frames by arrival time: ``jobs.arrival_frames``). The rows
+    are None for a configuration without sliding windows. ``info["baseline"]`` says per window
+    whether it continued from the snapshot of the day before ``first`` or was bootstrapped;
+    ``info["persisted"]`` lists what the caller unpersists once the rows are written.
     """
     delta_io.require_stamp(MINUTE_PARTIALS.path(lakehouse), frame_stamp(config))
     if not config.windows:  # only session windows (jobs.session_windows)
@@ -538,7 +539,8 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         info = {"baseline": {**info["baseline"], **arrival_info["baseline"]},
                 "persisted": info["persisted"] + arrival_info["persisted"]}
     sessions, session_info = session_windows.session_windows(spark, lakehouse, first, last, config)
-    rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), [r for r in (rows, sessions) if r is not None])
+    rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
+                  [r for r in (rows, sessions) if r is not None])
     days = day_filter("date", first, last)
     targets = {t.name: delta_io.Target(t.path(lakehouse), [c for c, _ in declared_columns(t.name, config)],
                                        list(t.partition_by), days) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
