@@ -15,7 +15,7 @@ from assets.spark_work import SPARK_POOL, spark_work
 from jobs import delta_io
 from jobs import minute_partials as job
 from jobs.sliding_windows import reads_day_tiles
-from jobs.tables import DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS
+from jobs.tables import ARRIVAL_PARTIALS, DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
 
@@ -28,6 +28,11 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
                           metadata=column_schema(MINUTE_PARTIALS, config),
                           description=f"One row per key and {config.bucket}s frame: event_count and the "
                                       f"partials of {aggregations}.")]
+    if config.arrival_windows:
+        specs.append(dg.AssetSpec(ARRIVAL_PARTIALS.name, group_name="windows", kinds={"spark", "delta"},
+                                  deps=[arrivals], metadata=column_schema(ARRIVAL_PARTIALS, config),
+                                  description="The same partials per key and frame of arrival time, for the "
+                                  "time: arrival windows; by event day (of the run) and frame day."))
     if tiles:
         specs.append(dg.AssetSpec(DAILY_PARTIALS.name, group_name="windows", kinds={"spark", "delta"},
                                   deps=[arrivals], metadata=column_schema(DAILY_PARTIALS, config),
@@ -67,6 +72,11 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
             "writer": written["writer"],
             "path": dg.MetadataValue.path(MINUTE_PARTIALS.path(lakehouse.lakehouse_root)),
         })
+        if config.arrival_windows:
+            yield dg.MaterializeResult(asset_key=ARRIVAL_PARTIALS.name, metadata={
+                "dagster/row_count": written["arrival_rows_written"], **shared,
+                "path": dg.MetadataValue.path(ARRIVAL_PARTIALS.path(lakehouse.lakehouse_root)),
+            })
         if not tiles:
             return
         add_day_metadata(context, DAILY_PARTIALS.name, {

@@ -65,9 +65,10 @@ def arrivals_of_event_day(config: PipelineConfig) -> dg.TimeWindowPartitionMappi
     return _mapping(0, config.allowed_lateness_days)
 
 
-def frames_of_window_day(config: PipelineConfig) -> dg.TimeWindowPartitionMapping:
-    """Window ends on day D see frames from D - ceil(W) - 1 (the frame leaving first) to D."""
-    reach = math.ceil(config.longest_window / DAY_SECONDS) + 1
+def frames_of_window_day(config: PipelineConfig, extra_days: int = 0) -> dg.TimeWindowPartitionMapping:
+    """Window ends on day D see frames from D - ceil(W) - 1 (the frame leaving first) to D
+    (``extra_days`` earlier still for frames written by earlier days' runs: arrival frames)."""
+    reach = math.ceil(config.longest_window / DAY_SECONDS) + 1 + extra_days
     return _mapping(-reach, 0)
 
 

@@ -1,4 +1,5 @@
-"""``window_changes`` and ``window_snapshot``: every configured window, by day of window end."""
+"""``window_changes`` and ``window_snapshot``: every configured window, by day of window end; with
+session windows, also ``session_state`` (their open sessions, carried from day to day)."""
 
 from datetime import date, datetime, time, timedelta, timezone
 
@@ -12,7 +13,9 @@ from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource, job_days
 from assets.spark_work import SPARK_POOL, spark_work
 from jobs import delta_io, sliding_windows
-from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import (
+    ARRIVAL_PARTIALS, DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, SESSION_STATE, WINDOW_CHANGES, WINDOW_SNAPSHOT,
+)
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
 
@@ -33,7 +36,15 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
     reach = frames_of_window_day(config)
     frames = [dg.AssetDep(t.name, partition_mapping=reach)
               for t in (MINUTE_PARTIALS, *([DAILY_PARTIALS] if sliding_windows.reads_day_tiles(config) else []))]
-    windows = "; ".join(w.describe() for w in config.windows)
+    if config.arrival_windows:  # arrival frames of day D were written by the partials of D - L .. D
+        frames.append(dg.AssetDep(ARRIVAL_PARTIALS.name, partition_mapping=frames_of_window_day(
+            config, extra_days=config.allowed_lateness_days)))
+    windows = "; ".join(w.describe() for w in (*config.windows, *config.sessions))
+    sessions = [dg.AssetSpec(SESSION_STATE.name, group_name="windows", kinds={"spark", "delta"}, deps=frames,
+                             metadata=column_schema(SESSION_STATE, config),
+                             description="Per session window and day, each key's session still open at the "
+                                         "day's end: what the next day's sessions continue from.")
+                ] if config.sessions else []
 
     # The snapshot of day D continues from the snapshot of D - 1, but that edge is not declared:
     # Dagster's automation then also requests the day before every late firing (measured in
@@ -48,6 +59,7 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
             dg.AssetSpec(WINDOW_SNAPSHOT.name, group_name="windows", kinds={"spark", "delta"},
                          deps=frames, metadata=column_schema(WINDOW_SNAPSHOT, config),
                          description="Each key's state per window as of the day's last window end."),
+            *sessions,
         ],
         partitions_def=daily_partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
@@ -69,6 +81,10 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         for table in (WINDOW_CHANGES, WINDOW_SNAPSHOT):
             add_day_metadata(context, table.name, {
                 day: {"dagster/row_count": rows} for day, rows in rows_by_day(table.path(root), "date", window_days).items()})
+        if config.arrival_windows:
+            shared["arrival_time_windows"] = (
+                f"{', '.join(w.name for w in config.arrival_windows)}: never late; final once their arrival "
+                "day is ingested and the partials of the event days it reaches have run")
         yield dg.MaterializeResult(asset_key=WINDOW_CHANGES.name, metadata={
             "rows_written_in_run": result["changes"]["rows_written"], **shared,
             "path": dg.MetadataValue.path(WINDOW_CHANGES.path(lakehouse.lakehouse_root)),
@@ -77,5 +93,14 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
             "rows_written_in_run": result["snapshots"]["rows_written"], **shared,
             "path": dg.MetadataValue.path(WINDOW_SNAPSHOT.path(lakehouse.lakehouse_root)),
         })
+        if config.sessions:
+            mark = result["session_watermark"]
+            yield dg.MaterializeResult(asset_key=SESSION_STATE.name, metadata={
+                "dagster/row_count": result["session_state"]["rows_written"], **shared,
+                # sessions ending at or before it are closed (one final row each in window_changes)
+                "session_watermark": "none (no frames)" if mark is None else
+                datetime.fromtimestamp(mark / 1_000_000, timezone.utc).isoformat(),
+                "path": dg.MetadataValue.path(SESSION_STATE.path(lakehouse.lakehouse_root)),
+            })
 
     return sliding

@@ -119,10 +119,10 @@ def catalog(config: PipelineConfig) -> list[Check]:
               "Rows for a window that is not configured (a stale name, a typo): nobody reads them."),
         Check("window_ends_on_grid", WINDOW_CHANGES.name, ERROR,
               "A window_end off its window's slide grid (offset + k * slide): the windows are "
-              "shifted, so every value is of the wrong interval."),
+              "shifted, so every value is of the wrong interval. Session windows have no grid: exempt."),
         Check("window_length_matches_spec", WINDOW_CHANGES.name, ERROR,
               "window_start is not window_end minus the window's length: the row misstates its "
-              "interval."),
+              "interval. A session's length is its own: exempt."),
         Check("window_ends_inside_partition", WINDOW_CHANGES.name, ERROR,
               "Change points stored under another day than their window_end's: a re-run of one "
               "day would leave or drop them."),
@@ -131,7 +131,8 @@ def catalog(config: PipelineConfig) -> list[Check]:
         Check("no_repeated_change_points", WINDOW_CHANGES.name, ERROR,
               "Two consecutive change points of a key and window with the same values (the first "
               "of a day compared with the previous day's snapshot): a broken change filter, which "
-              "also breaks the 'only changes' row budget. Windows emitting 'final' rows are exempt."),
+              "also breaks the 'only changes' row budget. Windows emitting 'final' rows (and "
+              "sessions) are exempt."),
         Check("counts_non_negative", WINDOW_CHANGES.name, ERROR,
               "A negative windowed count or event_count: a frame deducted that never entered, or "
               "deducted twice."),

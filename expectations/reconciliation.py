@@ -264,7 +264,7 @@ class RangeFold:
 def frames_reach_days(config: PipelineConfig) -> int:
     """Event days before a window day whose frames a recomputation may need: the longest window
     plus its slide (the window just before the day's first end), rounded up, plus one."""
-    return math.ceil(max(w.length + w.slide for w in config.windows) / DAY_SECONDS) + 1
+    return math.ceil(max((w.length + w.slide for w in config.windows), default=0) / DAY_SECONDS) + 1
 
 
 def python_combinable(aggregation: Aggregation) -> bool:

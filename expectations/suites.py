@@ -109,7 +109,7 @@ def _window_name_checks(config: PipelineConfig) -> Pairs:
         ("keys_not_null", gxe.ExpectColumnValuesToNotBeNull(column="key")),
         ("windows_declared", gxe.ExpectColumnValuesToNotBeNull(column="window")),
         ("windows_declared", gxe.ExpectColumnValuesToBeInSet(column="window",
-                                                             value_set=[w.name for w in config.windows])),
+                                                             value_set=config.window_names)),
     ]
 
 
@@ -199,12 +199,18 @@ def window_snapshot_suite(config: PipelineConfig) -> Suite:
 
 
 def _per_window(config: PipelineConfig, value: Callable[[WindowSpec], Column]) -> Column:
-    """A CASE over the row's window name; null for a window that is not configured."""
+    """A CASE over the row's sliding window name; null for a session window (no grid, no
+    fixed length) or a window that is not configured."""
     case = None
     for spec in config.windows:
         branch = F.col("window") == spec.name
         case = F.when(branch, value(spec)) if case is None else case.when(branch, value(spec))
-    return case
+    return F.lit(None) if case is None else case
+
+
+def is_session(config: PipelineConfig) -> Column:
+    """Whether a row is of a session window: the grid, length and repetition rules skip it."""
+    return F.col("window").isin([s.name for s in config.sessions]) if config.sessions else F.lit(False)
 
 
 def empty_values(config: PipelineConfig) -> dict[str, Column]:
@@ -256,7 +262,7 @@ def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | No
     current = {v: F.col(v) for v in values}
     previous = {v: F.col(f"__previous_{v}") for v in values}
     final = _per_window(config, lambda s: F.lit(s.emit == "final"))  # one row per window: may repeat
-    repeats = F.when(final, F.lit(None).cast("boolean")).when(
+    repeats = F.when(final | is_session(config), F.lit(None).cast("boolean")).when(
         F.col("__has_previous"), same_values(config, current, previous))
     if previous_snapshot is not None and continued:
         repeats = repeats.when(F.col("window").isin(sorted(continued)), same_values(config, current, carried))
@@ -265,8 +271,9 @@ def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | No
 
 
 def _window_lengths(end: Column, config: PipelineConfig) -> dict[str, Column]:
-    """A row's window length (``end`` minus its window_start) beside its window's declared one."""
-    return {"window_length_seconds": end - F.unix_seconds("window_start"),
+    """A row's window length (``end`` minus its window_start) beside its window's declared one;
+    both null for a session, whose length is its own."""
+    return {"window_length_seconds": F.when(~is_session(config), end - F.unix_seconds("window_start")),
             "declared_length_seconds": _per_window(config, lambda s: F.lit(s.length).cast("long"))}
 
 

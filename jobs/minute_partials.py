@@ -26,11 +26,11 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io, pipes
+from jobs import arrival_frames, delta_io, pipes
 from jobs.sliding_windows import reads_day_tiles
 from jobs.tables import (
-    DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, Table, day_filter,
-    frame_stamp, partial_columns,
+    ARRIVAL_PARTIALS, DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, Table, day_filter,
+    frame_stamp, frame_times, partial_columns,
 )
 from windowing_core.config import PipelineConfig
 
@@ -101,6 +101,8 @@ def with_frame_start(events: DataFrame, bucket_seconds: int) -> DataFrame:
 def to_partials(events: DataFrame, config: PipelineConfig) -> DataFrame:
     """Group a day's events into frames with each aggregation's ``spark_accumulate``."""
     folds = [F.count(F.lit(1)).alias("event_count")]
+    if frame_times(config):  # sessions: a frame's first and last event time (``windowing_core.sessions``)
+        folds += [F.min("event_time").alias("first_event_time"), F.max("event_time").alias("last_event_time")]
     for agg in config.aggregations:
         folds += [c.alias(name) for c, name in
                   zip(agg.spark_accumulate(F.col("value"), F.col("event_time")), agg.field_columns(), strict=True)]
@@ -127,18 +129,27 @@ def minute_partials(events: DataFrame, config: PipelineConfig, first: date,
                     last: date) -> tuple[DataFrame, DataFrame]:
     """Accepted events (from all arrival days that can hold them) to partials of event days,
     and the events kept as late under the late policy."""
+    partials, late, _ = frame_sets(events, config, first, last)
+    return partials, late
+
+
+def frame_sets(events: DataFrame, config: PipelineConfig, first: date,
+               last: date) -> tuple[DataFrame, DataFrame, DataFrame | None]:
+    """``minute_partials``' two results, and where a window is by arrival time the same
+    accepted events' frames by arrival time (``jobs.arrival_frames``), else None."""
     if config.late_policy == "drop":  # the watermark runs over every arrival, whatever its day
         events = events.transform(with_watermark, config)
         carried = [*EVENT_COLUMNS, "watermark"]  # late events are kept whole
         is_late = F.coalesce(F.col("event_time") < F.col("watermark"), F.lit(False))
     else:
-        carried, is_late = ["key", "event_time", "value"], F.lit(False)
+        carried = ["key", "event_time", "value", *(["arrival_time"] if config.arrival_windows else [])]
+        is_late = F.lit(False)
     unique = events.transform(filter_event_days, first, last).transform(deduplicate_across_arrivals, carried)
     partials = (
         unique.where(~is_late)
         .transform(with_frame_start, config.bucket)
         .transform(to_partials, config)
-        .select("key", "frame_start", "event_count", *partial_columns(config), "event_date")
+        .select("key", "frame_start", *frame_times(config), "event_count", *partial_columns(config), "event_date")
     )
     late_columns = [*EVENT_COLUMNS, F.lit(BEHIND_WATERMARK).alias("reason"), "event_date", "arrival_date"]
     if config.late_policy == "drop":
@@ -146,7 +157,8 @@ def minute_partials(events: DataFrame, config: PipelineConfig, first: date,
     else:  # nothing is late: the same schema, and no second pass over the events
         shape = events.withColumn("event_date", F.to_date("event_time")).select(*late_columns)
         late = events.sparkSession.createDataFrame([], shape.schema)
-    return partials, late
+    arrival = arrival_frames.arrival_partials(unique.where(~is_late), config) if config.arrival_windows else None
+    return partials, late, arrival
 
 
 def arrival_days(first: date, last: date, config: PipelineConfig) -> tuple[date, date]:
@@ -170,7 +182,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     daily_partials (where kept) and (behind the watermark) late_events in one routed write."""
     events = delta_io.read_table(spark, EVENTS.path(lakehouse),
                                  partition_filters=day_filter("arrival_date", *arrival_days(first, last, config)))
-    partials, late = minute_partials(events, config, first, last)
+    partials, late, arrival = frame_sets(events, config, first, last)
     days = day_filter("event_date", first, last)
     late_days = [*days, ("reason", "=", BEHIND_WATERMARK)]
     late_path = LATE_EVENTS.path(lakehouse)
@@ -183,6 +195,8 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     tables = [(MINUTE_PARTIALS, partials, days)]
     if reads_day_tiles(config):
         tables.append((DAILY_PARTIALS, to_daily_partials(partials, config), days))
+    if arrival is not None:  # every arrival frame the event days hold, whatever its own day
+        tables.append((ARRIVAL_PARTIALS, arrival, days))
     if write_late:
         # Under ``include`` nothing is late: written only to create the table, or to empty
         # what an earlier ``drop`` run kept there (the Delta log says, without a Spark job).
@@ -193,6 +207,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         return written[table.name]["rows_written"] if table.name in written else None
 
     return {**written[MINUTE_PARTIALS.name], "daily_rows_written": rows(DAILY_PARTIALS),
+            "arrival_rows_written": rows(ARRIVAL_PARTIALS),
             "late_rows_written": rows(LATE_EVENTS) or 0}
 
 

@@ -21,17 +21,19 @@ day tiles in between, and one small snapshot, whatever the length.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, timedelta
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io, pipes
+from jobs import arrival_frames, delta_io, pipes
 from jobs.errors import MissingInputError
 from jobs.tables import days as day_range
 from jobs.tables import (
-    DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter,
+    DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT,
+    day_filter,
     declared_columns, frame_stamp, partial_columns,
 )
 from windowing_core.aggregations import Aggregation
@@ -92,7 +94,7 @@ def reads_day_tiles(config: PipelineConfig) -> bool:
     the previous snapshot, and without the tiles the partials job is 1.46x faster at 10^4 events
     and 1.30x at 10^7 (``bench.variants --pair "daily tiles"``)."""
     return (any(not a.invertible for a in config.aggregations)
-            and any(tile_size(spec) == DAY_SECONDS for spec in config.windows))
+            and any(tile_size(spec) == DAY_SECONDS for spec in config.windows if spec.time == "event"))
 
 
 # -- invertible aggregations: a running sum of entering and leaving deltas ------------------------
@@ -378,15 +380,25 @@ class _Plan:
         return self.delta_ranges + self.exact_ranges
 
 
-def _read_frames(spark: SparkSession, lakehouse: str, ranges: list[tuple[int, int]]) -> DataFrame:
-    """Minute partials of frames starting in any range, reading only the days that hold them."""
-    partials = delta_io.read_table(spark, MINUTE_PARTIALS.path(lakehouse),
-                                   partition_filters=[("event_date", "in", _days_of(*ranges))])
+def _read_frames(spark: SparkSession, lakehouse: str, ranges: list[tuple[int, int]],
+                 config: PipelineConfig | None = None, clock: str = "event") -> DataFrame:
+    """Minute partials of frames starting in any range, reading only the days that hold them
+    (for ``time: arrival`` windows the frames by arrival time, ``jobs.arrival_frames``)."""
+    if clock == "arrival":
+        partials = arrival_frames.read_frames(spark, lakehouse, _days_of(*ranges), config)
+    else:
+        partials = delta_io.read_table(spark, MINUTE_PARTIALS.path(lakehouse),
+                                       partition_filters=[("event_date", "in", _days_of(*ranges))])
     return partials.where(_in_ranges(_seconds(), ranges))
 
 
-def _read_day_tiles(spark: SparkSession, lakehouse: str, days: list[str]) -> DataFrame:
-    tiles = delta_io.read_table(spark, DAILY_PARTIALS.path(lakehouse), partition_filters=[("event_date", "in", days)])
+def _read_day_tiles(spark: SparkSession, lakehouse: str, days: list[str], config: PipelineConfig | None = None,
+                    clock: str = "event") -> DataFrame:
+    if clock == "arrival":
+        tiles = arrival_frames.read_day_tiles(spark, lakehouse, days, config)
+    else:
+        tiles = delta_io.read_table(spark, DAILY_PARTIALS.path(lakehouse),
+                                    partition_filters=[("event_date", "in", days)])
     return tiles.withColumn("tile", _utc_midnight(F.col("event_date")))
 
 
@@ -505,15 +517,18 @@ def window_values(frames: DataFrame, baseline: DataFrame, tiles: DataFrame | Non
 
 
 def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
-                    config: PipelineConfig) -> tuple[DataFrame, dict]:
+                    config: PipelineConfig, clock: str = "event") -> tuple[DataFrame | None, dict]:
     """The rows of both tables (``table_rows``) of every configured window, for days ``first .. last``.
 
-    All windows come from one read of the minute partials: the union of the frames each needs.
-    ``info["baseline"]`` says per window whether it continued from the snapshot of the day before
-    ``first`` or was bootstrapped; ``info["persisted"]`` lists what the caller unpersists once the
-    rows are written.
+    All windows come from one read of the minute partials: the union of the frames each needs
+    (with ``clock="arrival"``, of the frames by arrival time: ``jobs.arrival_frames``). The rows
+    are None for a configuration without sliding windows. ``info["baseline"]`` says per window
+    whether it continued from the snapshot of the day before ``first`` or was bootstrapped;
+    ``info["persisted"]`` lists what the caller unpersists once the rows are written.
     """
     delta_io.require_stamp(MINUTE_PARTIALS.path(lakehouse), frame_stamp(config))
+    if not config.windows:  # only session windows (jobs.session_windows)
+        return None, {"baseline": {}, "persisted": []}
     plans = {spec.name: _Plan(spec, config, first, last) for spec in config.windows}
     continued = continued_windows(spark, lakehouse, first - timedelta(days=1), config)
     previous = read_snapshot(spark, lakehouse, first - timedelta(days=1), continued)
@@ -522,7 +537,7 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     # The days whose frames enter: the days before were required when they entered (the
     # frames leaving and a bootstrap's may predate the first partition, legitimately unmade).
     require_partials(spark, lakehouse, day_range(first, last), config)
-    frames = _read_frames(spark, lakehouse, ranges)
+    frames = _read_frames(spark, lakehouse, ranges, config, clock)
     rows, persisted = [], []
     # The daily case (one invertible window continuing from a snapshot) reads the frames once;
     # anything reading them again (a bootstrap, exact values, more windows) reads them cached.
@@ -538,7 +553,7 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
                 baseline = baseline_from_frames(frames, spec, config, plan.after)
             tiles = None
             if plan.exact_ranges:
-                tiles = (_read_day_tiles(spark, lakehouse, plan.tile_days) if plan.tile_days
+                tiles = (_read_day_tiles(spark, lakehouse, plan.tile_days, config, clock) if plan.tile_days
                          else tiles_of(frames.where(_in_ranges(_seconds(), plan.exact_ranges)), spec, config))
             marked = with_emission_marks(window_values(frames, baseline, tiles, spec, config, plan),
                                          config, first, last)
@@ -552,19 +567,46 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     return reduce(DataFrame.unionByName, rows), info
 
 
+def by_clock(config: PipelineConfig, clock: str) -> PipelineConfig | None:
+    """The configuration with only the sliding windows of one clock (``time``), or None."""
+    windows = tuple(w for w in config.windows if w.time == clock)
+    return replace(config, windows=windows, sessions=()) if windows else None
+
+
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
-    """Compute days ``first .. last`` and replace both tables' partitions, from one pass."""
-    rows, info = sliding_windows(spark, lakehouse, first, last, config)
+    """Compute days ``first .. last`` and replace both tables' partitions, from one pass; with
+    session windows configured, their rows and ``session_state`` join the same write
+    (``jobs.session_windows``)."""
+    from jobs import session_windows  # it reuses this module's helpers
+
+    event = by_clock(config, "event")
+    rows, info = (sliding_windows(spark, lakehouse, first, last, event) if event
+                  else (None, {"baseline": {}, "persisted": []}))
+    if config.arrival_windows:  # ``time: arrival``: the same job over the frames by arrival time
+        arrival_rows, arrival_info = sliding_windows(spark, lakehouse, first, last, by_clock(config, "arrival"),
+                                                     clock="arrival")
+        rows = arrival_rows if rows is None else rows.unionByName(arrival_rows)
+        info = {"baseline": {**info["baseline"], **arrival_info["baseline"]},
+                "persisted": info["persisted"] + arrival_info["persisted"]}
+    sessions, session_info = session_windows.session_windows(spark, lakehouse, first, last, config)
+    rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
+                  [r for r in (rows, sessions) if r is not None])
     days = day_filter("date", first, last)
     targets = {t.name: delta_io.Target(t.path(lakehouse), [c for c, _ in declared_columns(t.name, config)],
                                        list(t.partition_by), days) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
+    if config.sessions:
+        targets[SESSION_STATE.name] = session_windows.state_target(lakehouse, first, last, config)
+        declared = {c: t for name in targets for c, t in declared_columns(name, config)}
+        rows = rows.select("*", *[F.lit(None).cast(declared[c]).alias(c) for c in declared if c not in rows.columns])
     try:
         written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets)
     finally:
         for df in info["persisted"]:
             df.unpersist()
     return {"changes": written[WINDOW_CHANGES.name], "snapshots": written[WINDOW_SNAPSHOT.name],
-            "baseline": info["baseline"]}
+            "baseline": {**info["baseline"], **session_info["baseline"]},
+            **({"session_state": written[SESSION_STATE.name], "session_watermark": session_info["watermark"]}
+               if config.sessions else {})}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,8 +32,13 @@ MINUTE_PARTIALS = Table("minute_partials", ("event_date",))
 DAILY_PARTIALS = Table("daily_partials", ("event_date",))  # per key and day: the coarser tiles
 WINDOW_CHANGES = Table("window_changes", ("date",))
 WINDOW_SNAPSHOT = Table("window_snapshot", ("date",))
+SESSION_STATE = Table("session_state", ("date",))  # open sessions carried to the next day
+# Frames by arrival time, for ``time: arrival`` windows: written by the partials job of the
+# events' event days (so partitioned by it), and read by the day of the arrival frame.
+ARRIVAL_PARTIALS = Table("arrival_partials", ("event_date", "frame_date"))
 
-ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, DAILY_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT)
+ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, DAILY_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT,
+              SESSION_STATE, ARRIVAL_PARTIALS)
 
 _EVENT_FIELDS = [("key", "string"), ("event_time", "timestamp"), ("value", "bigint"), ("event_id", "string"),
                  ("arrival_time", "timestamp"), ("source_file", "string"), ("line", "int")]
@@ -44,6 +49,13 @@ TABLE_COLUMN = "table"  # in a job's one write to several tables: which table a 
 def partial_columns(config: PipelineConfig, *, invertible: bool | None = None) -> list[str]:
     """The partial fields of every aggregation (or only the (non-)invertible ones), in order."""
     return [c for a in config.aggregations if invertible in (None, a.invertible) for c in a.field_columns()]
+
+
+def frame_times(config: PipelineConfig) -> list[str]:
+    """The frame's first and last event time, kept in minute_partials only where a session
+    window is configured: sessions need them, nothing else reads them, and leaving them out
+    elsewhere keeps the table (and every table already written) as it was."""
+    return ["first_event_time", "last_event_time"] if config.sessions else []
 
 
 def frame_stamp(config: PipelineConfig) -> dict[str, str]:
@@ -84,8 +96,8 @@ def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]
     if table == LATE_EVENTS.name:
         return [*_EVENT_FIELDS, ("event_date", "date"), ("arrival_date", "date"), ("reason", "string")]
     if table == MINUTE_PARTIALS.name:
-        return [("key", "string"), ("frame_start", "timestamp"), ("event_count", "bigint"),
-                *_fields(config.aggregations), ("event_date", "date")]
+        return [("key", "string"), ("frame_start", "timestamp"), *[(c, "timestamp") for c in frame_times(config)],
+                ("event_count", "bigint"), *_fields(config.aggregations), ("event_date", "date")]
     if table == DAILY_PARTIALS.name:
         return [("key", "string"), ("event_count", "bigint"), *_fields(config.aggregations),
                 ("event_date", "date")]
@@ -98,6 +110,16 @@ def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]
         return [("key", "string"), ("window", "string"), ("window_start", "timestamp"), ("as_of", "timestamp"),
                 ("event_count", "bigint"),
                 *_fields(a for a in config.aggregations if a.invertible), *_outputs(config), ("date", "date")]
+    if table == ARRIVAL_PARTIALS.name:
+        return [("key", "string"), ("frame_start", "timestamp"), ("event_count", "bigint"),
+                *_fields(config.aggregations), ("event_date", "date"), ("frame_date", "date")]
+    if table == SESSION_STATE.name:
+        # Per session window and day: each key's session still open at the day's end (its
+        # running partials, every aggregation's), and one row with a null key saying the day
+        # was materialised under this gap and max_length, so that the next day continues.
+        return [("key", "string"), ("window", "string"), ("window_start", "timestamp"),
+                ("last_event_time", "timestamp"), ("event_count", "bigint"), *_fields(config.aggregations),
+                ("gap_seconds", "bigint"), ("max_length_seconds", "bigint"), ("date", "date")]
     raise ValueError(f"no declared schema for table {table!r}")
 
 
@@ -115,12 +137,17 @@ _NOTES = {
     "event_count": "events in the frame, the day or the window the row is of",
     "window": "the window's name in the configuration",
     "window_start": "the window covers [window_start, window_end) in window_changes, "
-                    "[window_start, as_of) in window_snapshot",
+                    "[window_start, as_of) in window_snapshot; a session's first event time",
     "window_end": "the window covers [window_start, window_end); the value holds until the key's next change",
+    "first_event_time": "the frame's first event time (kept where a session window is configured)",
+    "last_event_time": "the frame's (or open session's) last event time",
+    "gap_seconds": "the session window's gap the row was made with",
+    "max_length_seconds": "the session window's max_length the row was made with (null: none)",
+    "frame_date": "partition: the day of frame_start (UTC); in arrival_partials the frame is of arrival time",
     "as_of": "the state is of [window_start, as_of): the day's last window end",
     "arrival_date": "partition: the day the record landed (UTC)",
     "event_date": "partition: the day of event_time (UTC)",
-    "date": "partition: the day of window_end, or of the snapshot (UTC)",
+    "date": "partition: the day of window_end, or of the snapshot or open sessions (UTC)",
 }
 
 _FIELD_NOTES = {"n": "number of values", "s": "sum of the values", "ss": "sum of the squared values",

@@ -41,7 +41,9 @@ def output_watermark(config: PipelineConfig, materialized_days: set[str]) -> tup
                if (first + timedelta(days=i)).isoformat() not in materialized_days]
     covered = date.fromisoformat(missing[0]) if missing else last + timedelta(days=1)
     end_of_cover = to_epoch_seconds(datetime(covered.year, covered.month, covered.day, tzinfo=timezone.utc))
-    return from_epoch_seconds(min(w.end_at_or_before(end_of_cover - 1) for w in config.windows)), missing
+    # a configuration of session windows only: their rows are final up to the covered days' end
+    return from_epoch_seconds(min((w.end_at_or_before(end_of_cover - 1) for w in config.windows),
+                                  default=end_of_cover)), missing
 
 
 def build_watermark_check(config: PipelineConfig) -> dg.AssetChecksDefinition:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from windowing_core.aggregations import DEFAULT_AGGREGATIONS, Aggregation, aggregation
+from windowing_core.sessions import SessionSpec
 from windowing_core.window_spec import (
     DAY_SECONDS, DEFAULT_WINDOW, MAX_DURATION, WindowSpec, format_duration, parse_duration,
 )
@@ -20,7 +21,7 @@ _TOP_LEVEL = {"key_field", "value_field", "bucket", "allowed_lateness", "windows
               "late_policy", "max_out_of_orderness", "watermark_scope", "freshness_slack"}
 LATE_POLICIES = ("include", "drop")
 WATERMARK_SCOPES = ("global", "key")
-_WINDOW_KEYS = {"length", "slide", "offset", "emit"}
+_WINDOW_KEYS = {"length", "slide", "offset", "emit", "time"}
 MAX_LATENESS_DAYS = 366
 """Partials of event day D read arrival days D .. D + lateness: beyond a year that is a mistake
 (``3000000d`` overflowed the dates), not a lateness."""
@@ -64,9 +65,12 @@ class PipelineConfig:
     max_out_of_orderness: int = 300
     watermark_scope: str = "global"
     freshness_slack: int = 6 * 3600
+    # Session windows (``gap``), declared under ``windows`` beside the sliding ones but kept
+    # apart: every sliding-window rule (grid, length, snapshot) reads ``windows`` alone.
+    sessions: tuple[SessionSpec, ...] = ()
 
     def __post_init__(self) -> None:
-        if not self.windows:
+        if not self.windows and not self.sessions:
             raise ValueError("windows: declare at least one window")
         if not self.aggregations:
             raise ValueError("aggregations: declare at least one aggregation")
@@ -81,9 +85,9 @@ class PipelineConfig:
             raise ValueError("freshness_slack must not be negative")
         if self.allowed_lateness_days < 0:
             raise ValueError(f"allowed_lateness must be >= 0 days, got {self.allowed_lateness_days}")
-        _unique("windows", [w.name for w in self.windows])
+        _unique("windows", [w.name for w in (*self.windows, *self.sessions)])
         _unique("aggregations", [a.name for a in self.aggregations])
-        for w in self.windows:
+        for w in (*self.windows, *self.sessions):
             if w.bucket != self.bucket:
                 raise ValueError(f"windows.{w.name}: bucket must be the pipeline's bucket")
         for label, name in (("key_field", self.key_field), ("value_field", self.value_field)):
@@ -113,7 +117,19 @@ class PipelineConfig:
 
     @property
     def longest_window(self) -> int:
-        return max(w.length for w in self.windows)
+        """The longest sliding window, or session gap: how far back a day's frames reach (a
+        session reaches further only through its carried state)."""
+        return max([w.length for w in self.windows] + [s.gap for s in self.sessions])
+
+    @property
+    def arrival_windows(self) -> tuple[WindowSpec, ...]:
+        """The sliding windows placing events by arrival time (``time: arrival``)."""
+        return tuple(w for w in self.windows if w.time == "arrival")
+
+    @property
+    def window_names(self) -> list[str]:
+        """Every configured window's name, sliding and session."""
+        return [w.name for w in (*self.windows, *self.sessions)]
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None) -> PipelineConfig:
@@ -138,7 +154,9 @@ class PipelineConfig:
         if not isinstance(declared_windows, dict):
             raise ValueError("windows: expected a mapping of window name to its length, slide and offset, "
                              "for example {7d: {length: 7d, slide: 1m}}")
-        windows = tuple(_window(_name("windows", name), spec, bucket) for name, spec in declared_windows.items())
+        declared = [_window(_name("windows", name), spec, bucket) for name, spec in declared_windows.items()]
+        windows = tuple(w for w in declared if isinstance(w, WindowSpec))
+        sessions = tuple(w for w in declared if isinstance(w, SessionSpec))
         aggs = raw.get("aggregations")
         if aggs is None:
             aggs = {"count": "count", "sum": "sum"}
@@ -151,6 +169,7 @@ class PipelineConfig:
             bucket=bucket,
             allowed_lateness_days=lateness // 86400,
             windows=windows,
+            sessions=sessions,
             aggregations=tuple(aggregation(kind, _name("aggregations", name)) for name, kind in aggs.items()),
             late_policy=raw.get("late_policy", "include"),
             max_out_of_orderness=parse_duration(raw.get("max_out_of_orderness", "5m"),
@@ -193,16 +212,18 @@ def _name(label: str, name: Any) -> str:
     return str(name)
 
 
-def _window(name: str, spec: Any, bucket: int) -> WindowSpec:
+def _window(name: str, spec: Any, bucket: int) -> WindowSpec | SessionSpec:
     if not isinstance(spec, dict):
         raise ValueError(f"windows.{name}: expected a mapping with length, slide, offset")
+    if "gap" in spec:
+        return SessionSpec.from_dict(str(name), spec, bucket)
     unknown = set(spec) - _WINDOW_KEYS
     if unknown:
         raise ValueError(f"windows.{name}: unknown field(s) {', '.join(sorted(unknown))}")
     if "length" not in spec:
         raise ValueError(f"windows.{name}.length is required")
     return WindowSpec.of(str(name), spec["length"], spec.get("slide"), spec.get("offset", 0),
-                         bucket, spec.get("emit", "changes"))
+                         bucket, spec.get("emit", "changes"), spec.get("time", "event"))
 
 
 def _field_name(label: str, value: Any) -> str:

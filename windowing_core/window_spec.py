@@ -68,6 +68,15 @@ def from_epoch_seconds(seconds: int) -> datetime:
     return datetime.fromtimestamp(seconds, tz=timezone.utc)
 
 
+TIMES = ("event", "arrival")
+
+
+def check_time(where: str, time: str) -> None:
+    """A window's ``time``: which of an event's times places it."""
+    if time not in TIMES:
+        raise ValueError(f"{where}.time must be 'event' or 'arrival', got {time!r}")
+
+
 @dataclass(frozen=True)
 class WindowSpec:
     """A named window: ``length``, ``slide``, ``offset`` and ``bucket`` in whole seconds.
@@ -83,6 +92,9 @@ class WindowSpec:
     offset: int = 0
     bucket: int = 60
     emit: str = "changes"
+    # ``event`` (event time) or ``arrival``: processing-time windows (Flink's, Akka's system
+    # time) place each event by its arrival_time; they are never late (``jobs.arrival_frames``).
+    time: str = "event"
 
     @classmethod
     def of(
@@ -93,6 +105,7 @@ class WindowSpec:
         offset: str | int = 0,
         bucket: str | int = "1m",
         emit: str = "changes",
+        time: str = "event",
     ) -> WindowSpec:
         """Build from duration strings: ``WindowSpec.of("7d", "7d", "1m")``."""
         length_s = parse_duration(length, field_name=f"windows.{name}.length")
@@ -104,6 +117,7 @@ class WindowSpec:
             offset=parse_duration(offset, field_name=f"windows.{name}.offset"),
             bucket=parse_duration(bucket, field_name="bucket"),
             emit=emit,
+            time=time,
         )
 
     def __post_init__(self) -> None:
@@ -129,6 +143,7 @@ class WindowSpec:
             raise ValueError(f"{where}.emit must be 'changes' or 'final', got {self.emit!r}")
         if self.emit == "final" and self.slide != self.length:
             raise ValueError(f"{where}.emit 'final' needs a tumbling window (slide == length)")
+        check_time(where, self.time)
         object.__setattr__(self, "offset", self.offset % self.slide)
 
     @property
@@ -174,6 +189,8 @@ class WindowSpec:
         text = f"{self.name}: {format_duration(self.length)} {kind}"
         if self.offset:
             text += f", offset {format_duration(self.offset)}"
+        if self.time == "arrival":
+            text += ", by arrival time"
         return text
 
 

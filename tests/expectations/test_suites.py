@@ -183,6 +183,30 @@ def test_a_first_change_point_repeating_the_previous_snapshot_is_a_repetition(sp
     assert keys_in(outcome) == {"k1", "k2"}
 
 
+@pytest.mark.parametrize("windows", [(WindowSpec.of("1h", "1h", "15m"),), ()])
+def test_session_rows_pass_the_change_checks_that_apply_and_skip_grid_length_and_repetition(spark, windows):
+    """Sessions of any length, ending off every grid, with equal values in a row, beside a
+    sliding window or alone; a session row under another day than its end's still fails.
+
+        visits (gap 30m):  [09:03:07, 09:40:01)  [10:11, 11:02:30)  count 2, 2
+                           [23:50, 00:20 next day) stored under DAY: wrong partition
+    """
+    from windowing_core.sessions import SessionSpec
+
+    config = PipelineConfig(windows=windows, sessions=(SessionSpec.of("visits", "30m"),))
+    base = {"window": "visits", "key": "s", "count": 2, "sum": 2, "event_count": 2, "date": DAY}
+    changes = table(spark, declared_columns(WINDOW_CHANGES.name, config), [
+        {**base, "window_start": at(DAY, 9, 3, 7), "window_end": at(DAY, 9, 40, 1)},
+        {**base, "window_start": at(DAY, 10, 11), "window_end": at(DAY, 11, 2, 30)},
+        {**base, "key": "elsewhere", "window_start": at(DAY, 23, 50), "window_end": at(NEXT, 0, 20)},
+    ])
+    result = suites.run_suite(changes, suites.prepare_window_changes(changes, None, config),
+                              suites.window_changes_suite(config), [DAY])
+    failing = {check for check, by_day in result.items() if not by_day[DAY].passed}
+    assert failing == {"window_ends_inside_partition"}
+    assert keys_in(result["window_ends_inside_partition"][DAY]) == {"elsewhere"}
+
+
 # -- window_snapshot ------------------------------------------------------------------------------
 
 SNAPSHOT = {

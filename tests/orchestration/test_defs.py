@@ -132,3 +132,26 @@ def test_the_spark_launch_is_a_setting_and_a_bad_one_is_refused():
         spark_launch_from_environment({"PANES_SPARK_LAUNCH": "yarn"})
     built = build_definitions(PipelineConfig(), landing_root="l", lakehouse_root="h", spark_launch=launch)
     assert type(built.resources["pyspark"]).__name__ == "LazyPySparkResource", "no driver in the run's process"
+
+
+def test_session_and_arrival_time_windows_add_their_tables_as_assets_with_their_mappings():
+    """Sessions add session_state beside the window tables; time: arrival windows add
+    arrival_partials, which window day D reads as written by the partials of D - reach - L .. D
+    (an arrival frame of day D is written by the runs of the event days D - L .. D)."""
+    config = PipelineConfig.from_dict({"allowed_lateness": "2d", "windows": {
+        "visits": {"gap": "30m"}, "landed": {"length": "1d", "time": "arrival"}, "day": {"length": "1d"}}})
+    graph = build_definitions(config, landing_root="l", lakehouse_root="h").resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert {"session_state", "arrival_partials"} <= keys
+    changes = graph.get(dg.AssetKey("window_changes"))
+    event, arrival = (changes.partition_mappings[dg.AssetKey(t)] for t in ("minute_partials", "arrival_partials"))
+    assert (event.start_offset, arrival.start_offset) == (-2, -4)
+    plain = build_definitions(PipelineConfig(), landing_root="l", lakehouse_root="h").resolve_asset_graph()
+    assert not {"session_state", "arrival_partials"} & {k.to_user_string() for k in plain.get_all_asset_keys()}
+
+
+def test_a_configuration_of_sessions_alone_loads_and_its_output_watermark_is_the_covered_days_end():
+    config = PipelineConfig.from_dict({"windows": {"visits": {"gap": "30m"}}})
+    build_definitions(config, landing_root="l", lakehouse_root="h").resolve_asset_graph()
+    watermark, missing = output_watermark(config, {"2025-01-28", "2025-01-29"})
+    assert watermark == datetime(2025, 1, 30, tzinfo=timezone.utc) and missing == []

@@ -1,0 +1,233 @@
+"""Session windows: one final row per closed session, from the minute frames, exactly.
+
+The rules are ``windowing_core.sessions``'s. With ``gap >= bucket`` no session boundary falls
+inside a frame, so a session is a run of a key's frames, and each frame's first and last event
+time (kept in ``minute_partials`` where a session window is configured) decide the runs:
+
+    starts  = the previous piece's last event is gap or more before this piece's first
+              (or in another max_length cell)
+    session = running sum of ``starts`` over the key's pieces in time order
+
+two Spark window functions (``lag`` and a running ``sum``) over the key's pieces, never a loop.
+A session is then one ``groupBy`` merging its frames' partials: every aggregation's ``spark_merge``,
+invertible or not, since a session is folded once and never slides.
+
+Sessions cross midnight and can outlast any number of days, so a run does not read back to a
+session's start: ``session_state`` carries, per window and day, each key's session still open
+at the day's end (its first and last event time and running partials, a running merge over the
+session's pieces). A run over days ``first .. last`` reads the frames of those days and the
+state of ``first - 1``, and writes the state of each of its days. A row with a null key marks a
+day as materialised under the window's gap and max_length; where the day before has no such
+mark (the first run, a day skipped, a window redefined) the state is bootstrapped once from
+every earlier frame, which is exact either way.
+
+Emission: a session's row goes to the partition of its ``window_end``'s date once the watermark
+has passed its end (``window_end <= watermark``), the watermark being the newest frame's last
+event time in ``minute_partials`` minus ``max_out_of_orderness``. The same sessions are closed
+in a daily run and in a range run over the same tables. A late event re-materialises its event
+day and the window days after it (late firing): sessions it bridges are merged into one row,
+a session it extends moves its end, and the replaced days lose the rows that no longer exist.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from jobs import delta_io
+from jobs.tables import (
+    MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter, declared_columns, frame_times,
+    partial_columns,
+)
+from jobs.tables import days as day_list
+from windowing_core.config import PipelineConfig
+from windowing_core.sessions import SessionSpec
+
+MICROS = 1_000_000
+DAY_MICROS = 86400 * MICROS
+PIECE = ["key", "first", "last", "event_count"]  # then every partial column
+
+
+def _micros(column: str) -> Column:
+    return F.unix_micros(F.col(column))
+
+
+def _date(micros: Column) -> Column:
+    """The UTC date of an instant in epoch microseconds."""
+    return F.date_from_unix_date(((micros - F.pmod(micros, F.lit(DAY_MICROS))) / DAY_MICROS).cast("int"))
+
+
+def _cell_end(micros: Column, spec: SessionSpec) -> Column:
+    size = F.lit(spec.max_length * MICROS)
+    return micros - F.pmod(micros, size) + size
+
+
+def session_end(start: Column, last: Column, spec: SessionSpec) -> Column:
+    """``SessionSpec``'s window end: ``last + gap``, cut at the end of ``start``'s cell."""
+    end = last + F.lit(spec.gap * MICROS)
+    return end if spec.max_length is None else F.least(end, _cell_end(start, spec))
+
+
+def frame_pieces(frames: DataFrame, config: PipelineConfig) -> DataFrame:
+    """A frame as a piece of a session: its first and last event time in microseconds."""
+    return frames.select("key", _micros("first_event_time").alias("first"), _micros("last_event_time").alias("last"),
+                         "event_count", *partial_columns(config))
+
+
+def state_pieces(state: DataFrame, config: PipelineConfig) -> DataFrame:
+    """A carried open session as one piece: from its first event to its last."""
+    return state.select("key", _micros("window_start").alias("first"), _micros("last_event_time").alias("last"),
+                        "event_count", *partial_columns(config))
+
+
+def with_session_numbers(pieces: DataFrame, spec: SessionSpec) -> DataFrame:
+    """Number each key's sessions: ``session`` is the running count of pieces that start one.
+
+    A key's pieces never overlap in time (frames are disjoint; a carried session ends before
+    the run's first day), so ordering by ``first`` orders them by ``last`` too. ``next_first``
+    is the next piece's first event time, for the state's last day.
+    """
+    by_key = Window.partitionBy("key").orderBy("first")
+    previous = F.lag("last").over(by_key)
+    starts = previous.isNull() | (F.col("first") - previous >= F.lit(spec.gap * MICROS))
+    if spec.max_length is not None:
+        starts = starts | (_cell_end(F.col("first"), spec) != _cell_end(previous, spec))
+    return (pieces.withColumn("starts", starts.cast("long"))
+            .withColumn("session", F.sum("starts").over(by_key.rowsBetween(Window.unboundedPreceding, 0)))
+            .withColumn("next_first", F.lead("first").over(by_key))
+            .drop("starts"))
+
+
+def _merges(config: PipelineConfig, over=None) -> list[Column]:
+    merged = [F.sum("event_count").alias("event_count") if over is None
+              else F.sum("event_count").over(over).alias("event_count")]
+    for agg in config.aggregations:
+        columns = agg.field_columns()
+        merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns], over), columns)]
+    return merged
+
+
+def closed_sessions(numbered: DataFrame, spec: SessionSpec, config: PipelineConfig, first: date, last: date,
+                    watermark: int | None) -> DataFrame:
+    """``window_changes`` rows: each session whose end lies on ``first .. last`` and is at or
+    behind the watermark (microseconds; None: no events, nothing closed)."""
+    from jobs.sliding_windows import with_finished_values
+
+    sessions = numbered.groupBy("key", "session").agg(
+        F.min("first").alias("start"), F.max("last").alias("last"), *_merges(config))
+    end = session_end(F.col("start"), F.col("last"), spec)
+    closed = (sessions.withColumn("end", end)
+              .where((_date(F.col("end")) >= F.lit(first)) & (_date(F.col("end")) <= F.lit(last))
+                     & (F.col("end") <= F.lit(watermark if watermark is not None else -(2 ** 62)))))
+    return with_finished_values(closed, config).select(
+        "key", F.lit(spec.name).alias("window"), F.timestamp_micros("start").alias("window_start"),
+        F.timestamp_micros("end").alias("window_end"), "event_count", *[a.name for a in config.aggregations],
+        _date(F.col("end")).alias("date"), F.lit(WINDOW_CHANGES.name).alias(TABLE_COLUMN))
+
+
+def open_sessions(numbered: DataFrame, spec: SessionSpec, config: PipelineConfig, first: date,
+                  last: date) -> DataFrame:
+    """``session_state`` rows: per key and day of ``first .. last``, its session not yet
+    emitted at the day's end (``window_end``'s date after the day), with its partials so far.
+
+    Each piece carries the running merge of its session up to itself. It stands for the days
+    from its own day to the day before the key's next piece, and for no day from its session's
+    ``window_end``'s date on. A session ending exactly at midnight is carried into the day it
+    ends on: its row belongs to that day's partition, which reads none of its frames.
+    """
+    running = Window.partitionBy("key", "session").orderBy("first").rowsBetween(Window.unboundedPreceding, 0)
+    states = numbered.select("key", F.min("first").over(running).alias("start"), "last", "next_first",
+                             *_merges(config, running))
+    end = session_end(F.col("start"), F.col("last"), spec)
+    since = F.greatest(_date(F.col("last")), F.lit(first))
+    until = F.least(F.lit(last), F.date_sub(_date(end), 1), F.date_sub(_date(F.col("next_first")), 1))
+    return states.where(since <= until).select(
+        "key", F.lit(spec.name).alias("window"), F.timestamp_micros("start").alias("window_start"),
+        F.timestamp_micros("last").alias("last_event_time"), "event_count", *partial_columns(config),
+        F.lit(spec.gap).cast("long").alias("gap_seconds"),
+        F.lit(spec.max_length).cast("long").alias("max_length_seconds"),
+        F.explode(F.sequence(since, until)).alias("date"), F.lit(SESSION_STATE.name).alias(TABLE_COLUMN))
+
+
+def day_marks(spark: SparkSession, spec: SessionSpec, first: date, last: date) -> DataFrame:
+    """One null-key row per day: this day's state of the window was materialised (even empty)."""
+    return spark.createDataFrame([(spec.name, day) for day in day_list(first, last)], "window string, date date").select(
+        F.lit(None).cast("string").alias("key"), "window", F.lit(0).cast("long").alias("event_count"),
+        F.lit(spec.gap).cast("long").alias("gap_seconds"), F.lit(spec.max_length).cast("long").alias("max_length_seconds"),
+        "date", F.lit(SESSION_STATE.name).alias(TABLE_COLUMN))
+
+
+# -- reading ----------------------------------------------------------------------------------------
+
+
+def _frames(spark: SparkSession, lakehouse: str, filters: list, config: PipelineConfig) -> DataFrame:
+    path = MINUTE_PARTIALS.path(lakehouse)
+    missing = set(frame_times(config)) - set(delta_io.table_columns(path))
+    if missing:
+        raise ValueError(f"{path} has no {', '.join(sorted(missing))}: it was written before a session window "
+                         "was configured; materialise minute_partials again (a backfill) first")
+    return delta_io.read_table(spark, path, partition_filters=filters)
+
+
+def watermark(spark: SparkSession, lakehouse: str, config: PipelineConfig) -> int | None:
+    """The newest last event time in ``minute_partials`` minus ``max_out_of_orderness``, in
+    microseconds. The Delta log's statistics say which day holds it (they are widened to whole
+    milliseconds, so both days around the widened value are read); that day's frames give it
+    exactly."""
+    path = MINUTE_PARTIALS.path(lakehouse)
+    widened = delta_io.column_max(path, "last_event_time")
+    filters = None
+    if isinstance(widened, datetime):
+        widened = widened if widened.tzinfo else widened.replace(tzinfo=timezone.utc)
+        around = {(widened - timedelta(milliseconds=d)).astimezone(timezone.utc).date().isoformat() for d in (-1, 1)}
+        filters = [("event_date", "in", sorted(around))]
+    newest = delta_io.read_table(spark, path, partition_filters=filters).agg(
+        F.max(_micros("last_event_time"))).first()[0]
+    return None if newest is None else newest - config.max_out_of_orderness * MICROS
+
+
+def carried_state(spark: SparkSession, lakehouse: str, spec: SessionSpec, config: PipelineConfig,
+                  first: date) -> tuple[DataFrame, str]:
+    """The open sessions at the end of ``first - 1`` as pieces, and where they came from."""
+    day = first - timedelta(days=1)
+    path = SESSION_STATE.path(lakehouse)
+    if delta_io.table_exists(path):
+        state = delta_io.read_table(spark, path, partition_filters=day_filter("date", day, day)).where(
+            F.col("window") == spec.name)
+        same = ((F.col("gap_seconds") == spec.gap)
+                & F.col("max_length_seconds").eqNullSafe(F.lit(spec.max_length).cast("long")))
+        if state.where(F.col("key").isNull() & same).limit(1).count():
+            return state_pieces(state.where(F.col("key").isNotNull()), config), "state"
+    earlier = _frames(spark, lakehouse, [("event_date", "<", first.isoformat())], config)
+    numbered = with_session_numbers(frame_pieces(earlier, config), spec)
+    return state_pieces(open_sessions(numbered, spec, config, day, day), config), "bootstrap"
+
+
+# -- the job ----------------------------------------------------------------------------------------
+
+
+def session_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
+                    config: PipelineConfig) -> tuple[DataFrame | None, dict]:
+    """The rows of ``window_changes`` and ``session_state`` (``TABLE_COLUMN``) of every session
+    window for days ``first .. last``; ``info["baseline"]`` says per window whether it continued
+    from the state of the day before or was bootstrapped."""
+    if not config.sessions:
+        return None, {"baseline": {}}
+    frames = frame_pieces(_frames(spark, lakehouse, day_filter("event_date", first, last), config), config)
+    mark = watermark(spark, lakehouse, config)
+    rows, baseline = [], {}
+    for spec in config.sessions:
+        carried, baseline[spec.name] = carried_state(spark, lakehouse, spec, config, first)
+        numbered = with_session_numbers(frames.unionByName(carried), spec)
+        rows += [closed_sessions(numbered, spec, config, first, last, mark),
+                 open_sessions(numbered, spec, config, first, last), day_marks(spark, spec, first, last)]
+    union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), rows)
+    return union, {"baseline": baseline, "watermark": mark}
+
+
+def state_target(lakehouse: str, first: date, last: date, config: PipelineConfig) -> delta_io.Target:
+    return delta_io.Target(SESSION_STATE.path(lakehouse), [c for c, _ in declared_columns(SESSION_STATE.name, config)],
+                           list(SESSION_STATE.partition_by), day_filter("date", first, last))
