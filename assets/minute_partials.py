@@ -1,7 +1,7 @@
 """``minute_partials`` and ``daily_partials``: per key, the partial of every aggregation, by event day.
 
 ``daily_partials`` is an asset only where the configuration slides over it
-(``jobs.sliding_windows.reads_day_tiles``)."""
+(``windowing_core.config.reads_day_tiles``)."""
 
 import dagster as dg
 from dagster_pyspark import PySparkResource
@@ -11,7 +11,7 @@ from assets.partitions import arrivals_of_event_day, daily_partitions, day_range
 from assets.resources import LakehouseResource
 from assets.spark_work import spark_work
 from jobs import minute_partials as job
-from jobs.sliding_windows import reads_day_tiles
+from windowing_core.config import reads_day_tiles
 from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS
 from windowing_core.config import PipelineConfig
 

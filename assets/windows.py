@@ -11,7 +11,7 @@ from assets.resources import LakehouseResource
 from assets.spark_work import spark_work
 from jobs import delta_io, sliding_windows
 from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
-from windowing_core.config import PipelineConfig
+from windowing_core.config import PipelineConfig, reads_day_tiles
 
 
 def finality(lakehouse_root: str, last: date, config: PipelineConfig) -> dict:
@@ -29,7 +29,7 @@ def finality(lakehouse_root: str, last: date, config: PipelineConfig) -> dict:
 def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
     reach = frames_of_window_day(config)
     frames = [dg.AssetDep(t.name, partition_mapping=reach)
-              for t in (MINUTE_PARTIALS, *([DAILY_PARTIALS] if sliding_windows.reads_day_tiles(config) else []))]
+              for t in (MINUTE_PARTIALS, *([DAILY_PARTIALS] if reads_day_tiles(config) else []))]
     windows = "; ".join(w.describe() for w in config.windows)
 
     # The snapshot of day D continues from the snapshot of D - 1, but that edge is not declared:

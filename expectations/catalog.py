@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.sliding_windows import reads_day_tiles
+from windowing_core.config import reads_day_tiles
 from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from windowing_core.aggregations import AGGREGATIONS, Aggregation
 from windowing_core.config import PipelineConfig

@@ -15,6 +15,11 @@ from datetime import date
 from windowing_core.config import PipelineConfig
 
 
+class MissingInputError(Exception):
+    """An input folder the job reads does not exist (exit code 1). Defined here, with the exit
+    codes, so that jobs import the command line and never the other way round."""
+
+
 def _day(text: str) -> date:
     try:
         return date.fromisoformat(text)
@@ -48,7 +53,6 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
     (``jobs.progress``)."""
     from jobs import progress  # Spark and Delta load only once a job runs, not for --help
     from jobs.delta_io import MissingTableError, StampMismatchError
-    from jobs.ingest_events import MissingInputError
     from jobs.spark_session import get_spark
 
     parser = job_arguments(doc, landing=landing)

@@ -30,6 +30,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io
+from jobs.cli import MissingInputError, run_job
 from jobs.tables import (
     EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, day_filter, days, declared_columns,
 )
@@ -64,10 +65,6 @@ class IngestResult:
     @property
     def reconciles(self) -> bool:
         return self.input_records == self.accepted + self.quarantined + self.duplicates + self.late
-
-
-class MissingInputError(Exception):
-    """A landing folder that should exist does not."""
 
 
 def landing_folders(landing: str, first: date, last: date) -> list[str]:
@@ -338,8 +335,6 @@ def _result(classified: DataFrame, written: dict[str, int], duplicates: int) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.cli import run_job
-
     def job(spark, config, args, first, last):
         result = ingest(spark, args.landing, args.lakehouse, first, last, config)
         return (f"ingested {result.input_records} records from {result.files} files: "

@@ -1,7 +1,7 @@
 """Minute partials: one row per key and frame with the partial of every aggregation.
 
 Alongside, where a non-invertible aggregation slides over a window of a day or more
-(``sliding_windows.reads_day_tiles``), ``daily_partials`` holds the same partials combined per
+(``windowing_core.config.reads_day_tiles``), ``daily_partials`` holds the same partials combined per
 key and whole event day: the coarser tiles that let it slide exactly without reading every
 frame of a long window (see ``windowing_core.aggregations``).
 
@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io
-from jobs.sliding_windows import reads_day_tiles
+from windowing_core.config import reads_day_tiles
 from jobs.tables import (
     DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, Table, day_filter,
     frame_stamp, partial_columns,

@@ -35,7 +35,7 @@ from jobs.tables import (
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
-from windowing_core.window_spec import DAY_SECONDS, WindowSpec
+from windowing_core.window_spec import DAY_SECONDS, WindowSpec, tile_size
 
 EPOCH = date(1970, 1, 1)
 
@@ -72,25 +72,6 @@ def _utc_date(seconds: Column) -> Column:
 def _utc_midnight(day: Column) -> Column:
     """Epoch seconds of a date's start, UTC."""
     return F.unix_date(day).cast("long") * DAY_SECONDS
-
-
-def tile_size(spec: WindowSpec) -> int:
-    """The coarser tile for hierarchical frames: one day, or for windows shorter than a day the
-    largest span that divides a day, is a whole number of buckets and fits in the window (so a
-    window's start and end never fall in the same tile)."""
-    if spec.length >= DAY_SECONDS:
-        return DAY_SECONDS
-    return max(t for t in range(spec.bucket, spec.length + 1, spec.bucket) if DAY_SECONDS % t == 0)
-
-
-def reads_day_tiles(config: PipelineConfig) -> bool:
-    """Whether any window slides over ``daily_partials``: a non-invertible aggregation over a
-    window whose tile is a whole day. Only then does the pipeline keep that table (the partials
-    job, the Dagster graph, the checks): everything else is exact from the minute partials and
-    the previous snapshot, and without the tiles the partials job is 1.46x faster at 10^4 events
-    and 1.30x at 10^7 (``bench.variants --pair "daily tiles"``)."""
-    return (any(not a.invertible for a in config.aggregations)
-            and any(tile_size(spec) == DAY_SECONDS for spec in config.windows))
 
 
 # -- invertible aggregations: a running sum of entering and leaving deltas ------------------------

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from windowing_core.aggregations import DEFAULT_AGGREGATIONS, Aggregation, aggregation
-from windowing_core.window_spec import DEFAULT_WINDOW, WindowSpec, format_duration, parse_duration
+from windowing_core.window_spec import (
+    DAY_SECONDS, DEFAULT_WINDOW, WindowSpec, format_duration, parse_duration, tile_size,
+)
 
 _TOP_LEVEL = {"key_field", "value_field", "bucket", "allowed_lateness", "windows", "aggregations",
               "late_policy", "max_out_of_orderness", "watermark_scope", "freshness_slack"}
@@ -132,6 +134,16 @@ class PipelineConfig:
         except OSError as err:
             raise ValueError(f"cannot read configuration file {path}: {err.strerror}") from None
         return cls.from_dict(yaml.safe_load(text))
+
+
+def reads_day_tiles(config: PipelineConfig) -> bool:
+    """Whether any window slides over ``daily_partials``: a non-invertible aggregation over a
+    window whose tile is a whole day. Only then does the pipeline keep that table (the partials
+    job, the Dagster graph, the checks): everything else is exact from the minute partials and
+    the previous snapshot, and without the tiles the partials job is 1.46x faster at 10^4 events
+    and 1.30x at 10^7 (``bench.variants --pair "daily tiles"``)."""
+    return (any(not a.invertible for a in config.aggregations)
+            and any(tile_size(spec) == DAY_SECONDS for spec in config.windows))
 
 
 def _window(name: str, spec: Any, bucket: int) -> WindowSpec:

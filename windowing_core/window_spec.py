@@ -169,4 +169,13 @@ class WindowSpec:
         return text
 
 
+def tile_size(spec: WindowSpec) -> int:
+    """The coarser tile for hierarchical frames: one day, or for windows shorter than a day the
+    largest span that divides a day, is a whole number of buckets and fits in the window (so a
+    window's start and end never fall in the same tile)."""
+    if spec.length >= DAY_SECONDS:
+        return DAY_SECONDS
+    return max(t for t in range(spec.bucket, spec.length + 1, spec.bucket) if DAY_SECONDS % t == 0)
+
+
 DEFAULT_WINDOW = WindowSpec.of("7d", "7d", "1m")
