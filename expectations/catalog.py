@@ -118,7 +118,7 @@ def catalog(config: PipelineConfig) -> list[Check]:
         Check("windows_declared", WINDOW_CHANGES.name, ERROR,
               "Rows for a window that is not configured (a stale name, a typo): nobody reads them."),
         Check("window_ends_on_grid", WINDOW_CHANGES.name, ERROR,
-              "A window_end off its window's slide grid (offset + k * slide): the windows are "
+              "A window_end off its window's grid (offset + length + k * slide): the windows are "
               "shifted, so every value is of the wrong interval."),
         Check("window_length_matches_spec", WINDOW_CHANGES.name, ERROR,
               "window_start is not window_end minus the window's length: the row misstates its "

@@ -47,7 +47,7 @@ def state_columns(config: PipelineConfig) -> list[str]:
 
 def _ceil_to_grid(seconds: Column, spec: WindowSpec) -> Column:
     """``WindowSpec.end_at_or_after`` as a Spark expression."""
-    return seconds + F.pmod(F.lit(spec.offset) - seconds, F.lit(spec.slide))
+    return seconds + F.pmod(F.lit(spec.end_offset) - seconds, F.lit(spec.slide))
 
 
 def _floor_to(seconds: Column, size: int) -> Column:

@@ -19,7 +19,7 @@ _TOP_LEVEL = {"key_field", "value_field", "bucket", "allowed_lateness", "windows
               "late_policy", "max_out_of_orderness", "watermark_scope", "freshness_slack"}
 LATE_POLICIES = ("include", "drop")
 WATERMARK_SCOPES = ("global", "key")
-_WINDOW_KEYS = {"length", "slide", "offset", "emit"}
+_WINDOW_KEYS = {"length", "slide", "offset", "align_to", "emit"}
 
 
 @dataclass(frozen=True)
@@ -154,8 +154,8 @@ def _window(name: str, spec: Any, bucket: int) -> WindowSpec:
         raise ValueError(f"windows.{name}: unknown field(s) {', '.join(sorted(unknown))}")
     if "length" not in spec:
         raise ValueError(f"windows.{name}.length is required")
-    return WindowSpec.of(str(name), spec["length"], spec.get("slide"), spec.get("offset", 0),
-                         bucket, spec.get("emit", "changes"))
+    return WindowSpec.of(str(name), spec["length"], spec.get("slide"), spec.get("offset"),
+                         bucket, spec.get("emit", "changes"), align_to=spec.get("align_to"))
 
 
 def _field_name(label: str, value: Any) -> str:

@@ -145,6 +145,35 @@ def _timelines(events: Iterable[Event], config: PipelineConfig) -> dict[str, _Ke
     return {k: _KeyTimeline(v) for k, v in by_key.items()}
 
 
+# -- windows, from their definition: [k * slide + offset, k * slide + offset + length) -----------
+# Written from the start grid alone (never from ``WindowSpec``'s end arithmetic, which the jobs
+# use), so that the oracle checks that arithmetic rather than repeating it.
+
+
+def _first_start_at_or_after(spec: WindowSpec, moment: int) -> int:
+    return spec.offset + -((spec.offset - moment) // spec.slide) * spec.slide
+
+
+def _last_start_at_or_before(spec: WindowSpec, moment: int) -> int:
+    return spec.offset + (moment - spec.offset) // spec.slide * spec.slide
+
+
+def window_ends(spec: WindowSpec, start: int, stop: int) -> range:
+    """Ends ``t`` of every window with ``start <= t < stop``."""
+    first = _first_start_at_or_after(spec, start - spec.length) + spec.length
+    return range(first, stop, spec.slide)
+
+
+def entering_and_leaving(spec: WindowSpec, moment: int) -> tuple[int, int] | None:
+    """The end of the first window holding the instant and the end of the first one after it
+    that does not, or None where no window holds it (a gap)."""
+    first = _first_start_at_or_after(spec, moment - spec.length + 1)  # first start with moment < start + length
+    last = _last_start_at_or_before(spec, moment)
+    if first > last:
+        return None
+    return first + spec.length, last + spec.slide + spec.length
+
+
 def window_value(timeline: _KeyTimeline, spec: WindowSpec, config: PipelineConfig, end: int) -> tuple:
     """Brute force: fold every event of ``[end - length, end)`` again."""
     return fold(config, timeline.between(end - spec.length, end))
@@ -157,7 +186,7 @@ def window_changes(events: Iterable[Event], config: PipelineConfig, first_day: d
     start, stop = day_start(first_day), day_start(last_day) + DAY_SECONDS
     rows = []
     for spec in config.windows:
-        ends = spec.ends_between(start, stop)
+        ends = window_ends(spec, start, stop)
         for key, timeline in timelines.items():
             if spec.emit == "final":  # every closed tumbling window that held events
                 rows += [ChangeRow(key, spec.name, from_epoch_seconds(t), fold(config, inside))
@@ -167,7 +196,7 @@ def window_changes(events: Iterable[Event], config: PipelineConfig, first_day: d
             # A window's event set, and so its value, can only change at an end where an event
             # enters or leaves; every other end repeats the value before it. Folding only there
             # keeps the oracle brute force (each value is refolded from raw events) but fast.
-            moments = {spec.end_at_or_after(x + shift) for x in timeline.times for shift in (1, spec.length + 1)}
+            moments = {t for x in timeline.times for t in entering_and_leaving(spec, x) or ()}
             candidates = sorted(t for t in moments if ends.start <= t < ends.stop)
             values = ((t, window_value(timeline, spec, config, t)) for t in candidates)
             rows += [ChangeRow(key, spec.name, from_epoch_seconds(t), v)
@@ -180,7 +209,7 @@ def snapshot(events: Iterable[Event], config: PipelineConfig, day: date) -> dict
     timelines = _timelines(events, config)
     result = {}
     for spec in config.windows:
-        last_end = spec.end_at_or_before(day_start(day) + DAY_SECONDS - 1)
+        last_end = _last_start_at_or_before(spec, day_start(day) + DAY_SECONDS - 1 - spec.length) + spec.length
         for key, timeline in timelines.items():
             inside = timeline.between(last_end - spec.length, last_end)
             if inside:

@@ -7,8 +7,12 @@ implementation and the tests use both.
 Bounds, once for the whole module:
 
 - A frame (bucket) starting at ``f`` is the half-open interval ``[f, f + bucket)``.
-- The window that ends at ``t`` covers ``[t - length, t)``: start inclusive, end exclusive.
-- Window ends lie on the slide grid: ``(t - offset) % slide == 0``.
+- Windows are ``[k * slide + offset, k * slide + offset + length)`` for every integer ``k``, as
+  Flink (``SlidingEventTimeWindows.of(size, slide, offset)``) and Bytewax (``align_to``) define
+  them: start inclusive, end exclusive. Window *starts* lie on the slide grid, so the window that
+  ends at ``t`` covers ``[t - length, t)`` and ends lie on the grid shifted by the length,
+  ``(t - offset - length) % slide == 0`` (``end_offset``). Where slide > length the windows
+  leave gaps, and an instant in a gap belongs to no window.
 """
 
 from __future__ import annotations
@@ -64,21 +68,39 @@ def from_epoch_seconds(seconds: int) -> datetime:
     return datetime.fromtimestamp(seconds, tz=timezone.utc)
 
 
+def parse_utc_timestamp(value: str | datetime, *, field_name: str) -> datetime:
+    """An ISO timestamp in UTC (``2025-01-30T00:00:00Z``, or an aware ``datetime`` at offset 0),
+    as Bytewax's ``align_to`` takes: anything naive, at another offset, or a bare date is refused."""
+    moment = value
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip())
+        except ValueError:
+            moment = None
+    if (not isinstance(moment, datetime) or moment.tzinfo is None
+            or moment.utcoffset() != timedelta(0)):
+        raise ValueError(f"{field_name}: expected a UTC timestamp such as '2025-01-30T00:00:00Z', got {value!r}")
+    return moment
+
+
 @dataclass(frozen=True)
 class WindowSpec:
     """A named window: ``length``, ``slide``, ``offset`` and ``bucket`` in whole seconds.
 
-    Tumbling windows have ``slide == length``. ``offset`` shifts the grid of window ends, for
-    example ``-8h`` aligns daily windows to a UTC-8 midnight. It is kept normalised into
-    ``[0, slide)`` because only its position on the grid matters.
+    Tumbling windows have ``slide == length``. ``offset`` shifts the grid of window starts,
+    ``k * slide + offset``, as in Flink: ``-8h`` starts daily windows at a UTC-8 midnight.
+    ``align_to`` (Bytewax's) says the same with a UTC instant at which some window starts; give
+    one or the other. The offset is kept normalised into ``[0, slide)`` because only its position
+    on the grid matters.
     """
 
     name: str
     length: int
     slide: int
-    offset: int = 0
+    offset: int | None = None
     bucket: int = 60
     emit: str = "changes"
+    align_to: datetime | None = None
 
     @classmethod
     def of(
@@ -86,9 +108,11 @@ class WindowSpec:
         name: str,
         length: str | int,
         slide: str | int | None = None,
-        offset: str | int = 0,
+        offset: str | int | None = None,
         bucket: str | int = "1m",
         emit: str = "changes",
+        *,
+        align_to: str | datetime | None = None,
     ) -> WindowSpec:
         """Build from duration strings: ``WindowSpec.of("7d", "7d", "1m")``."""
         length_s = parse_duration(length, field_name=f"windows.{name}.length")
@@ -97,9 +121,10 @@ class WindowSpec:
             name=name,
             length=length_s,
             slide=slide_s,
-            offset=parse_duration(offset, field_name=f"windows.{name}.offset"),
+            offset=None if offset is None else parse_duration(offset, field_name=f"windows.{name}.offset"),
             bucket=parse_duration(bucket, field_name="bucket"),
             emit=emit,
+            align_to=None if align_to is None else parse_utc_timestamp(align_to, field_name=f"windows.{name}.align_to"),
         )
 
     def __post_init__(self) -> None:
@@ -109,7 +134,16 @@ class WindowSpec:
         for label, value in (("length", self.length), ("slide", self.slide), ("bucket", self.bucket)):
             if value <= 0:
                 raise ValueError(f"{where}.{label} must be positive, got {format_duration(value)}")
-        for label, value in (("length", self.length), ("slide", self.slide), ("offset", self.offset)):
+        if self.align_to is not None:
+            if self.offset is not None:
+                raise ValueError(f"{where}: give offset or align_to, not both")
+            parse_utc_timestamp(self.align_to, field_name=f"{where}.align_to")
+            origin = ("align_to", to_epoch_seconds(self.align_to))
+        else:
+            origin = ("offset", self.offset or 0)
+        if not isinstance(origin[1], int) or isinstance(origin[1], bool):
+            raise ValueError(f"{where}.offset: expected whole seconds, got {origin[1]!r}")
+        for label, value in (("length", self.length), ("slide", self.slide), origin):
             if value % self.bucket:
                 raise ValueError(
                     f"{where}.{label} ({format_duration(value)}) must be a whole multiple of "
@@ -121,11 +155,20 @@ class WindowSpec:
             raise ValueError(f"{where}.emit must be 'changes' or 'final', got {self.emit!r}")
         if self.emit == "final" and self.slide != self.length:
             raise ValueError(f"{where}.emit 'final' needs a tumbling window (slide == length)")
-        object.__setattr__(self, "offset", self.offset % self.slide)
+        object.__setattr__(self, "offset", origin[1] % self.slide)
 
     @property
     def tumbling(self) -> bool:
         return self.slide == self.length
+
+    @property
+    def end_offset(self) -> int:
+        """Where window ends lie on the slide grid: starts at ``offset`` plus the length."""
+        return (self.offset + self.length) % self.slide
+
+    def window_start(self, end: int) -> int:
+        """Start of the window that ends at ``end``."""
+        return end - self.length
 
     # -- frames ---------------------------------------------------------------------------
     def frame_start(self, epoch_second: int) -> int:
@@ -135,11 +178,11 @@ class WindowSpec:
     # -- the grid of window ends ----------------------------------------------------------
     def end_at_or_after(self, epoch_second: int) -> int:
         """The first window end ``t >= epoch_second``."""
-        return epoch_second + (self.offset - epoch_second) % self.slide
+        return epoch_second + (self.end_offset - epoch_second) % self.slide
 
     def end_at_or_before(self, epoch_second: int) -> int:
         """The last window end ``t <= epoch_second``."""
-        return epoch_second - (epoch_second - self.offset) % self.slide
+        return epoch_second - (epoch_second - self.end_offset) % self.slide
 
     def ends_between(self, start: int, stop: int) -> range:
         """Window ends ``t`` with ``start <= t < stop``."""
@@ -153,7 +196,8 @@ class WindowSpec:
         """The first window end whose window holds the frame (the frame enters there).
 
         With every end on the bucket grid, ``[f, f + bucket) ⊂ [t - length, t)`` holds exactly
-        when ``t - length <= f < t``.
+        when ``t - length <= f < t``. A frame in a gap (slide > length) enters and leaves at the
+        same end, so no window holds it.
         """
         return self.end_at_or_after(frame_start + self.bucket)
 
@@ -165,7 +209,9 @@ class WindowSpec:
         kind = "tumbling" if self.tumbling else f"sliding every {format_duration(self.slide)}"
         text = f"{self.name}: {format_duration(self.length)} {kind}"
         if self.offset:
-            text += f", offset {format_duration(self.offset)}"
+            text += f", starting at offset {format_duration(self.offset)}"
+        if self.slide > self.length:
+            text += " (with gaps)"
         return text
 
 

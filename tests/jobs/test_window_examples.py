@@ -1,7 +1,7 @@
 """The seeds' classic examples, run through every Spark job, with answers worked out by hand."""
 
 import json
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
@@ -16,8 +16,9 @@ def at(h, m, s=0):
     return datetime(2025, 1, 30, h, m, s)
 
 
-def window_rows(spark, tmp_path, config_yaml, events):
-    """(window_end, count, sum) rows after ingesting ``events`` = [(timestamp, value)] in this order."""
+def window_rows(spark, tmp_path, config_yaml, events, *, days=1):
+    """(window_end, count, sum) rows after ingesting ``events`` = [(timestamp, value)] in this
+    order, of the window ends in ``days`` days from DAY."""
     folder = tmp_path / "landing" / DAY.isoformat()
     folder.mkdir(parents=True)
     (folder / "events.json").write_text("\n".join(
@@ -27,7 +28,7 @@ def window_rows(spark, tmp_path, config_yaml, events):
     lake = str(tmp_path / "lake")
     ingest_events.ingest(spark, str(tmp_path / "landing"), lake, DAY, DAY, config)
     minute_partials.run(spark, lake, DAY, DAY, config)
-    sliding_windows.run(spark, lake, DAY, DAY, config)
+    sliding_windows.run(spark, lake, DAY, DAY + timedelta(days=days - 1), config)
     rows = delta_io.read_table(spark, WINDOW_CHANGES.path(lake)).orderBy("window_end").collect()
     return [(r.window_end, r["count"], r["sum"]) for r in rows]
 
@@ -73,6 +74,47 @@ def test_one_hour_windows_sliding_by_30_minutes_with_a_15_minute_offset(spark, t
     rows = window_rows(spark, tmp_path, {"windows": {"1h": {"length": "1h", "slide": "30m", "offset": "15m"}}},
                        events)
     assert rows == [(at(0, 15), 1, 1), (at(0, 45), 2, 3), (at(1, 15), 2, 6), (at(1, 45), 1, 4), (at(2, 15), 0, 0)]
+
+
+def test_flink_daily_windows_with_an_offset_of_minus_8_hours_start_at_a_beijing_midnight(spark, tmp_path):
+    # TumblingEventTimeWindows.of(days(1), hours(-8)): windows start at 16:00 UTC (00:00 UTC+8)
+    #
+    #   29th 16:00          30th 16:00          31st 16:00
+    #   [ 1        2        )[ 4                 )
+    #     30th 01:00  15:59    16:00
+    events = [(at(1, 0), 1), (at(15, 59), 2), (at(16, 0), 4)]
+    rows = window_rows(spark, tmp_path, {"windows": {"d": {"length": "1d", "offset": "-8h", "emit": "final"}}},
+                       events, days=2)
+    assert rows == [(at(16, 0), 2, 3), (at(16, 0) + timedelta(days=1), 1, 4)]
+
+
+def test_a_window_length_that_is_not_a_multiple_of_the_slide(spark, tmp_path):
+    # SlidingEventTimeWindows.of(minutes(50), minutes(20)): starts on the 20-minute grid, so
+    # ends at :10, :30, :50 (not on the slide grid itself)
+    #
+    #   -00:40   -00:20   00:00  :05   :10   :20  :25   :30   :40   :50   01:10  01:30
+    #    [--------------------------------)                                       end 00:10 {1}
+    #             [--------------------------------------)                        end 00:30 {1, 2}
+    #                      [---------------------------------------------)        end 00:50 {1, 2}
+    #                                       [-------------------------------)     end 01:10 {2}
+    #                                                           [-------------)   end 01:30 {}
+    #                            1                 2
+    events = [(at(0, 5), 1), (at(0, 25), 2)]
+    rows = window_rows(spark, tmp_path, {"windows": {"w": {"length": "50m", "slide": "20m"}}}, events)
+    # 00:50 holds what 00:30 held: no change point there
+    assert rows == [(at(0, 10), 1, 1), (at(0, 30), 2, 3), (at(1, 10), 1, 2), (at(1, 30), 0, 0)]
+
+
+def test_bytewax_one_hour_windows_every_90_minutes_leave_gaps(spark, tmp_path):
+    # SlidingWindower(length=1h, offset=90m, align_to=midnight): events in a gap are in no window
+    #
+    #   00:00      01:00    01:30      02:30    03:00      04:00    04:30      05:30
+    #   [ 1        )   g    [    4     )  g     [  16      )        [          )
+    #     00:30      01:10       02:00    02:45    03:15
+    events = [(at(0, 30), 1), (at(1, 10), 2), (at(2, 0), 4), (at(2, 45), 8), (at(3, 15), 16)]
+    config = {"windows": {"w": {"length": "1h", "slide": "90m", "align_to": "2025-01-30T00:00:00Z"}}}
+    rows = window_rows(spark, tmp_path, config, events)
+    assert rows == [(at(1, 0), 1, 1), (at(2, 30), 1, 4), (at(4, 0), 1, 16), (at(5, 30), 0, 0)]
 
 
 def test_a_sliding_run_that_fails_part_way_leaves_nothing_cached(spark, tmp_path, monkeypatch):

@@ -26,6 +26,11 @@ def test_defaults_are_one_7d_window_with_count_and_sum():
         ({"windows": ["7d"]}, "windows: expected a mapping"),
         ({"aggregations": {}}, "aggregations: declare at least one aggregation"),
         ({"aggregations": ["count"]}, "aggregations: expected a mapping"),
+        ({"windows": {"w": {"length": "1h", "offset": "quarter"}}}, "windows.w.offset: cannot parse"),
+        ({"windows": {"w": {"length": "1h", "align_to": "2025-01-30 00:00"}}},
+         "windows.w.align_to: expected a UTC timestamp"),
+        ({"windows": {"w": {"length": "1h", "offset": "0m", "align_to": "2025-01-30T00:00:00Z"}}},
+         "windows.w: give offset or align_to, not both"),
     ],
 )
 def test_bad_configuration_names_the_field(raw, message):
@@ -48,3 +53,11 @@ def test_a_file_that_is_not_a_mapping_is_a_clear_error(tmp_path, text):
 def test_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="cannot read configuration file"):
         PipelineConfig.load(tmp_path / "nope.yaml")
+
+
+def test_align_to_reads_a_yaml_timestamp():
+    import yaml
+
+    config = PipelineConfig.from_dict(yaml.safe_load(
+        "windows: {w: {length: 1h, slide: 90m, align_to: 2025-01-30T00:30:00Z}}"))
+    assert config.windows[0].offset == 30 * 60
