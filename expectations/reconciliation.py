@@ -283,7 +283,7 @@ def window_values(frames: list[tuple[int, tuple]], spec: WindowSpec,
     """``value(end)``: the finished values of the window ending at ``end``, and whether it holds
     any frame, folded from one key's frames ((start in epoch seconds, partial per aggregation)).
 
-    The window ending at ``t`` holds the frames with ``t - length <= f`` and ``f + bucket <= t``.
+    The window ending at ``t`` holds the frames with ``window_start(t) <= f`` and ``f + bucket <= t``.
     """
     frames = sorted(frames)
     starts = [f for f, _ in frames]
@@ -293,7 +293,7 @@ def window_values(frames: list[tuple[int, tuple]], spec: WindowSpec,
     cache: dict[tuple[int, int], tuple] = {}
 
     def value(end: int) -> tuple[tuple, bool]:
-        span = bisect.bisect_left(starts, end - spec.length), bisect.bisect_right(starts, end - spec.bucket)
+        span = bisect.bisect_left(starts, spec.window_start(end)), bisect.bisect_right(starts, end - spec.bucket)
         if span not in cache:
             cache[span] = tuple(a.finish(p) for a, p in zip(aggregations, tree.fold(*span)))
         return cache[span], span[1] > span[0]

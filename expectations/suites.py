@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
 from expectations.catalog import Outcome, VARIANCE_KINDS, has_mean_min_max, of_kinds
+from jobs.sliding_windows import window_start_of
 from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
@@ -265,9 +266,11 @@ def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | No
 
 
 def _window_lengths(end: Column, config: PipelineConfig) -> dict[str, Column]:
-    """A row's window length (``end`` minus its window_start) beside its window's declared one."""
+    """A row's window length (``end`` minus its window_start) beside its window's declared one
+    (for a cumulating window, the length it has grown to at that end)."""
     return {"window_length_seconds": end - F.unix_seconds("window_start"),
-            "declared_length_seconds": _per_window(config, lambda s: F.lit(s.length).cast("long"))}
+            "declared_length_seconds": _per_window(
+                config, lambda s: (end - window_start_of(end, s)).cast("long"))}
 
 
 def as_of_per_day(config: PipelineConfig, days: Iterable[date]) -> list[tuple[str, date, int]]:

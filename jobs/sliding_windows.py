@@ -54,6 +54,15 @@ def _floor_to(seconds: Column, size: int) -> Column:
     return seconds - F.pmod(seconds, F.lit(size))
 
 
+def window_start_of(end: Column, spec: WindowSpec) -> Column:
+    """``WindowSpec.window_start`` as a Spark expression: ``end - length``, or a cumulating
+    window's period start."""
+    if spec.cumulating:
+        before = end - spec.step
+        return before - F.pmod(before - F.lit(spec.offset), F.lit(spec.length))
+    return end - spec.length
+
+
 def _seconds(column: str = "frame_start") -> Column:
     return F.unix_seconds(F.col(column))
 
@@ -85,6 +94,9 @@ def frame_deltas(frames: DataFrame, spec: WindowSpec, config: PipelineConfig,
     so the frames are read once and never cached. ``entering`` counts the frames entering at an
     end: for tumbling windows those ends are exactly the windows holding events, which
     ``final`` emission needs.
+
+    A cumulating window's frames leave together, at the first end of the next period: those
+    deltas are ``period_leaves``, one per key and period, and the frames give only ``+state``.
     """
     state = state_columns(config)
     f = _seconds()
@@ -92,8 +104,20 @@ def frame_deltas(frames: DataFrame, spec: WindowSpec, config: PipelineConfig,
                      F.lit(1).alias("entering"))
     leave = F.struct(_ceil_to_grid(f + spec.length + spec.bucket, spec).alias("end"),
                      *[(-F.col(c)).alias(c) for c in state], F.lit(0).alias("entering"))
-    return (frames.select("key", F.inline(F.array(enter, leave)))
+    both = F.array(enter) if spec.cumulating else F.array(enter, leave)
+    return (frames.select("key", F.inline(both))
             .where((F.col("end") > after) & (F.col("end") < stop)))
+
+
+def period_leaves(entering: DataFrame, spec: WindowSpec, config: PipelineConfig, stop: int) -> DataFrame:
+    """A cumulating window starts again each period: ``-state`` of the whole period (the
+    baseline's state where the period began before the run, plus the frames entering since) at
+    the period's restart, the first end of the next period. One row per key and period, from the
+    rows the running sum reads anyway, so no frame of an earlier day is read to deduct it."""
+    state = state_columns(config)
+    restart = window_start_of(F.col("end"), spec) + spec.length + spec.step
+    return (entering.groupBy("key", restart.alias("end")).agg(*[(-F.sum(c)).alias(c) for c in state])
+            .where(F.col("end") < stop).select("key", "end", *state, F.lit(0).alias("entering")))
 
 
 KEY_HASH = "key_hash"  # the high 32 bits of xxhash64(key): the running sum's first sort column
@@ -158,7 +182,7 @@ def baseline_from_snapshot(snapshot: DataFrame, spec: WindowSpec, config: Pipeli
 def baseline_from_frames(frames: DataFrame, spec: WindowSpec, config: PipelineConfig, at: int) -> DataFrame:
     """Bootstrap: fold the frames of the window ending at ``at`` (only when no snapshot exists)."""
     f = _seconds()
-    inside = frames.where((f >= at - spec.length) & (f < at))
+    inside = frames.where((f >= spec.window_start(at)) & (f < at))
     return inside.groupBy("key").agg(*[F.sum(c).alias(c) for c in state_columns(config)]).select(
         "key", F.lit(at).cast("long").alias("end"), *state_columns(config), F.lit(0).alias("entering"))
 
@@ -213,6 +237,23 @@ def exact_values(frames: DataFrame, tiles: DataFrame, ends: DataFrame, spec: Win
     per_span = merge_non_invertible(inside, config, "key", "lo", "hi")
     middle = spans.join(per_span, ["key", "lo", "hi"]).select("key", "end", *fields)
     return merge_non_invertible(head.unionByName(tail).unionByName(middle), config, "key", "end")
+
+
+def exact_cumulating_values(frames: DataFrame, ends: DataFrame, spec: WindowSpec,
+                            config: PipelineConfig) -> DataFrame:
+    """Non-invertible partials of a cumulating window at each (key, end): a running merge of
+    the frames of the end's period before the end (frames sort after a query at their own
+    position), one Window over the period's frames and never a refold per end."""
+    fields = partial_columns(config, invertible=False)
+    f = _seconds()
+    frame_rows = frames.select("key", f.alias("pos"), window_start_of(f + spec.step, spec).alias("tile"), *fields,
+                               F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
+    nulls = [F.lit(None).cast(t).alias(c) for a in config.aggregations if not a.invertible
+             for c, t in zip(a.field_columns(), [x.spark_type for x in a.fields])]
+    queries = ends.select("key", F.col("end").alias("pos"), window_start_of(F.col("end"), spec).alias("tile"),
+                          *nulls, F.lit(True).alias("is_query"), "end")
+    merged = _running_merge(frame_rows.unionByName(queries), config, [F.col("pos").asc(), F.col("is_query").desc()])
+    return merge_non_invertible(merged, config, "key", "end")
 
 
 def merge_non_invertible(rows: DataFrame, config: PipelineConfig, *by: str) -> DataFrame:
@@ -301,7 +342,7 @@ def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, afte
     return days.select(
         "key",
         F.lit(spec.name).alias("window"),
-        _timestamp(F.when(is_change, end).otherwise(as_of) - spec.length).alias("window_start"),
+        _timestamp(window_start_of(F.when(is_change, end).otherwise(as_of), spec)).alias("window_start"),
         F.when(is_change, _timestamp(end)).alias("window_end"),
         F.when(~is_change, _timestamp(as_of)).alias("as_of"),
         "event_count",
@@ -334,15 +375,19 @@ class _Plan:
         self.last_end = spec.end_at_or_before(self.stop - 1)
         length = spec.length
         # Frames entering in (after, stop) start in [after, last_end); frames leaving there
-        # start one window length earlier.
+        # start one window length earlier. A cumulating window's leave together (period_leaves).
         self.delta_ranges = [(self.after - length, self.last_end - length),
                              (max(self.after, self.last_end - length), self.last_end)]
         # The window whose state the baseline is: a snapshot's (window_start, as_of), or the
         # frames a bootstrap folds.
-        self.baseline_window = (self.after - length, self.after)
+        self.baseline_window = (spec.window_start(self.after), self.after)
         self.exact_ranges: list[tuple[int, int]] = []
         self.tile_days: list[str] = []
-        if any(not a.invertible for a in config.aggregations):
+        if spec.cumulating:
+            self.delta_ranges = [(self.after, self.last_end)]
+            if any(not a.invertible for a in config.aggregations):  # the period's frames so far
+                self.exact_ranges = [(spec.window_start(self.after), self.last_end)]
+        elif any(not a.invertible for a in config.aggregations):
             size = tile_size(spec)
             head = (self.after - length) // size * size
             if size < DAY_SECONDS:  # everything from the first head tile to the last end is small
@@ -430,11 +475,16 @@ def window_values(frames: DataFrame, baseline: DataFrame, tiles: DataFrame | Non
                   config: PipelineConfig, plan: _Plan) -> DataFrame:
     """Every aggregation's finished value at each end where a key's window can change."""
     deltas = frame_deltas(frames.where(_in_ranges(_seconds(), plan.delta_ranges)), spec, config,
-                          plan.after, plan.stop)
-    running = with_running_state(presorted_by_key(deltas.unionByName(baseline), plan.after), config)
-    if tiles is not None:
+                          plan.after, plan.stop).unionByName(baseline)
+    if spec.cumulating:
+        deltas = deltas.unionByName(period_leaves(deltas, spec, config, plan.stop))
+    running = with_running_state(presorted_by_key(deltas, plan.after), config)
+    if plan.exact_ranges:
         exact_frames = frames.where(_in_ranges(_seconds(), plan.exact_ranges))
-        exact = exact_values(exact_frames, tiles, running.select("key", "end"), spec, config)
+        if spec.cumulating:
+            exact = exact_cumulating_values(exact_frames, running.select("key", "end"), spec, config)
+        else:
+            exact = exact_values(exact_frames, tiles, running.select("key", "end"), spec, config)
         running = running.join(exact, ["key", "end"], "left")
     return with_finished_values(running, config)
 
@@ -469,7 +519,7 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
             else:
                 baseline = baseline_from_frames(frames, spec, config, plan.after)
             tiles = None
-            if plan.exact_ranges:
+            if plan.exact_ranges and not spec.cumulating:
                 tiles = (_read_day_tiles(spark, lakehouse, plan.tile_days) if plan.tile_days
                          else tiles_of(frames.where(_in_ranges(_seconds(), plan.exact_ranges)), spec, config))
             marked = with_emission_marks(window_values(frames, baseline, tiles, spec, config, plan),

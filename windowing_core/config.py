@@ -19,7 +19,7 @@ _TOP_LEVEL = {"key_field", "value_field", "bucket", "allowed_lateness", "windows
               "late_policy", "max_out_of_orderness", "watermark_scope", "freshness_slack"}
 LATE_POLICIES = ("include", "drop")
 WATERMARK_SCOPES = ("global", "key")
-_WINDOW_KEYS = {"length", "slide", "offset", "align_to", "emit"}
+_WINDOW_KEYS = {"length", "slide", "step", "offset", "align_to", "emit"}
 
 
 @dataclass(frozen=True)
@@ -138,12 +138,13 @@ class PipelineConfig:
 
 def reads_day_tiles(config: PipelineConfig) -> bool:
     """Whether any window slides over ``daily_partials``: a non-invertible aggregation over a
-    window whose tile is a whole day. Only then does the pipeline keep that table (the partials
+    window whose tile is a whole day (a cumulating window folds its period's frames instead).
+    Only then does the pipeline keep that table (the partials
     job, the Dagster graph, the checks): everything else is exact from the minute partials and
     the previous snapshot, and without the tiles the partials job is 1.46x faster at 10^4 events
     and 1.30x at 10^7 (``bench.variants --pair "daily tiles"``)."""
     return (any(not a.invertible for a in config.aggregations)
-            and any(tile_size(spec) == DAY_SECONDS for spec in config.windows))
+            and any(tile_size(spec) == DAY_SECONDS and not spec.cumulating for spec in config.windows))
 
 
 def _window(name: str, spec: Any, bucket: int) -> WindowSpec:
@@ -155,7 +156,8 @@ def _window(name: str, spec: Any, bucket: int) -> WindowSpec:
     if "length" not in spec:
         raise ValueError(f"windows.{name}.length is required")
     return WindowSpec.of(str(name), spec["length"], spec.get("slide"), spec.get("offset"),
-                         bucket, spec.get("emit", "changes"), align_to=spec.get("align_to"))
+                         bucket, spec.get("emit", "changes"), align_to=spec.get("align_to"),
+                         step=spec.get("step"))
 
 
 def _field_name(label: str, value: Any) -> str:

@@ -159,14 +159,28 @@ def _last_start_at_or_before(spec: WindowSpec, moment: int) -> int:
 
 
 def window_ends(spec: WindowSpec, start: int, stop: int) -> range:
-    """Ends ``t`` of every window with ``start <= t < stop``."""
+    """Ends ``t`` of every window with ``start <= t < stop``. A cumulating window's ends are its
+    starts plus every multiple of the step up to the length: every point of the step grid."""
+    if spec.cumulating:
+        return range(spec.offset + -((spec.offset - start) // spec.step) * spec.step, stop, spec.step)
     first = _first_start_at_or_after(spec, start - spec.length) + spec.length
     return range(first, stop, spec.slide)
+
+
+def window_bounds(spec: WindowSpec, end: int) -> tuple[int, int]:
+    """``[start, end)`` of the window ending at ``end``."""
+    if spec.cumulating:  # the period holding the instant just before the end
+        return spec.offset + (end - 1 - spec.offset) // spec.length * spec.length, end
+    return end - spec.length, end
 
 
 def entering_and_leaving(spec: WindowSpec, moment: int) -> tuple[int, int] | None:
     """The end of the first window holding the instant and the end of the first one after it
     that does not, or None where no window holds it (a gap)."""
+    if spec.cumulating:
+        enter = spec.offset + ((moment - spec.offset) // spec.step + 1) * spec.step
+        period_end = spec.offset + ((moment - spec.offset) // spec.length + 1) * spec.length
+        return enter, period_end + spec.step
     first = _first_start_at_or_after(spec, moment - spec.length + 1)  # first start with moment < start + length
     last = _last_start_at_or_before(spec, moment)
     if first > last:
@@ -174,9 +188,15 @@ def entering_and_leaving(spec: WindowSpec, moment: int) -> tuple[int, int] | Non
     return first + spec.length, last + spec.slide + spec.length
 
 
+def last_end_before(spec: WindowSpec, stop: int) -> int:
+    if spec.cumulating:
+        return window_ends(spec, stop - spec.step, stop)[0]
+    return _last_start_at_or_before(spec, stop - 1 - spec.length) + spec.length
+
+
 def window_value(timeline: _KeyTimeline, spec: WindowSpec, config: PipelineConfig, end: int) -> tuple:
-    """Brute force: fold every event of ``[end - length, end)`` again."""
-    return fold(config, timeline.between(end - spec.length, end))
+    """Brute force: fold every event of the window ending at ``end`` again."""
+    return fold(config, timeline.between(*window_bounds(spec, end)))
 
 
 def window_changes(events: Iterable[Event], config: PipelineConfig, first_day: date,
@@ -190,9 +210,9 @@ def window_changes(events: Iterable[Event], config: PipelineConfig, first_day: d
         for key, timeline in timelines.items():
             if spec.emit == "final":  # every closed tumbling window that held events
                 rows += [ChangeRow(key, spec.name, from_epoch_seconds(t), fold(config, inside))
-                         for t in ends if (inside := timeline.between(t - spec.length, t))]
+                         for t in ends if (inside := timeline.between(*window_bounds(spec, t)))]
                 continue
-            before = window_value(timeline, spec, config, ends.start - spec.slide)
+            before = window_value(timeline, spec, config, ends.start - ends.step)
             # A window's event set, and so its value, can only change at an end where an event
             # enters or leaves; every other end repeats the value before it. Folding only there
             # keeps the oracle brute force (each value is refolded from raw events) but fast.
@@ -209,9 +229,9 @@ def snapshot(events: Iterable[Event], config: PipelineConfig, day: date) -> dict
     timelines = _timelines(events, config)
     result = {}
     for spec in config.windows:
-        last_end = _last_start_at_or_before(spec, day_start(day) + DAY_SECONDS - 1 - spec.length) + spec.length
+        last_end = last_end_before(spec, day_start(day) + DAY_SECONDS)
         for key, timeline in timelines.items():
-            inside = timeline.between(last_end - spec.length, last_end)
+            inside = timeline.between(*window_bounds(spec, last_end))
             if inside:
                 result[(spec.name, key)] = fold(config, inside)
     return result

@@ -92,6 +92,13 @@ class WindowSpec:
     ``align_to`` (Bytewax's) says the same with a UTC instant at which some window starts; give
     one or the other. The offset is kept normalised into ``[0, slide)`` because only its position
     on the grid matters.
+
+    With ``step``, the window is cumulating (Flink's ``CUMULATE(step, size)``): windows share a
+    start on the grid ``k * length + offset`` and grow by ``step`` up to ``length``, so the
+    windows of one period are ``[s, s + step)``, ``[s, s + 2 * step)``, .. ``[s, s + length)``,
+    and the next period starts again at ``s + length``. Its ends lie every ``step``: ``slide``
+    holds the step (the spacing of ends, which is all the end arithmetic needs) and the offset
+    is normalised into ``[0, length)``.
     """
 
     name: str
@@ -101,6 +108,7 @@ class WindowSpec:
     bucket: int = 60
     emit: str = "changes"
     align_to: datetime | None = None
+    step: int | None = None
 
     @classmethod
     def of(
@@ -113,10 +121,16 @@ class WindowSpec:
         emit: str = "changes",
         *,
         align_to: str | datetime | None = None,
+        step: str | int | None = None,
     ) -> WindowSpec:
         """Build from duration strings: ``WindowSpec.of("7d", "7d", "1m")``."""
         length_s = parse_duration(length, field_name=f"windows.{name}.length")
         slide_s = length_s if slide is None else parse_duration(slide, field_name=f"windows.{name}.slide")
+        step_s = None if step is None else parse_duration(step, field_name=f"windows.{name}.step")
+        if step_s is not None:
+            if slide is not None:
+                raise ValueError(f"windows.{name}.step: a cumulating window has no slide (its ends are its steps)")
+            slide_s = step_s
         return cls(
             name=name,
             length=length_s,
@@ -125,12 +139,15 @@ class WindowSpec:
             bucket=parse_duration(bucket, field_name="bucket"),
             emit=emit,
             align_to=None if align_to is None else parse_utc_timestamp(align_to, field_name=f"windows.{name}.align_to"),
+            step=step_s,
         )
 
     def __post_init__(self) -> None:
         where = f"windows.{self.name}"
         if not self.name or not re.fullmatch(r"[A-Za-z0-9_]+", self.name):
             raise ValueError(f"window name {self.name!r}: use letters, digits and underscores")
+        if self.step is not None and self.step <= 0:
+            raise ValueError(f"{where}.step must be positive, got {format_duration(self.step)}")
         for label, value in (("length", self.length), ("slide", self.slide), ("bucket", self.bucket)):
             if value <= 0:
                 raise ValueError(f"{where}.{label} must be positive, got {format_duration(value)}")
@@ -151,15 +168,29 @@ class WindowSpec:
                 )
         if DAY_SECONDS % self.bucket:
             raise ValueError(f"bucket ({format_duration(self.bucket)}) must divide one day evenly")
+        if self.step is not None:
+            if self.length % self.step:
+                raise ValueError(f"{where}.step ({format_duration(self.step)}) must divide the length "
+                                 f"({format_duration(self.length)}) into whole steps")
+            if self.slide != self.step:
+                raise ValueError(f"{where}.step: a cumulating window has no slide (its ends are its steps)")
         if self.emit not in ("changes", "final"):
             raise ValueError(f"{where}.emit must be 'changes' or 'final', got {self.emit!r}")
         if self.emit == "final" and self.slide != self.length:
             raise ValueError(f"{where}.emit 'final' needs a tumbling window (slide == length)")
-        object.__setattr__(self, "offset", origin[1] % self.slide)
+        object.__setattr__(self, "offset", origin[1] % (self.length if self.cumulating else self.slide))
 
     @property
     def tumbling(self) -> bool:
-        return self.slide == self.length
+        return self.slide == self.length and not self.cumulating
+
+    @property
+    def cumulating(self) -> bool:
+        return self.step is not None
+
+    def period_start(self, epoch_second: int) -> int:
+        """A cumulating window: the start ``k * length + offset`` of the period holding the instant."""
+        return epoch_second - (epoch_second - self.offset) % self.length
 
     @property
     def end_offset(self) -> int:
@@ -167,7 +198,10 @@ class WindowSpec:
         return (self.offset + self.length) % self.slide
 
     def window_start(self, end: int) -> int:
-        """Start of the window that ends at ``end``."""
+        """Start of the window that ends at ``end``: its period's, for a cumulating window (whose
+        last end is the period's end, so the instant just before ``end`` says which period)."""
+        if self.cumulating:
+            return self.period_start(end - self.step)
         return end - self.length
 
     # -- frames ---------------------------------------------------------------------------
@@ -189,7 +223,11 @@ class WindowSpec:
         return range(self.end_at_or_after(start), stop, self.slide)
 
     def ends_containing(self, epoch_second: int) -> range:
-        """Ends of every window that holds this instant: ``t - length <= instant < t``."""
+        """Ends of every window that holds this instant: ``t - length <= instant < t``, or for a
+        cumulating window every end after it up to its period's end."""
+        if self.cumulating:
+            return range(self.end_at_or_after(epoch_second + 1), self.period_start(epoch_second) + self.length + 1,
+                         self.slide)
         return range(self.end_at_or_after(epoch_second + 1), epoch_second + self.length + 1, self.slide)
 
     def enter_end(self, frame_start: int) -> int:
@@ -202,11 +240,17 @@ class WindowSpec:
         return self.end_at_or_after(frame_start + self.bucket)
 
     def leave_end(self, frame_start: int) -> int:
-        """The first window end after ``enter_end`` whose window no longer holds the frame."""
+        """The first window end after ``enter_end`` whose window no longer holds the frame: for a
+        cumulating window, the first end of the next period."""
+        if self.cumulating:
+            return self.period_start(frame_start) + self.length + self.step
         return self.end_at_or_after(frame_start + self.length + self.bucket)
 
     def describe(self) -> str:
-        kind = "tumbling" if self.tumbling else f"sliding every {format_duration(self.slide)}"
+        if self.cumulating:
+            kind = f"cumulating every {format_duration(self.slide)}"
+        else:
+            kind = "tumbling" if self.tumbling else f"sliding every {format_duration(self.slide)}"
         text = f"{self.name}: {format_duration(self.length)} {kind}"
         if self.offset:
             text += f", starting at offset {format_duration(self.offset)}"

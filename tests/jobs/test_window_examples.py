@@ -16,7 +16,7 @@ def at(h, m, s=0):
     return datetime(2025, 1, 30, h, m, s)
 
 
-def window_rows(spark, tmp_path, config_yaml, events, *, days=1):
+def window_rows(spark, tmp_path, config_yaml, events, *, days=1, extra=()):
     """(window_end, count, sum) rows after ingesting ``events`` = [(timestamp, value)] in this
     order, of the window ends in ``days`` days from DAY."""
     folder = tmp_path / "landing" / DAY.isoformat()
@@ -30,7 +30,7 @@ def window_rows(spark, tmp_path, config_yaml, events, *, days=1):
     minute_partials.run(spark, lake, DAY, DAY, config)
     sliding_windows.run(spark, lake, DAY, DAY + timedelta(days=days - 1), config)
     rows = delta_io.read_table(spark, WINDOW_CHANGES.path(lake)).orderBy("window_end").collect()
-    return [(r.window_end, r["count"], r["sum"]) for r in rows]
+    return [(r.window_end, r["count"], r["sum"], *[r[c] for c in extra]) for r in rows]
 
 
 def test_ten_second_window_sliding_every_second_over_events_up_to_7s_out_of_order(spark, tmp_path):
@@ -115,6 +115,25 @@ def test_bytewax_one_hour_windows_every_90_minutes_leave_gaps(spark, tmp_path):
     config = {"windows": {"w": {"length": "1h", "slide": "90m", "align_to": "2025-01-30T00:00:00Z"}}}
     rows = window_rows(spark, tmp_path, config, events)
     assert rows == [(at(1, 0), 1, 1), (at(2, 30), 1, 4), (at(4, 0), 1, 16), (at(5, 30), 0, 0)]
+
+
+def test_cumulating_windows_grow_by_the_step_and_start_again_each_period(spark, tmp_path):
+    # CUMULATE(step 20m, size 1h): "so far this hour, every 20 minutes"
+    #
+    #   00:00      00:20      00:40      01:00      01:20      01:40      02:00      02:20
+    #   [----------)                                                                   {1}
+    #   [---------------------)                                                        {1, 2}
+    #   [--------------------------------)                                             {1, 2, 4}
+    #                                    [----------)  .. [---------------------------) {8}
+    #                                                                        [----------) {}
+    #     1 (00:05)      2 (00:30)  4 (00:50)  8 (01:10)
+    events = [(at(0, 5), 1), (at(0, 30), 2), (at(0, 50), 4), (at(1, 10), 8)]
+    config = {"windows": {"c": {"length": "1h", "step": "20m"}},
+              "aggregations": {"count": "count", "sum": "sum", "high": "max"}}
+    rows = window_rows(spark, tmp_path, config, events, extra=("high", "window_start"))
+    assert rows == [  # 01:40 and 02:00 hold what 01:20 held: no change points there
+        (at(0, 20), 1, 1, 1, at(0, 0)), (at(0, 40), 2, 3, 2, at(0, 0)), (at(1, 0), 3, 7, 4, at(0, 0)),
+        (at(1, 20), 1, 8, 8, at(1, 0)), (at(2, 20), 0, 0, None, at(2, 0))]
 
 
 def test_a_sliding_run_that_fails_part_way_leaves_nothing_cached(spark, tmp_path, monkeypatch):

@@ -137,3 +137,39 @@ def test_offset_and_align_to_together_are_refused():
 def test_bad_specs_fail_with_the_field_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
         WindowSpec.of("w", **kwargs)
+
+
+def test_cumulating_windows_share_a_start_and_grow_by_the_step():
+    # CUMULATE(step 10m, size 30m), offset 5m: periods start at :05 and :35
+    #
+    #   00:05     00:15     00:25     00:35     00:45
+    #   [---------)                                     ends 00:15
+    #   [-------------------)                           ends 00:25
+    #   [--x----------------------)                     ends 00:35 (the period's last)
+    #                                [---------)        ends 00:45: a new period, x has left
+    #      x = 00:07
+    spec = WindowSpec.of("c", "30m", offset="5m", step="10m")
+    assert spec.cumulating and not spec.tumbling
+    x = 7 * 60
+    assert list(spec.ends_containing(x)) == [15 * 60, 25 * 60, 35 * 60]
+    assert spec.enter_end(x - x % 60) == 15 * 60
+    assert spec.leave_end(x - x % 60) == 45 * 60
+    assert [spec.window_start(t) for t in (15 * 60, 25 * 60, 35 * 60, 45 * 60)] == [5 * 60] * 3 + [35 * 60]
+
+
+def test_a_negative_offset_moves_the_period_of_a_cumulating_window():
+    spec = WindowSpec.of("c", "1d", offset="-8h", step="1h")
+    assert spec.offset == 16 * 3600
+    assert spec.window_start(17 * 3600) == 16 * 3600
+    assert spec.window_start(16 * 3600) == 16 * 3600 - 86400  # the previous period's last window
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(length="1h", step="7m"), r"windows.w.step \(7m\) must divide the length \(1h\)"),
+    (dict(length="1h", slide="10m", step="10m"), "windows.w.step: a cumulating window has no slide"),
+    (dict(length="1h", step="0m"), "windows.w.step"),
+    (dict(length="1h", step="ten"), "windows.w.step: cannot parse"),
+])
+def test_bad_cumulating_specs_fail_with_the_field_named(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        WindowSpec.of("w", **kwargs)
