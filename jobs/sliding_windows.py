@@ -35,7 +35,7 @@ from jobs.tables import (
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
-from windowing_core.window_spec import DAY_SECONDS, WindowSpec, tile_size
+from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, tile_size
 
 EPOCH = date(1970, 1, 1)
 
@@ -83,6 +83,20 @@ def _utc_midnight(day: Column) -> Column:
     return F.unix_date(day).cast("long") * DAY_SECONDS
 
 
+def with_all_keys(frames: DataFrame, config: PipelineConfig, *by: str) -> DataFrame:
+    """Frames (or tiles) of every key combined into one key, ``ALL_KEYS``, per ``by`` (the frame
+    or tile and its day): what a non-keyed window (``keyed: false``, Flink's ``windowAll``)
+    slides over. Every partial combines, invertible or not, so the window is exact as for a key.
+    All keys being one, its running sum is one task's work, as Flink's windowAll runs at
+    parallelism 1; its input is one row per frame, whatever the number of keys."""
+    merged = [F.sum("event_count").alias("event_count")]
+    for a in config.aggregations:
+        columns = a.field_columns()
+        merged += [c.alias(n) for c, n in zip(a.spark_merge([F.col(c) for c in columns]), columns)]
+    return frames.groupBy(*by).agg(*merged).select(F.lit(ALL_KEYS).alias("key"), *by, "event_count",
+                                                    *partial_columns(config))
+
+
 # -- invertible aggregations: a running sum of entering and leaving deltas ------------------------
 
 
@@ -92,8 +106,7 @@ def frame_deltas(frames: DataFrame, spec: WindowSpec, config: PipelineConfig,
 
     One pass over the frames emits both deltas of a frame (``inline`` of a two-element array),
     so the frames are read once and never cached. ``entering`` counts the frames entering at an
-    end: for tumbling windows those ends are exactly the windows holding events, which
-    ``final`` emission needs.
+    end.
 
     A cumulating window's frames leave together, at the first end of the next period: those
     deltas are ``period_leaves``, one per key and period, and the frames give only ``+state``.
@@ -309,46 +322,57 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     day, next_end = day_of(F.col("end")), F.col("next_end")
     until = (F.when(next_end.isNull(), F.lit(last))
              .when(day_of(next_end) > day, F.date_sub(day_of(next_end), 1)))  # else null: not the day's last
-    handed_on = ["next_end", *[f"previous_{c}" for c in partial_columns(config, invertible=True)]]
+    handed_on = [f"previous_{c}" for c in partial_columns(config, invertible=True)]  # next_end: final rows
     marks = [changed.alias("changed"), day.alias("date"), until.alias("until")]
     return values.select("*", *marks).drop(*handed_on)
 
 
-def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int) -> DataFrame:
+def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int, last_end: int) -> DataFrame:
     """Both tables' rows of one window from one pass over its marks, tagged by ``TABLE_COLUMN``.
 
-    ``window_changes``: the change points, or for ``final`` emission one row per key and closed
-    window that held events. ``window_snapshot``: each key's state as of each day's last window
-    end. A key's state holds until its next change, so a day's last row is carried over the
-    following days without one (a sequence of days, never of windows); empty keys drop out.
+    ``window_changes``: the change points, or for ``final`` emission one row per key and window
+    end whose window holds events (as Flink and Bytewax emit). A key's state holds from one of
+    its ends to the next, so a ``final`` row of a sliding or cumulating window is repeated at
+    every end in between (a sequence of ends; tumbling windows and gaps need one). That is the
+    cost ``final`` asks for: a 7d window sliding every minute writes 10,080 rows for each key with
+    one event. ``window_snapshot``: each key's state as of each day's last window end, carried
+    over the following days without a change (a sequence of days, never of windows); empty keys
+    drop out.
 
     Each marked row is tagged for both tables and kept where it belongs, by two generators that
     Spark compiles: one pass, no cache, and at 10^7 events faster than persisting the marks and
     filtering them per table or than building arrays of structs per row with lambdas (which win
-    only on small days, where both are fast; ``bench/variants.py``).
+    only on small days, where both are fast; ``bench/variants.py``). The second generator's
+    elements are longs for both tables: ends in epoch seconds, or days since 1970.
     """
     end, is_change = F.col("end"), F.col(TABLE_COLUMN) == WINDOW_CHANGES.name
-    if spec.emit == "final":
-        emitted = (end > after) & (F.col("entering") > 0) & (F.col("event_count") > 0)
+    if spec.emit == "final":  # every end from this one to the key's next, within the run
+        first, last = F.greatest(end, F.lit(after + spec.slide)), F.coalesce(F.col("next_end") - spec.slide,
+                                                                              F.lit(last_end))
+        emitted = (F.col("event_count") > 0) & (first <= last)
+        change_ends = F.sequence(first, last, F.lit(spec.slide))
     else:
         emitted = (end > after) & F.col("changed")
+        change_ends = F.array(end)
     held = F.col("until").isNotNull() & (F.col("event_count") > 0)
     tagged = (marked.select("*", F.explode(F.array(F.lit(WINDOW_CHANGES.name), F.lit(WINDOW_SNAPSHOT.name)))
                             .alias(TABLE_COLUMN))
               .where(F.when(is_change, emitted).otherwise(held)))
-    days = tagged.select("*", F.explode(F.when(is_change, F.array(_utc_date(end)))
-                                        .otherwise(F.sequence("date", "until"))).alias("day"))
-    as_of = _ceil_to_grid(_utc_midnight(F.col("day")) + DAY_SECONDS, spec) - spec.slide
+    days = tagged.select("*", F.explode(F.when(is_change, change_ends).otherwise(
+        F.sequence(F.unix_date("date").cast("long"), F.unix_date("until").cast("long")))).alias("at"))
+    at = F.col("at")
+    day = F.when(is_change, _utc_date(at)).otherwise(F.date_from_unix_date(at.cast("int")))
+    as_of = _ceil_to_grid(_utc_midnight(day) + DAY_SECONDS, spec) - spec.slide
     return days.select(
         "key",
         F.lit(spec.name).alias("window"),
-        _timestamp(window_start_of(F.when(is_change, end).otherwise(as_of), spec)).alias("window_start"),
-        F.when(is_change, _timestamp(end)).alias("window_end"),
+        _timestamp(window_start_of(F.when(is_change, at).otherwise(as_of), spec)).alias("window_start"),
+        F.when(is_change, _timestamp(at)).alias("window_end"),
         F.when(~is_change, _timestamp(as_of)).alias("as_of"),
         "event_count",
         *[F.when(~is_change, F.col(c)).alias(c) for c in partial_columns(config, invertible=True)],
         *[a.name for a in config.aggregations],
-        F.col("day").alias("date"),
+        day.alias("date"),
         TABLE_COLUMN,
     )
 
@@ -514,17 +538,20 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     try:
         for spec in config.windows:
             plan = plans[spec.name]
+            spec_frames = frames if spec.keyed else with_all_keys(frames, config, "frame_start", "event_date")
             if spec.name in continued:
                 baseline = baseline_from_snapshot(previous, spec, config, plan.after)
             else:
-                baseline = baseline_from_frames(frames, spec, config, plan.after)
+                baseline = baseline_from_frames(spec_frames, spec, config, plan.after)
             tiles = None
-            if plan.exact_ranges and not spec.cumulating:
-                tiles = (_read_day_tiles(spark, lakehouse, plan.tile_days) if plan.tile_days
-                         else tiles_of(frames.where(_in_ranges(_seconds(), plan.exact_ranges)), spec, config))
-            marked = with_emission_marks(window_values(frames, baseline, tiles, spec, config, plan),
+            if plan.exact_ranges and not spec.cumulating and plan.tile_days:
+                tiles = _read_day_tiles(spark, lakehouse, plan.tile_days)
+                tiles = tiles if spec.keyed else with_all_keys(tiles, config, "tile", "event_date")
+            elif plan.exact_ranges and not spec.cumulating:
+                tiles = tiles_of(spec_frames.where(_in_ranges(_seconds(), plan.exact_ranges)), spec, config)
+            marked = with_emission_marks(window_values(spec_frames, baseline, tiles, spec, config, plan),
                                          config, first, last)
-            rows.append(table_rows(marked, spec, config, plan.after))
+            rows.append(table_rows(marked, spec, config, plan.after, plan.last_end))
     except BaseException:  # the caller unpersists only what it is handed
         for df in persisted:
             df.unpersist()

@@ -16,10 +16,11 @@ from windowing_core.window_spec import (
 )
 
 _TOP_LEVEL = {"key_field", "value_field", "bucket", "allowed_lateness", "windows", "aggregations",
-              "late_policy", "max_out_of_orderness", "watermark_scope", "freshness_slack"}
+              "late_policy", "max_out_of_orderness", "watermark_scope", "watermark_clock", "freshness_slack"}
 LATE_POLICIES = ("include", "drop")
 WATERMARK_SCOPES = ("global", "key")
-_WINDOW_KEYS = {"length", "slide", "step", "offset", "align_to", "emit"}
+WATERMARK_CLOCKS = ("event", "arrival")
+_WINDOW_KEYS = {"length", "slide", "step", "offset", "align_to", "emit", "keyed"}
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,11 @@ class PipelineConfig:
     in whole daily partitions because partitions are the unit of re-computation).
 
     The watermark at an event's arrival is the largest event time seen before it (in arrival
-    order, over all keys or per key: ``watermark_scope``) minus ``max_out_of_orderness``. Events
-    behind it follow ``late_policy``: ``include`` accepts them while within the allowed lateness;
-    ``drop`` keeps them in ``late_events`` instead, counted.
+    order, over all keys or per key: ``watermark_scope``) minus ``max_out_of_orderness``; with
+    ``watermark_clock: arrival`` (Bytewax's event clock) it also advances with the arrival time
+    elapsed since the event that set it (``windowing_core.watermark``). Events behind it follow
+    ``late_policy``: ``include`` accepts them while within the allowed lateness; ``drop`` keeps
+    them in ``late_events`` instead, counted.
 
     ``freshness_slack``: processing time promised on top of the lateness before a window
     output for event time t is overdue (the freshness policy and the watermark-lag check).
@@ -49,6 +52,7 @@ class PipelineConfig:
     max_out_of_orderness: int = 300
     watermark_scope: str = "global"
     freshness_slack: int = 6 * 3600
+    watermark_clock: str = "event"
 
     def __post_init__(self) -> None:
         if not self.windows:
@@ -60,6 +64,9 @@ class PipelineConfig:
         if self.watermark_scope not in WATERMARK_SCOPES:
             raise ValueError(f"watermark_scope must be one of {', '.join(WATERMARK_SCOPES)}, "
                              f"got {self.watermark_scope!r}")
+        if self.watermark_clock not in WATERMARK_CLOCKS:
+            raise ValueError(f"watermark_clock must be one of {', '.join(WATERMARK_CLOCKS)}, "
+                             f"got {self.watermark_clock!r}")
         if self.max_out_of_orderness < 0:
             raise ValueError("max_out_of_orderness must not be negative")
         if self.freshness_slack < 0:
@@ -119,6 +126,7 @@ class PipelineConfig:
             max_out_of_orderness=parse_duration(raw.get("max_out_of_orderness", "5m"),
                                                 field_name="max_out_of_orderness"),
             watermark_scope=raw.get("watermark_scope", "global"),
+            watermark_clock=raw.get("watermark_clock", "event"),
             freshness_slack=parse_duration(raw.get("freshness_slack", "6h"), field_name="freshness_slack"),
         )
 
@@ -157,7 +165,7 @@ def _window(name: str, spec: Any, bucket: int) -> WindowSpec:
         raise ValueError(f"windows.{name}.length is required")
     return WindowSpec.of(str(name), spec["length"], spec.get("slide"), spec.get("offset"),
                          bucket, spec.get("emit", "changes"), align_to=spec.get("align_to"),
-                         step=spec.get("step"))
+                         step=spec.get("step"), keyed=spec.get("keyed", True))
 
 
 def _field_name(label: str, value: Any) -> str:

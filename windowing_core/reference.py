@@ -27,7 +27,7 @@ from datetime import date, datetime, timedelta, timezone
 from windowing_core.change_points import change_points
 from windowing_core.config import PipelineConfig
 from windowing_core.watermark import is_late, watermarks
-from windowing_core.window_spec import DAY_SECONDS, WindowSpec, from_epoch_seconds, to_epoch_seconds
+from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, from_epoch_seconds, to_epoch_seconds
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,8 @@ def behind_watermark(events: Iterable[Event], config: PipelineConfig) -> set[Eve
     """The events behind the watermark at their arrival."""
     marked = watermarks(sorted(events, key=arrival_order), event_time=lambda e: e.event_time,
                         scope_of=(lambda e: e.key) if config.watermark_scope == "key" else (lambda e: None),
-                        max_out_of_orderness=timedelta(seconds=config.max_out_of_orderness))
+                        max_out_of_orderness=timedelta(seconds=config.max_out_of_orderness),
+                        arrival_time=(lambda e: e.arrival_time) if config.watermark_clock == "arrival" else None)
     return {e for e, watermark in marked if is_late(e.event_time, watermark)}
 
 
@@ -138,11 +139,14 @@ class _KeyTimeline:
         return self.events[lo:hi]
 
 
-def _timelines(events: Iterable[Event], config: PipelineConfig) -> dict[str, _KeyTimeline]:
+def _timelines(events: Iterable[Event], config: PipelineConfig) -> dict[bool, dict[str, _KeyTimeline]]:
+    """Per key (``True``), and all keys as the one key ``ALL_KEYS`` (``False``, non-keyed windows)."""
     by_key: dict[str, list[Event]] = defaultdict(list)
-    for e in accepted_events(events, config):
+    accepted = accepted_events(events, config)
+    for e in accepted:
         by_key[e.key].append(e)
-    return {k: _KeyTimeline(v) for k, v in by_key.items()}
+    return {True: {k: _KeyTimeline(v) for k, v in by_key.items()},
+            False: {ALL_KEYS: _KeyTimeline(accepted)} if accepted else {}}
 
 
 # -- windows, from their definition: [k * slide + offset, k * slide + offset + length) -----------
@@ -207,8 +211,8 @@ def window_changes(events: Iterable[Event], config: PipelineConfig, first_day: d
     rows = []
     for spec in config.windows:
         ends = window_ends(spec, start, stop)
-        for key, timeline in timelines.items():
-            if spec.emit == "final":  # every closed tumbling window that held events
+        for key, timeline in timelines[spec.keyed].items():
+            if spec.emit == "final":  # every closed window that held events
                 rows += [ChangeRow(key, spec.name, from_epoch_seconds(t), fold(config, inside))
                          for t in ends if (inside := timeline.between(*window_bounds(spec, t)))]
                 continue
@@ -230,7 +234,7 @@ def snapshot(events: Iterable[Event], config: PipelineConfig, day: date) -> dict
     result = {}
     for spec in config.windows:
         last_end = last_end_before(spec, day_start(day) + DAY_SECONDS)
-        for key, timeline in timelines.items():
+        for key, timeline in timelines[spec.keyed].items():
             inside = timeline.between(*window_bounds(spec, last_end))
             if inside:
                 result[(spec.name, key)] = fold(config, inside)

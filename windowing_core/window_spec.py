@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 _DURATION = re.compile(r"^\s*(-?)\s*(\d+)\s*(s|m|h|d|w)\s*$")
+ALL_KEYS = "*"
+"""The key of a non-keyed window's rows (``keyed: false``, Flink's ``windowAll``): one fixed,
+non-null value, so that every key column stays non-null and rows keep the tables' shape."""
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 DAY_SECONDS = 86400
 
@@ -99,6 +102,9 @@ class WindowSpec:
     and the next period starts again at ``s + length``. Its ends lie every ``step``: ``slide``
     holds the step (the spacing of ends, which is all the end arithmetic needs) and the offset
     is normalised into ``[0, length)``.
+
+    ``keyed: false`` aggregates all keys together (Flink's ``windowAll``): its rows carry the key
+    ``ALL_KEYS`` (``*``).
     """
 
     name: str
@@ -109,6 +115,7 @@ class WindowSpec:
     emit: str = "changes"
     align_to: datetime | None = None
     step: int | None = None
+    keyed: bool = True
 
     @classmethod
     def of(
@@ -122,6 +129,7 @@ class WindowSpec:
         *,
         align_to: str | datetime | None = None,
         step: str | int | None = None,
+        keyed: bool = True,
     ) -> WindowSpec:
         """Build from duration strings: ``WindowSpec.of("7d", "7d", "1m")``."""
         length_s = parse_duration(length, field_name=f"windows.{name}.length")
@@ -140,12 +148,15 @@ class WindowSpec:
             emit=emit,
             align_to=None if align_to is None else parse_utc_timestamp(align_to, field_name=f"windows.{name}.align_to"),
             step=step_s,
+            keyed=keyed,
         )
 
     def __post_init__(self) -> None:
         where = f"windows.{self.name}"
         if not self.name or not re.fullmatch(r"[A-Za-z0-9_]+", self.name):
             raise ValueError(f"window name {self.name!r}: use letters, digits and underscores")
+        if not isinstance(self.keyed, bool):
+            raise ValueError(f"{where}.keyed must be true or false, got {self.keyed!r}")
         if self.step is not None and self.step <= 0:
             raise ValueError(f"{where}.step must be positive, got {format_duration(self.step)}")
         for label, value in (("length", self.length), ("slide", self.slide), ("bucket", self.bucket)):
@@ -176,8 +187,6 @@ class WindowSpec:
                 raise ValueError(f"{where}.step: a cumulating window has no slide (its ends are its steps)")
         if self.emit not in ("changes", "final"):
             raise ValueError(f"{where}.emit must be 'changes' or 'final', got {self.emit!r}")
-        if self.emit == "final" and self.slide != self.length:
-            raise ValueError(f"{where}.emit 'final' needs a tumbling window (slide == length)")
         object.__setattr__(self, "offset", origin[1] % (self.length if self.cumulating else self.slide))
 
     @property
@@ -256,6 +265,8 @@ class WindowSpec:
             text += f", starting at offset {format_duration(self.offset)}"
         if self.slide > self.length:
             text += " (with gaps)"
+        if not self.keyed:
+            text += ", all keys together"
         return text
 
 

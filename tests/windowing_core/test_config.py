@@ -61,3 +61,29 @@ def test_align_to_reads_a_yaml_timestamp():
     config = PipelineConfig.from_dict(yaml.safe_load(
         "windows: {w: {length: 1h, slide: 90m, align_to: 2025-01-30T00:30:00Z}}"))
     assert config.windows[0].offset == 30 * 60
+
+
+def test_every_window_kind_reads_from_yaml():
+    import yaml
+
+    config = PipelineConfig.from_dict(yaml.safe_load("""
+        watermark_clock: arrival
+        windows:
+          today: {length: 1d, step: 10m, offset: -8h}
+          all: {length: 1h, slide: 20m, keyed: false, emit: final}
+    """))
+    today, every_key = config.windows
+    assert (today.cumulating, today.slide, today.offset) == (True, 600, 16 * 3600)
+    assert (every_key.keyed, every_key.emit) == (False, "final")
+    assert config.watermark_clock == "arrival"
+
+
+@pytest.mark.parametrize("window, message", [
+    ({"length": "1d", "step": "7m"}, r"^windows\.w\.step \(7m\) must divide the length \(1d\) into whole steps$"),
+    ({"length": "1d", "step": "10m", "slide": "10m"}, r"^windows\.w\.step: a cumulating window has no slide"),
+    ({"length": "1d", "keyed": "no"}, r"^windows\.w\.keyed must be true or false"),
+    ({"length": "1d", "emit": "always"}, r"^windows\.w\.emit must be 'changes' or 'final'"),
+])
+def test_bad_new_window_fields_fail_with_one_line_naming_the_field(window, message):
+    with pytest.raises(ValueError, match=message):
+        PipelineConfig.from_dict({"windows": {"w": window}})

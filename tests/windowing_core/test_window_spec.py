@@ -130,8 +130,7 @@ def test_offset_and_align_to_together_are_refused():
         (dict(length="1h", slide="1m", offset="30s"), "offset .* multiple of the bucket"),
         (dict(length="1h", align_to="2025-01-30T00:00:30Z"), "align_to .* multiple of the bucket"),
         (dict(length="1h", offset="8"), "windows.w.offset: cannot parse"),
-        (dict(length="1h", slide="1m", emit="final"), "tumbling"),
-        (dict(length="1h", slide="1m", emit="sometimes"), "emit"),
+        (dict(length="1h", slide="1m", emit="sometimes"), r"^windows\.w\.emit must be 'changes' or 'final'"),
     ],
 )
 def test_bad_specs_fail_with_the_field_named(kwargs, message):
@@ -173,3 +172,8 @@ def test_a_negative_offset_moves_the_period_of_a_cumulating_window():
 def test_bad_cumulating_specs_fail_with_the_field_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
         WindowSpec.of("w", **kwargs)
+
+
+def test_keyed_must_be_a_boolean():
+    with pytest.raises(ValueError, match="windows.w.keyed must be true or false"):
+        WindowSpec.of("w", "1h", keyed="no")
