@@ -104,7 +104,7 @@ def steps(spark, lakehouse: str, config) -> dict[str, list[tuple[str, Callable[[
             ("+ presorted by key hash and end", lambda: _noop(sw.presorted_by_key(deltas(), plan.after))),
             ("+ running sum (Window)", lambda: _noop(running())),
             ("+ finished values, marks", lambda: _noop(marked())),
-            ("+ both tables' rows", lambda: _noop(sw.table_rows(marked(), spec, config, plan.after)
+            ("+ both tables' rows", lambda: _noop(sw.table_rows(marked(), spec, config, plan.after, plan.last_end)
                                                  .drop(TABLE_COLUMN))),
             ("+ Delta writes (the job)", lambda: sw.run(spark, lakehouse, DAY, DAY, config)),
         ],

@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "both window tables": {
             "tagged by generators, one pass (jobs)":
-                lambda: _noop(sw.table_rows(product_marks, spec, config, plan.after)),
+                lambda: _noop(sw.table_rows(product_marks, spec, config, plan.after, plan.last_end)),
             "persisted, filtered per table": lambda: persisted_then_filtered(product_marks, spec, config, plan.after),
             "arrays of structs by lambdas": lambda: _noop(lambda_rows(product_marks, spec, config, plan.after)),
         },
