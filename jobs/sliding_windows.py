@@ -16,6 +16,11 @@ Non-invertible aggregations are evaluated at the same ends from hierarchical fra
 the tile it ends in. A daily run therefore reads the frames that enter and leave that day, the
 day tiles in between, and one small snapshot, whatever the length.
 
+The same machinery serves every window kind of ``WindowSpec``: offsets and gaps only move the
+grid of ends (a frame in a gap enters and leaves at one end); a cumulating window's frames leave
+together at its next period (``period_leaves``); a non-keyed window slides over the frames of all
+keys combined (``with_all_keys``); ``final`` emission repeats a key's state at every end.
+
     python -m jobs.sliding_windows --lakehouse DIR --date YYYY-MM-DD
 """
 

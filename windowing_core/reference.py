@@ -139,14 +139,21 @@ class _KeyTimeline:
         return self.events[lo:hi]
 
 
-def _timelines(events: Iterable[Event], config: PipelineConfig) -> dict[bool, dict[str, _KeyTimeline]]:
-    """Per key (``True``), and all keys as the one key ``ALL_KEYS`` (``False``, non-keyed windows)."""
+def _timelines(events: Iterable[Event], config: PipelineConfig) -> dict[str, _KeyTimeline]:
+    return _by_key(accepted_events(events, config))
+
+
+def _by_key(accepted: list[Event]) -> dict[str, _KeyTimeline]:
     by_key: dict[str, list[Event]] = defaultdict(list)
-    accepted = accepted_events(events, config)
     for e in accepted:
         by_key[e.key].append(e)
-    return {True: {k: _KeyTimeline(v) for k, v in by_key.items()},
-            False: {ALL_KEYS: _KeyTimeline(accepted)} if accepted else {}}
+    return {k: _KeyTimeline(v) for k, v in by_key.items()}
+
+
+def _timelines_by_kind(events: Iterable[Event], config: PipelineConfig) -> dict[bool, dict[str, _KeyTimeline]]:
+    """Per key (``True``: keyed windows), and every key as the one key ``ALL_KEYS`` (``False``)."""
+    accepted = accepted_events(events, config)
+    return {True: _by_key(accepted), False: {ALL_KEYS: _KeyTimeline(accepted)} if accepted else {}}
 
 
 # -- windows, from their definition: [k * slide + offset, k * slide + offset + length) -----------
@@ -206,7 +213,7 @@ def window_value(timeline: _KeyTimeline, spec: WindowSpec, config: PipelineConfi
 def window_changes(events: Iterable[Event], config: PipelineConfig, first_day: date,
                    last_day: date) -> list[ChangeRow]:
     """Change points with ``window_end`` in ``[first_day, last_day + 1 day)``, every window."""
-    timelines = _timelines(events, config)
+    timelines = _timelines_by_kind(events, config)
     start, stop = day_start(first_day), day_start(last_day) + DAY_SECONDS
     rows = []
     for spec in config.windows:
@@ -230,7 +237,7 @@ def window_changes(events: Iterable[Event], config: PipelineConfig, first_day: d
 
 def snapshot(events: Iterable[Event], config: PipelineConfig, day: date) -> dict:
     """``(window, key) -> values`` as of the day's last window end, for keys not empty."""
-    timelines = _timelines(events, config)
+    timelines = _timelines_by_kind(events, config)
     result = {}
     for spec in config.windows:
         last_end = last_end_before(spec, day_start(day) + DAY_SECONDS)
