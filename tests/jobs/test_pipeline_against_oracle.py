@@ -82,7 +82,7 @@ CASES = [
     (1, (WindowSpec.of("7d", "7d", "1m"), WindowSpec.of("odd", "50m", "20m", offset="-7m", emit="final"),
          WindowSpec.of("gaps", "1h", "90m", align_to="2025-01-28T00:10:00Z")), True, None, {}),
     (2, (WindowSpec.of("1h", "1h", "1m"), WindowSpec.of("3h", "3h", "20m", offset="-5m"),
-         WindowSpec.of("all", "3h", "1h", keyed=False)), False,
+         WindowSpec.of("all", "1d", "1h", keyed=False)), False,
      EVERY_AGGREGATION, {"late_policy": "drop", "max_out_of_orderness": 1800}),
     (3, (WindowSpec.of("1d", "1d", "1d", emit="final"), WindowSpec.of("50m", "50m", "20m"),
          WindowSpec.of("cumulating", "1d", offset="-8h", step="2h")), False, EVERY_AGGREGATION, {}),
