@@ -121,7 +121,8 @@ def catalog(config: PipelineConfig) -> list[Check]:
               "A window_end off its window's grid (offset + length + k * slide): the windows are "
               "shifted, so every value is of the wrong interval."),
         Check("window_length_matches_spec", WINDOW_CHANGES.name, ERROR,
-              "window_start is not window_end minus the window's length: the row misstates its "
+              "window_start is not window_end minus the window's length (a cumulating window's: its "
+              "period's start): the row misstates its "
               "interval."),
         Check("window_ends_inside_partition", WINDOW_CHANGES.name, ERROR,
               "Change points stored under another day than their window_end's: a re-run of one "
@@ -150,7 +151,8 @@ def catalog(config: PipelineConfig) -> list[Check]:
               "as_of is not the day's last window end: the next day would continue from the wrong "
               "state, and serving would show a stale time."),
         Check("window_length_matches_spec", WINDOW_SNAPSHOT.name, ERROR,
-              "window_start is not as_of minus the window's length: the state is of another "
+              "window_start is not as_of minus the window's length (a cumulating window's: its "
+              "period's start): the state is of another "
               "window, and the next day would continue from it."),
         Check("snapshot_keys_not_empty", WINDOW_SNAPSHOT.name, ERROR,
               "Keys whose window is empty kept in the snapshot: it should hold only keys with events "
