@@ -1,7 +1,7 @@
 """``minute_partials`` and ``daily_partials``: per key, the partial of every aggregation, by event day.
 
 ``daily_partials`` is an asset only where the configuration slides over it
-(``jobs.sliding_windows.reads_day_tiles``)."""
+(``windowing_core.config.reads_day_tiles``)."""
 
 import dagster as dg
 from dagster_pyspark import PySparkResource
@@ -14,10 +14,9 @@ from assets.spark_launch import SparkLaunchResource, job_days
 from assets.spark_work import SPARK_POOL, spark_work
 from jobs import delta_io
 from jobs import minute_partials as job
-from jobs.sliding_windows import reads_day_tiles
 from jobs.tables import ARRIVAL_PARTIALS, DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS
 from jobs.tables import days as day_list
-from windowing_core.config import PipelineConfig
+from windowing_core.config import PipelineConfig, reads_day_tiles
 
 
 def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:

@@ -17,7 +17,7 @@ from jobs.tables import (
     ARRIVAL_PARTIALS, DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, SESSION_STATE, WINDOW_CHANGES, WINDOW_SNAPSHOT,
 )
 from jobs.tables import days as day_list
-from windowing_core.config import PipelineConfig
+from windowing_core.config import PipelineConfig, reads_day_tiles
 
 
 def finality(lakehouse_root: str, last: date, config: PipelineConfig) -> dict:
@@ -35,7 +35,7 @@ def finality(lakehouse_root: str, last: date, config: PipelineConfig) -> dict:
 def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
     reach = frames_of_window_day(config)
     frames = [dg.AssetDep(t.name, partition_mapping=reach)
-              for t in (MINUTE_PARTIALS, *([DAILY_PARTIALS] if sliding_windows.reads_day_tiles(config) else []))]
+              for t in (MINUTE_PARTIALS, *([DAILY_PARTIALS] if reads_day_tiles(config) else []))]
     if config.arrival_windows:  # arrival frames of day D were written by the partials of D - L .. D
         frames.append(dg.AssetDep(ARRIVAL_PARTIALS.name, partition_mapping=frames_of_window_day(
             config, extra_days=config.allowed_lateness_days)))

@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 
 from jobs import delta_io, minute_partials, sliding_windows
 from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter
-from windowing_core.config import PipelineConfig
+from windowing_core.config import PipelineConfig, reads_day_tiles
 from windowing_core.reference import day_start
 from windowing_core.window_spec import DAY_SECONDS
 
@@ -83,7 +83,7 @@ def output_rows(spark: SparkSession, lakehouse: str, day: date, config: Pipeline
     """What panes wrote for ``day``, one cached frame per table (the partition column dropped:
     one day is one folder), for ``write_floor``. The caller unpersists them."""
     tables = [MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT]
-    if sliding_windows.reads_day_tiles(config):
+    if reads_day_tiles(config):
         tables.append(DAILY_PARTIALS)
     rows = []
     for table in tables:

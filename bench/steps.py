@@ -41,6 +41,7 @@ def steps(spark, lakehouse: str, config) -> dict[str, list[tuple[str, Callable[[
     from jobs import minute_partials as mp
     from jobs import sliding_windows as sw
     from jobs.tables import EVENTS, TABLE_COLUMN, day_filter
+    from windowing_core.config import reads_day_tiles
 
     from bench.methods import scan_floor
 
@@ -86,7 +87,7 @@ def steps(spark, lakehouse: str, config) -> dict[str, list[tuple[str, Callable[[
         return sw.with_emission_marks(sw.with_finished_values(running(), config), config, DAY, DAY)
 
     tiles = ([("+ folded into daily tiles", lambda: _noop(frames_and_tiles()))]
-             if sw.reads_day_tiles(config) else [])  # only where the partials job writes them
+             if reads_day_tiles(config) else [])  # only where the partials job writes them
     return {
         "scan floor": [("events read, minute buckets per key", lambda: scan_floor(spark, lakehouse, DAY, config))],
         "minute partials": [
@@ -103,7 +104,7 @@ def steps(spark, lakehouse: str, config) -> dict[str, list[tuple[str, Callable[[
             ("+ presorted by key hash and end", lambda: _noop(sw.presorted_by_key(deltas(), plan.after))),
             ("+ running sum (Window)", lambda: _noop(running())),
             ("+ finished values, marks", lambda: _noop(marked())),
-            ("+ both tables' rows", lambda: _noop(sw.table_rows(marked(), spec, config, plan.after)
+            ("+ both tables' rows", lambda: _noop(sw.table_rows(marked(), spec, config, plan.after, plan.last_end)
                                                  .drop(TABLE_COLUMN))),
             ("+ Delta writes (the job)", lambda: sw.run(spark, lakehouse, DAY, DAY, config)),
         ],

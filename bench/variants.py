@@ -25,7 +25,7 @@ snapshot in the lakehouse).
   arrival day alone, only its key, event_time and value carried) against the order it replaced,
   arrival day, then file and line, which shuffled and sorted the file and line of every event.
 - daily tiles: ``minute_partials.run`` writes ``daily_partials`` only where a non-invertible
-  aggregation slides over a window of a day or more (``sliding_windows.reads_day_tiles``; not under
+  aggregation slides over a window of a day or more (``windowing_core.config.reads_day_tiles``; not under
   the default count and sum), against writing them always (Delta writes into a scratch folder).
 - frames and daily tiles: where the tiles are kept, ``minute_partials.run``'s one query, where
   Spark reuses the shuffle both tables share, against the frames persisted and then folded into
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     from jobs import delta_io, minute_partials as mp, sliding_windows as sw
     from jobs.spark_session import get_spark
     from jobs.tables import EVENTS, day_filter
-    from windowing_core.config import PipelineConfig
+    from windowing_core.config import PipelineConfig, reads_day_tiles
 
     spark, config = get_spark(), PipelineConfig()
     scratch = tempfile.mkdtemp(prefix="panes-variants-")  # the partials pair writes its Delta tables here
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "both window tables": {
             "tagged by generators, one pass (jobs)":
-                lambda: _noop(sw.table_rows(product_marks, spec, config, plan.after)),
+                lambda: _noop(sw.table_rows(product_marks, spec, config, plan.after, plan.last_end)),
             "persisted, filtered per table": lambda: persisted_then_filtered(product_marks, spec, config, plan.after),
             "arrays of structs by lambdas": lambda: _noop(lambda_rows(product_marks, spec, config, plan.after)),
         },
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         "daily tiles": {
             "kept only where a window slides over them (jobs)":
                 lambda: frames_and_tiles(arrivals, config, persisted=False, scratch=scratch,
-                                         tiles=sw.reads_day_tiles(config)),
+                                         tiles=reads_day_tiles(config)),
             "always written": lambda: frames_and_tiles(arrivals, config, persisted=False, scratch=scratch),
         },
         "frames and daily tiles": {

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.sliding_windows import reads_day_tiles
+from windowing_core.config import reads_day_tiles
 from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from windowing_core.aggregations import AGGREGATIONS, Aggregation
 from windowing_core.config import PipelineConfig
@@ -118,11 +118,11 @@ def catalog(config: PipelineConfig) -> list[Check]:
         Check("windows_declared", WINDOW_CHANGES.name, ERROR,
               "Rows for a window that is not configured (a stale name, a typo): nobody reads them."),
         Check("window_ends_on_grid", WINDOW_CHANGES.name, ERROR,
-              "A window_end off its window's slide grid (offset + k * slide): the windows are "
+              "A window_end off its window's grid (offset + length + k * slide): the windows are "
               "shifted, so every value is of the wrong interval. Session windows have no grid: exempt."),
         Check("window_length_matches_spec", WINDOW_CHANGES.name, ERROR,
-              "window_start is not window_end minus the window's length: the row misstates its "
-              "interval. A session's length is its own: exempt."),
+              "window_start is not window_end minus the window's length (a cumulating window's: its "
+              "period's start): the row misstates its interval. A session's length is its own: exempt."),
         Check("window_ends_inside_partition", WINDOW_CHANGES.name, ERROR,
               "Change points stored under another day than their window_end's: a re-run of one "
               "day would leave or drop them."),
@@ -155,7 +155,8 @@ def catalog(config: PipelineConfig) -> list[Check]:
               "as_of is not the day's last window end: the next day would continue from the wrong "
               "state, and serving would show a stale time."),
         Check("window_length_matches_spec", WINDOW_SNAPSHOT.name, ERROR,
-              "window_start is not as_of minus the window's length: the state is of another "
+              "window_start is not as_of minus the window's length (a cumulating window's: its "
+              "period's start): the state is of another "
               "window, and the next day would continue from it."),
         Check("snapshot_keys_not_empty", WINDOW_SNAPSHOT.name, ERROR,
               "Keys whose window is empty kept in the snapshot: it should hold only keys with events "

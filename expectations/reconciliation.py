@@ -28,11 +28,12 @@ from pyspark.sql import functions as F
 from expectations.catalog import CONSERVATION_SAMPLE_KEYS, QUARANTINE_SHARE_LIMIT, Outcome
 from expectations.suites import SAMPLE_ROWS, as_of_per_day, empty_values, json_safe, same_values
 from jobs.ingest_events import LATE_REASON
+from jobs.sliding_windows import with_all_keys
 from windowing_core.aggregations import Aggregation
 from windowing_core.change_points import change_points
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
-from windowing_core.window_spec import DAY_SECONDS, WindowSpec, from_epoch_seconds
+from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, from_epoch_seconds
 
 
 def _counts(frame: DataFrame, day_column: str) -> dict[date, int]:
@@ -283,7 +284,7 @@ def window_values(frames: list[tuple[int, tuple]], spec: WindowSpec,
     """``value(end)``: the finished values of the window ending at ``end``, and whether it holds
     any frame, folded from one key's frames ((start in epoch seconds, partial per aggregation)).
 
-    The window ending at ``t`` holds the frames with ``t - length <= f`` and ``f + bucket <= t``.
+    The window ending at ``t`` holds the frames with ``window_start(t) <= f`` and ``f + bucket <= t``.
     """
     frames = sorted(frames)
     starts = [f for f, _ in frames]
@@ -293,7 +294,7 @@ def window_values(frames: list[tuple[int, tuple]], spec: WindowSpec,
     cache: dict[tuple[int, int], tuple] = {}
 
     def value(end: int) -> tuple[tuple, bool]:
-        span = bisect.bisect_left(starts, end - spec.length), bisect.bisect_right(starts, end - spec.bucket)
+        span = bisect.bisect_left(starts, spec.window_start(end)), bisect.bisect_right(starts, end - spec.bucket)
         if span not in cache:
             cache[span] = tuple(a.finish(p) for a, p in zip(aggregations, tree.fold(*span)))
         return cache[span], span[1] > span[0]
@@ -375,6 +376,8 @@ def changes_conserve_frames(changes: DataFrame, partials: DataFrame, config: Pip
     skipped = [a.name for a in config.aggregations if not python_combinable(a)]
     reach = frames_reach_days(config)
     spark = changes.sparkSession
+    if not all(spec.keyed for spec in config.windows):  # non-keyed windows: every key's frames as one
+        partials = partials.unionByName(with_all_keys(partials, config, "frame_start", "event_date"))
 
     keys_by_day = sampled_keys(changes, partials, days, reach, sample_keys)
     if not keys_by_day:
@@ -406,7 +409,7 @@ def changes_conserve_frames(changes: DataFrame, partials: DataFrame, config: Pip
     for day in days:
         problems: list[dict] = []
         for key in keys_by_day.get(day, []):
-            for spec in config.windows:
+            for spec in [s for s in config.windows if s.keyed == (key != ALL_KEYS)]:
                 value = window_values(frames.get((day, key), []), spec, checked)
                 want = expected_rows(value, spec, day)
                 have = recorded.get((day, key, spec.name), {})
@@ -462,13 +465,13 @@ def snapshot_matches_last_change(snapshots: DataFrame, changes: DataFrame, confi
     empty = empty_values(config)
     wanted = [d.isoformat() for d in days]
     spark = snapshots.sparkSession
-    lengths = {spec.name: spec.length for spec in config.windows}
-    held_end = spark.createDataFrame([(w, d, end, lengths[w]) for w, d, end in
+    specs = {spec.name: spec for spec in config.windows}
+    held_end = spark.createDataFrame([(w, d, end, specs[w].window_start(end)) for w, d, end in
                                       as_of_per_day(config, sorted({d - timedelta(days=1) for d in days}))],
-                                     "window string, date date, held_end long, length long")
+                                     "window string, date date, held_end long, held_start long")
     of_this_definition = (snapshots.join(F.broadcast(held_end), ["window", "date"])
                           .where((F.unix_seconds("as_of") == F.col("held_end"))
-                                 & (F.unix_seconds("window_start") == F.col("held_end") - F.col("length"))))
+                                 & (F.unix_seconds("window_start") == F.col("held_start"))))
     continued = spark.createDataFrame(
         [(r[0], r[1] + timedelta(days=1)) for r in of_this_definition.select("window", "date").distinct().collect()],
         "window string, date date").withColumn("continued", F.lit(True))

@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
 from expectations.catalog import Outcome, VARIANCE_KINDS, has_mean_min_max, of_kinds
+from jobs.sliding_windows import window_start_of
 from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
@@ -246,7 +247,7 @@ def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | No
     by_key = Window.partitionBy("key", "window").orderBy("window_end")
     frame = changes.withColumns({
         "window_end_off_grid_seconds": _per_window(  # -1: no window_end
-            config, lambda s: F.coalesce(F.pmod(end - F.lit(s.offset), F.lit(s.slide)), F.lit(-1))),
+            config, lambda s: F.coalesce(F.pmod(end - F.lit(s.end_offset), F.lit(s.slide)), F.lit(-1))),
         **_window_lengths(end, config),
         "window_end_date": F.to_date("window_end"),
         "__has_previous": F.lag("window_end").over(by_key).isNotNull(),
@@ -271,10 +272,12 @@ def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | No
 
 
 def _window_lengths(end: Column, config: PipelineConfig) -> dict[str, Column]:
-    """A row's window length (``end`` minus its window_start) beside its window's declared one;
-    both null for a session, whose length is its own."""
+    """A row's window length (``end`` minus its window_start) beside its window's declared one
+    (for a cumulating window, the length it has grown to at that end); both null for a session,
+    whose length is its own."""
     return {"window_length_seconds": F.when(~is_session(config), end - F.unix_seconds("window_start")),
-            "declared_length_seconds": _per_window(config, lambda s: F.lit(s.length).cast("long"))}
+            "declared_length_seconds": _per_window(
+                config, lambda s: (end - window_start_of(end, s)).cast("long"))}
 
 
 def as_of_per_day(config: PipelineConfig, days: Iterable[date]) -> list[tuple[str, date, int]]:

@@ -487,5 +487,6 @@ def main(argv: list[str] | None = None) -> int:
 
     return run_job(__doc__, job, argv, landing=True)
 
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,7 +1,7 @@
 """Minute partials: one row per key and frame with the partial of every aggregation.
 
 Alongside, where a non-invertible aggregation slides over a window of a day or more
-(``sliding_windows.reads_day_tiles``), ``daily_partials`` holds the same partials combined per
+(``windowing_core.config.reads_day_tiles``), ``daily_partials`` holds the same partials combined per
 key and whole event day: the coarser tiles that let it slide exactly without reading every
 frame of a long window (see ``windowing_core.aggregations``).
 
@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import arrival_frames, delta_io, pipes
-from jobs.sliding_windows import reads_day_tiles
+from windowing_core.config import reads_day_tiles
 from jobs.tables import (
     ARRIVAL_PARTIALS, DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, Table, day_filter,
     frame_stamp, frame_times, partial_columns,
@@ -46,22 +46,33 @@ def with_watermark(events: DataFrame, config: PipelineConfig) -> DataFrame:
     the events are cut into chunks of one arrival minute; each chunk's running max runs in its
     own task and starts from the max of all earlier chunks, which a window over the (small)
     table of chunk maxima gives. No task sorts more than one chunk or one key.
+
+    Under ``watermark_clock: arrival`` (Bytewax's event clock) the same scan runs over each
+    event's lead, ``event_time - arrival_time``: Bytewax's base moves to an event only where
+    ``event_time - out_of_orderness`` is ahead of ``base + (arrival - base_arrival)``, that is
+    where the event's lead exceeds the base's, so the watermark at an arrival ``a`` is
+    ``a + (the largest lead seen before) - out_of_orderness``. ``windowing_core.watermark`` keeps
+    Bytewax's step-by-step form, against which the tests hold this one.
     """
     before = Window.unboundedPreceding, -1
+    arrival_clock = config.watermark_clock == "arrival"
+    measure = (F.unix_micros("event_time") - F.unix_micros("arrival_time")) if arrival_clock else F.col("event_time")
+    events = events.withColumn("measure", measure)
     if config.watermark_scope == "key":
-        seen = F.max("event_time").over(Window.partitionBy("key").orderBy(*ARRIVAL_ORDER).rowsBetween(*before))
+        seen = F.max("measure").over(Window.partitionBy("key").orderBy(*ARRIVAL_ORDER).rowsBetween(*before))
         marked = events.withColumn("seen", seen)
     else:
         chunked = events.withColumn("chunk", F.struct("arrival_date", F.date_trunc("minute", "arrival_time")))
-        maxima = chunked.groupBy("chunk").agg(F.max("event_time").alias("chunk_max"))
+        maxima = chunked.groupBy("chunk").agg(F.max("measure").alias("chunk_max"))
         earlier = maxima.select("chunk", F.max("chunk_max").over(Window.orderBy("chunk").rowsBetween(*before))
                                 .alias("earlier"))
-        within = F.max("event_time").over(Window.partitionBy("chunk").orderBy(*ARRIVAL_ORDER).rowsBetween(*before))
+        within = F.max("measure").over(Window.partitionBy("chunk").orderBy(*ARRIVAL_ORDER).rowsBetween(*before))
         marked = (chunked.join(F.broadcast(earlier), "chunk")
                   .withColumn("seen", F.greatest("earlier", within)).drop("chunk", "earlier"))
+    seen_micros = (F.unix_micros("arrival_time") + F.col("seen")) if arrival_clock else F.unix_micros("seen")
     return marked.withColumn(
-        "watermark", F.timestamp_micros(F.unix_micros("seen") - config.max_out_of_orderness * 1_000_000)
-    ).drop("seen")
+        "watermark", F.timestamp_micros(seen_micros - config.max_out_of_orderness * 1_000_000)
+    ).drop("seen", "measure")
 
 
 def filter_event_days(events: DataFrame, first: date, last: date) -> DataFrame:

@@ -3,8 +3,8 @@
 Answered from the window tables alone, never from events: the snapshot of the day before gives
 each key's state as of that day's last window end, and the change points of the instant's own
 day up to the instant override it. A key's value at ``t`` is the value of its latest change
-point at or before ``t``. For ``final`` (tumbling) windows the value at ``t`` is the last
-closed window's row, or nothing where the key had no events in it.
+point at or before ``t``. For ``final`` windows the value at ``t`` is the row of the last
+window closed by ``t``, or nothing where the key had no events in it.
 
 On a window's first day, where the snapshot of the day before holds no state of it (the
 window was added, or redefined under its name, that day), a key's value before its first

@@ -16,6 +16,11 @@ Non-invertible aggregations are evaluated at the same ends from hierarchical fra
 the tile it ends in. A daily run therefore reads the frames that enter and leave that day, the
 day tiles in between, and one small snapshot, whatever the length.
 
+The same machinery serves every window kind of ``WindowSpec``: offsets and gaps only move the
+grid of ends (a frame in a gap enters and leaves at one end); a cumulating window's frames leave
+together at its next period (``period_leaves``); a non-keyed window slides over the frames of all
+keys combined (``with_all_keys``); ``final`` emission repeats a key's state at every end.
+
     python -m jobs.sliding_windows --lakehouse DIR --date YYYY-MM-DD
 """
 
@@ -39,7 +44,7 @@ from jobs.tables import (
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
-from windowing_core.window_spec import DAY_SECONDS, WindowSpec
+from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, tile_size
 
 EPOCH = date(1970, 1, 1)
 
@@ -51,11 +56,20 @@ def state_columns(config: PipelineConfig) -> list[str]:
 
 def _ceil_to_grid(seconds: Column, spec: WindowSpec) -> Column:
     """``WindowSpec.end_at_or_after`` as a Spark expression."""
-    return seconds + F.pmod(F.lit(spec.offset) - seconds, F.lit(spec.slide))
+    return seconds + F.pmod(F.lit(spec.end_offset) - seconds, F.lit(spec.slide))
 
 
 def _floor_to(seconds: Column, size: int) -> Column:
     return seconds - F.pmod(seconds, F.lit(size))
+
+
+def window_start_of(end: Column, spec: WindowSpec) -> Column:
+    """``WindowSpec.window_start`` as a Spark expression: ``end - length``, or a cumulating
+    window's period start."""
+    if spec.cumulating:
+        before = end - spec.step
+        return before - F.pmod(before - F.lit(spec.offset), F.lit(spec.length))
+    return end - spec.length
 
 
 def _seconds(column: str = "frame_start") -> Column:
@@ -78,23 +92,18 @@ def _utc_midnight(day: Column) -> Column:
     return F.unix_date(day).cast("long") * DAY_SECONDS
 
 
-def tile_size(spec: WindowSpec) -> int:
-    """The coarser tile for hierarchical frames: one day, or for windows shorter than a day the
-    largest span that divides a day, is a whole number of buckets and fits in the window (so a
-    window's start and end never fall in the same tile)."""
-    if spec.length >= DAY_SECONDS:
-        return DAY_SECONDS
-    return max(t for t in range(spec.bucket, spec.length + 1, spec.bucket) if DAY_SECONDS % t == 0)
-
-
-def reads_day_tiles(config: PipelineConfig) -> bool:
-    """Whether any window slides over ``daily_partials``: a non-invertible aggregation over a
-    window whose tile is a whole day. Only then does the pipeline keep that table (the partials
-    job, the Dagster graph, the checks): everything else is exact from the minute partials and
-    the previous snapshot, and without the tiles the partials job is 1.46x faster at 10^4 events
-    and 1.30x at 10^7 (``bench.variants --pair "daily tiles"``)."""
-    return (any(not a.invertible for a in config.aggregations)
-            and any(tile_size(spec) == DAY_SECONDS for spec in config.windows if spec.time == "event"))
+def with_all_keys(frames: DataFrame, config: PipelineConfig, *by: str) -> DataFrame:
+    """Frames (or tiles) of every key combined into one key, ``ALL_KEYS``, per ``by`` (the frame
+    or tile and its day): what a non-keyed window (``keyed: false``, Flink's ``windowAll``)
+    slides over. Every partial combines, invertible or not, so the window is exact as for a key.
+    All keys being one, its running sum is one task's work, as Flink's windowAll runs at
+    parallelism 1; its input is one row per frame, whatever the number of keys."""
+    merged = [F.sum("event_count").alias("event_count")]
+    for a in config.aggregations:
+        columns = a.field_columns()
+        merged += [c.alias(n) for c, n in zip(a.spark_merge([F.col(c) for c in columns]), columns)]
+    return frames.groupBy(*by).agg(*merged).select(F.lit(ALL_KEYS).alias("key"), *by, "event_count",
+                                                    *partial_columns(config))
 
 
 # -- invertible aggregations: a running sum of entering and leaving deltas ------------------------
@@ -106,8 +115,10 @@ def frame_deltas(frames: DataFrame, spec: WindowSpec, config: PipelineConfig,
 
     One pass over the frames emits both deltas of a frame (``inline`` of a two-element array),
     so the frames are read once and never cached. ``entering`` counts the frames entering at an
-    end: for tumbling windows those ends are exactly the windows holding events, which
-    ``final`` emission needs.
+    end.
+
+    A cumulating window's frames leave together, at the first end of the next period: those
+    deltas are ``period_leaves``, one per key and period, and the frames give only ``+state``.
     """
     state = state_columns(config)
     f = _seconds()
@@ -115,8 +126,20 @@ def frame_deltas(frames: DataFrame, spec: WindowSpec, config: PipelineConfig,
                      F.lit(1).alias("entering"))
     leave = F.struct(_ceil_to_grid(f + spec.length + spec.bucket, spec).alias("end"),
                      *[(-F.col(c)).alias(c) for c in state], F.lit(0).alias("entering"))
-    return (frames.select("key", F.inline(F.array(enter, leave)))
+    both = F.array(enter) if spec.cumulating else F.array(enter, leave)
+    return (frames.select("key", F.inline(both))
             .where((F.col("end") > after) & (F.col("end") < stop)))
+
+
+def period_leaves(entering: DataFrame, spec: WindowSpec, config: PipelineConfig, stop: int) -> DataFrame:
+    """A cumulating window starts again each period: ``-state`` of the whole period (the
+    baseline's state where the period began before the run, plus the frames entering since) at
+    the period's restart, the first end of the next period. One row per key and period, from the
+    rows the running sum reads anyway, so no frame of an earlier day is read to deduct it."""
+    state = state_columns(config)
+    restart = window_start_of(F.col("end"), spec) + spec.length + spec.step
+    return (entering.groupBy("key", restart.alias("end")).agg(*[(-F.sum(c)).alias(c) for c in state])
+            .where(F.col("end") < stop).select("key", "end", *state, F.lit(0).alias("entering")))
 
 
 KEY_HASH = "key_hash"  # the high 32 bits of xxhash64(key): the running sum's first sort column
@@ -181,7 +204,7 @@ def baseline_from_snapshot(snapshot: DataFrame, spec: WindowSpec, config: Pipeli
 def baseline_from_frames(frames: DataFrame, spec: WindowSpec, config: PipelineConfig, at: int) -> DataFrame:
     """Bootstrap: fold the frames of the window ending at ``at`` (only when no snapshot exists)."""
     f = _seconds()
-    inside = frames.where((f >= at - spec.length) & (f < at))
+    inside = frames.where((f >= spec.window_start(at)) & (f < at))
     return inside.groupBy("key").agg(*[F.sum(c).alias(c) for c in state_columns(config)]).select(
         "key", F.lit(at).cast("long").alias("end"), *state_columns(config), F.lit(0).alias("entering"))
 
@@ -238,6 +261,23 @@ def exact_values(frames: DataFrame, tiles: DataFrame, ends: DataFrame, spec: Win
     return merge_non_invertible(head.unionByName(tail).unionByName(middle), config, "key", "end")
 
 
+def exact_cumulating_values(frames: DataFrame, ends: DataFrame, spec: WindowSpec,
+                            config: PipelineConfig) -> DataFrame:
+    """Non-invertible partials of a cumulating window at each (key, end): a running merge of
+    the frames of the end's period before the end (frames sort after a query at their own
+    position), one Window over the period's frames and never a refold per end."""
+    fields = partial_columns(config, invertible=False)
+    f = _seconds()
+    frame_rows = frames.select("key", f.alias("pos"), window_start_of(f + spec.step, spec).alias("tile"), *fields,
+                               F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
+    nulls = [F.lit(None).cast(t).alias(c) for a in config.aggregations if not a.invertible
+             for c, t in zip(a.field_columns(), [x.spark_type for x in a.fields])]
+    queries = ends.select("key", F.col("end").alias("pos"), window_start_of(F.col("end"), spec).alias("tile"),
+                          *nulls, F.lit(True).alias("is_query"), "end")
+    merged = _running_merge(frame_rows.unionByName(queries), config, [F.col("pos").asc(), F.col("is_query").desc()])
+    return merge_non_invertible(merged, config, "key", "end")
+
+
 def merge_non_invertible(rows: DataFrame, config: PipelineConfig, *by: str) -> DataFrame:
     merged = []
     for agg in config.aggregations:
@@ -291,46 +331,57 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     day, next_end = day_of(F.col("end")), F.col("next_end")
     until = (F.when(next_end.isNull(), F.lit(last))
              .when(day_of(next_end) > day, F.date_sub(day_of(next_end), 1)))  # else null: not the day's last
-    handed_on = ["next_end", *[f"previous_{c}" for c in partial_columns(config, invertible=True)]]
+    handed_on = [f"previous_{c}" for c in partial_columns(config, invertible=True)]  # next_end: final rows
     marks = [changed.alias("changed"), day.alias("date"), until.alias("until")]
     return values.select("*", *marks).drop(*handed_on)
 
 
-def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int) -> DataFrame:
+def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int, last_end: int) -> DataFrame:
     """Both tables' rows of one window from one pass over its marks, tagged by ``TABLE_COLUMN``.
 
-    ``window_changes``: the change points, or for ``final`` emission one row per key and closed
-    window that held events. ``window_snapshot``: each key's state as of each day's last window
-    end. A key's state holds until its next change, so a day's last row is carried over the
-    following days without one (a sequence of days, never of windows); empty keys drop out.
+    ``window_changes``: the change points, or for ``final`` emission one row per key and window
+    end whose window holds events (as Flink and Bytewax emit). A key's state holds from one of
+    its ends to the next, so a ``final`` row of a sliding or cumulating window is repeated at
+    every end in between (a sequence of ends; tumbling windows and gaps need one). That is the
+    cost ``final`` asks for: a 7d window sliding every minute writes 10,080 rows for each key with
+    one event. ``window_snapshot``: each key's state as of each day's last window end, carried
+    over the following days without a change (a sequence of days, never of windows); empty keys
+    drop out.
 
     Each marked row is tagged for both tables and kept where it belongs, by two generators that
     Spark compiles: one pass, no cache, and at 10^7 events faster than persisting the marks and
     filtering them per table or than building arrays of structs per row with lambdas (which win
-    only on small days, where both are fast; ``bench/variants.py``).
+    only on small days, where both are fast; ``bench/variants.py``). The second generator's
+    elements are longs for both tables: ends in epoch seconds, or days since 1970.
     """
     end, is_change = F.col("end"), F.col(TABLE_COLUMN) == WINDOW_CHANGES.name
-    if spec.emit == "final":
-        emitted = (end > after) & (F.col("entering") > 0) & (F.col("event_count") > 0)
+    if spec.emit == "final":  # every end from this one to the key's next, within the run
+        first, last = F.greatest(end, F.lit(after + spec.slide)), F.coalesce(F.col("next_end") - spec.slide,
+                                                                              F.lit(last_end))
+        emitted = (F.col("event_count") > 0) & (first <= last)
+        change_ends = F.sequence(first, last, F.lit(spec.slide))
     else:
         emitted = (end > after) & F.col("changed")
+        change_ends = F.array(end)
     held = F.col("until").isNotNull() & (F.col("event_count") > 0)
     tagged = (marked.select("*", F.explode(F.array(F.lit(WINDOW_CHANGES.name), F.lit(WINDOW_SNAPSHOT.name)))
                             .alias(TABLE_COLUMN))
               .where(F.when(is_change, emitted).otherwise(held)))
-    days = tagged.select("*", F.explode(F.when(is_change, F.array(_utc_date(end)))
-                                        .otherwise(F.sequence("date", "until"))).alias("day"))
-    as_of = _ceil_to_grid(_utc_midnight(F.col("day")) + DAY_SECONDS, spec) - spec.slide
+    days = tagged.select("*", F.explode(F.when(is_change, change_ends).otherwise(
+        F.sequence(F.unix_date("date").cast("long"), F.unix_date("until").cast("long")))).alias("at"))
+    at = F.col("at")
+    day = F.when(is_change, _utc_date(at)).otherwise(F.date_from_unix_date(at.cast("int")))
+    as_of = _ceil_to_grid(_utc_midnight(day) + DAY_SECONDS, spec) - spec.slide
     return days.select(
         "key",
         F.lit(spec.name).alias("window"),
-        _timestamp(F.when(is_change, end).otherwise(as_of) - spec.length).alias("window_start"),
-        F.when(is_change, _timestamp(end)).alias("window_end"),
+        _timestamp(window_start_of(F.when(is_change, at).otherwise(as_of), spec)).alias("window_start"),
+        F.when(is_change, _timestamp(at)).alias("window_end"),
         F.when(~is_change, _timestamp(as_of)).alias("as_of"),
         "event_count",
         *[F.when(~is_change, F.col(c)).alias(c) for c in partial_columns(config, invertible=True)],
         *[a.name for a in config.aggregations],
-        F.col("day").alias("date"),
+        day.alias("date"),
         TABLE_COLUMN,
     )
 
@@ -357,15 +408,19 @@ class _Plan:
         self.last_end = spec.end_at_or_before(self.stop - 1)
         length = spec.length
         # Frames entering in (after, stop) start in [after, last_end); frames leaving there
-        # start one window length earlier.
+        # start one window length earlier. A cumulating window's leave together (period_leaves).
         self.delta_ranges = [(self.after - length, self.last_end - length),
                              (max(self.after, self.last_end - length), self.last_end)]
         # The window whose state the baseline is: a snapshot's (window_start, as_of), or the
         # frames a bootstrap folds.
-        self.baseline_window = (self.after - length, self.after)
+        self.baseline_window = (spec.window_start(self.after), self.after)
         self.exact_ranges: list[tuple[int, int]] = []
         self.tile_days: list[str] = []
-        if any(not a.invertible for a in config.aggregations):
+        if spec.cumulating:
+            self.delta_ranges = [(self.after, self.last_end)]
+            if any(not a.invertible for a in config.aggregations):  # the period's frames so far
+                self.exact_ranges = [(spec.window_start(self.after), self.last_end)]
+        elif any(not a.invertible for a in config.aggregations):
             size = tile_size(spec)
             head = (self.after - length) // size * size
             if size < DAY_SECONDS:  # everything from the first head tile to the last end is small
@@ -507,11 +562,16 @@ def window_values(frames: DataFrame, baseline: DataFrame, tiles: DataFrame | Non
                   config: PipelineConfig, plan: _Plan) -> DataFrame:
     """Every aggregation's finished value at each end where a key's window can change."""
     deltas = frame_deltas(frames.where(_in_ranges(_seconds(), plan.delta_ranges)), spec, config,
-                          plan.after, plan.stop)
-    running = with_running_state(presorted_by_key(deltas.unionByName(baseline), plan.after), config)
-    if tiles is not None:
+                          plan.after, plan.stop).unionByName(baseline)
+    if spec.cumulating:
+        deltas = deltas.unionByName(period_leaves(deltas, spec, config, plan.stop))
+    running = with_running_state(presorted_by_key(deltas, plan.after), config)
+    if plan.exact_ranges:
         exact_frames = frames.where(_in_ranges(_seconds(), plan.exact_ranges))
-        exact = exact_values(exact_frames, tiles, running.select("key", "end"), spec, config)
+        if spec.cumulating:
+            exact = exact_cumulating_values(exact_frames, running.select("key", "end"), spec, config)
+        else:
+            exact = exact_values(exact_frames, tiles, running.select("key", "end"), spec, config)
         running = running.join(exact, ["key", "end"], "left")
     return with_finished_values(running, config)
 
@@ -547,17 +607,20 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     try:
         for spec in config.windows:
             plan = plans[spec.name]
+            spec_frames = frames if spec.keyed else with_all_keys(frames, config, "frame_start", "event_date")
             if spec.name in continued:
                 baseline = baseline_from_snapshot(previous, spec, config, plan.after)
             else:
-                baseline = baseline_from_frames(frames, spec, config, plan.after)
+                baseline = baseline_from_frames(spec_frames, spec, config, plan.after)
             tiles = None
-            if plan.exact_ranges:
-                tiles = (_read_day_tiles(spark, lakehouse, plan.tile_days, config, clock) if plan.tile_days
-                         else tiles_of(frames.where(_in_ranges(_seconds(), plan.exact_ranges)), spec, config))
-            marked = with_emission_marks(window_values(frames, baseline, tiles, spec, config, plan),
+            if plan.exact_ranges and not spec.cumulating and plan.tile_days:
+                tiles = _read_day_tiles(spark, lakehouse, plan.tile_days, config, clock)
+                tiles = tiles if spec.keyed else with_all_keys(tiles, config, "tile", "event_date")
+            elif plan.exact_ranges and not spec.cumulating:
+                tiles = tiles_of(spec_frames.where(_in_ranges(_seconds(), plan.exact_ranges)), spec, config)
+            marked = with_emission_marks(window_values(spec_frames, baseline, tiles, spec, config, plan),
                                          config, first, last)
-            rows.append(table_rows(marked, spec, config, plan.after))
+            rows.append(table_rows(marked, spec, config, plan.after, plan.last_end))
     except BaseException:  # the caller unpersists only what it is handed
         for df in persisted:
             df.unpersist()

@@ -27,7 +27,7 @@ from datetime import date, datetime, timedelta, timezone
 from windowing_core.change_points import change_points
 from windowing_core.config import PipelineConfig
 from windowing_core.watermark import is_late, watermarks
-from windowing_core.window_spec import DAY_SECONDS, WindowSpec, from_epoch_seconds, to_epoch_seconds
+from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, from_epoch_seconds, to_epoch_seconds
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,8 @@ def behind_watermark(events: Iterable[Event], config: PipelineConfig) -> set[Eve
     """The events behind the watermark at their arrival."""
     marked = watermarks(sorted(events, key=arrival_order), event_time=lambda e: e.event_time,
                         scope_of=(lambda e: e.key) if config.watermark_scope == "key" else (lambda e: None),
-                        max_out_of_orderness=timedelta(seconds=config.max_out_of_orderness))
+                        max_out_of_orderness=timedelta(seconds=config.max_out_of_orderness),
+                        arrival_time=(lambda e: e.arrival_time) if config.watermark_clock == "arrival" else None)
     return {e for e, watermark in marked if is_late(e.event_time, watermark)}
 
 
@@ -139,35 +140,94 @@ class _KeyTimeline:
 
 
 def _timelines(events: Iterable[Event], config: PipelineConfig) -> dict[str, _KeyTimeline]:
+    return _by_key(accepted_events(events, config))
+
+
+def _by_key(accepted: list[Event]) -> dict[str, _KeyTimeline]:
     by_key: dict[str, list[Event]] = defaultdict(list)
-    for e in accepted_events(events, config):
+    for e in accepted:
         by_key[e.key].append(e)
     return {k: _KeyTimeline(v) for k, v in by_key.items()}
 
 
+def _timelines_by_kind(events: Iterable[Event], config: PipelineConfig) -> dict[bool, dict[str, _KeyTimeline]]:
+    """Per key (``True``: keyed windows), and every key as the one key ``ALL_KEYS`` (``False``)."""
+    accepted = accepted_events(events, config)
+    return {True: _by_key(accepted), False: {ALL_KEYS: _KeyTimeline(accepted)} if accepted else {}}
+
+
+# -- windows, from their definition: [k * slide + offset, k * slide + offset + length) -----------
+# Written from the start grid alone (never from ``WindowSpec``'s end arithmetic, which the jobs
+# use), so that the oracle checks that arithmetic rather than repeating it.
+
+
+def _first_start_at_or_after(spec: WindowSpec, moment: int) -> int:
+    return spec.offset + -((spec.offset - moment) // spec.slide) * spec.slide
+
+
+def _last_start_at_or_before(spec: WindowSpec, moment: int) -> int:
+    return spec.offset + (moment - spec.offset) // spec.slide * spec.slide
+
+
+def window_ends(spec: WindowSpec, start: int, stop: int) -> range:
+    """Ends ``t`` of every window with ``start <= t < stop``. A cumulating window's ends are its
+    starts plus every multiple of the step up to the length: every point of the step grid."""
+    if spec.cumulating:
+        return range(spec.offset + -((spec.offset - start) // spec.step) * spec.step, stop, spec.step)
+    first = _first_start_at_or_after(spec, start - spec.length) + spec.length
+    return range(first, stop, spec.slide)
+
+
+def window_bounds(spec: WindowSpec, end: int) -> tuple[int, int]:
+    """``[start, end)`` of the window ending at ``end``."""
+    if spec.cumulating:  # the period holding the instant just before the end
+        return spec.offset + (end - 1 - spec.offset) // spec.length * spec.length, end
+    return end - spec.length, end
+
+
+def entering_and_leaving(spec: WindowSpec, moment: int) -> tuple[int, int] | None:
+    """The end of the first window holding the instant and the end of the first one after it
+    that does not, or None where no window holds it (a gap)."""
+    if spec.cumulating:
+        enter = spec.offset + ((moment - spec.offset) // spec.step + 1) * spec.step
+        period_end = spec.offset + ((moment - spec.offset) // spec.length + 1) * spec.length
+        return enter, period_end + spec.step
+    first = _first_start_at_or_after(spec, moment - spec.length + 1)  # first start with moment < start + length
+    last = _last_start_at_or_before(spec, moment)
+    if first > last:
+        return None
+    return first + spec.length, last + spec.slide + spec.length
+
+
+def last_end_before(spec: WindowSpec, stop: int) -> int:
+    if spec.cumulating:
+        return window_ends(spec, stop - spec.step, stop)[0]
+    return _last_start_at_or_before(spec, stop - 1 - spec.length) + spec.length
+
+
 def window_value(timeline: _KeyTimeline, spec: WindowSpec, config: PipelineConfig, end: int) -> tuple:
-    """Brute force: fold every event of ``[end - length, end)`` again."""
-    return fold(config, timeline.between(end - spec.length, end))
+    """Brute force: fold every event of the window ending at ``end`` again."""
+    return fold(config, timeline.between(*window_bounds(spec, end)))
 
 
 def window_changes(events: Iterable[Event], config: PipelineConfig, first_day: date,
                    last_day: date) -> list[ChangeRow]:
     """Change points with ``window_end`` in ``[first_day, last_day + 1 day)``, every window."""
-    timelines = _timelines(events, config)
+    timelines = _timelines_by_kind(events, config)
     start, stop = day_start(first_day), day_start(last_day) + DAY_SECONDS
     rows = []
     for spec in config.windows:
-        ends = spec.ends_between(start, stop)
-        for key, timeline in timelines.items():
-            if spec.emit == "final":  # every closed tumbling window that held events
+        ends = window_ends(spec, start, stop)
+        for key, timeline in timelines[spec.keyed].items():
+            if spec.emit == "final":  # every closed window that held events
                 rows += [ChangeRow(key, spec.name, from_epoch_seconds(t), fold(config, inside))
-                         for t in ends if (inside := timeline.between(t - spec.length, t))]
+                         for t in ends if (inside := timeline.between(*window_bounds(spec, t)))]
                 continue
-            before = window_value(timeline, spec, config, ends.start - spec.slide)
+            before = window_value(timeline, spec, config, ends.start - ends.step)
             # A window's event set, and so its value, can only change at an end where an event
             # enters or leaves; every other end repeats the value before it. Folding only there
             # keeps the oracle brute force (each value is refolded from raw events) but fast.
-            moments = {spec.end_at_or_after(x + shift) for x in timeline.times for shift in (1, spec.length + 1)}
+            moments = {t for x in timeline.times for t in entering_and_leaving(spec, x) or ()}
             candidates = sorted(t for t in moments if ends.start <= t < ends.stop)
             values = ((t, window_value(timeline, spec, config, t)) for t in candidates)
             rows += [ChangeRow(key, spec.name, from_epoch_seconds(t), v)
@@ -177,12 +237,12 @@ def window_changes(events: Iterable[Event], config: PipelineConfig, first_day: d
 
 def snapshot(events: Iterable[Event], config: PipelineConfig, day: date) -> dict:
     """``(window, key) -> values`` as of the day's last window end, for keys not empty."""
-    timelines = _timelines(events, config)
+    timelines = _timelines_by_kind(events, config)
     result = {}
     for spec in config.windows:
-        last_end = spec.end_at_or_before(day_start(day) + DAY_SECONDS - 1)
-        for key, timeline in timelines.items():
-            inside = timeline.between(last_end - spec.length, last_end)
+        last_end = last_end_before(spec, day_start(day) + DAY_SECONDS)
+        for key, timeline in timelines[spec.keyed].items():
+            inside = timeline.between(*window_bounds(spec, last_end))
             if inside:
                 result[(spec.name, key)] = fold(config, inside)
     return result

@@ -7,8 +7,12 @@ implementation and the tests use both.
 Bounds, once for the whole module:
 
 - A frame (bucket) starting at ``f`` is the half-open interval ``[f, f + bucket)``.
-- The window that ends at ``t`` covers ``[t - length, t)``: start inclusive, end exclusive.
-- Window ends lie on the slide grid: ``(t - offset) % slide == 0``.
+- Windows are ``[k * slide + offset, k * slide + offset + length)`` for every integer ``k``, as
+  Flink (``SlidingEventTimeWindows.of(size, slide, offset)``) and Bytewax (``align_to``) define
+  them: start inclusive, end exclusive. Window *starts* lie on the slide grid, so the window that
+  ends at ``t`` covers ``[t - length, t)`` and ends lie on the grid shifted by the length,
+  ``(t - offset - length) % slide == 0`` (``end_offset``). Where slide > length the windows
+  leave gaps, and an instant in a gap belongs to no window.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 _DURATION = re.compile(r"^\s*(-?)\s*(\d+)\s*(s|m|h|d|w)\s*$")
+ALL_KEYS = "*"
+"""The key of a non-keyed window's rows (``keyed: false``, Flink's ``windowAll``): one fixed,
+non-null value, so that every key column stays non-null and rows keep the tables' shape."""
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 DAY_SECONDS = 86400
 MAX_DURATION = 3660 * DAY_SECONDS
@@ -77,21 +84,51 @@ def check_time(where: str, time: str) -> None:
         raise ValueError(f"{where}.time must be 'event' or 'arrival', got {time!r}")
 
 
+def parse_utc_timestamp(value: str | datetime, *, field_name: str) -> datetime:
+    """An ISO timestamp in UTC (``2025-01-30T00:00:00Z``, or an aware ``datetime`` at offset 0),
+    as Bytewax's ``align_to`` takes: anything naive, at another offset, or a bare date is refused."""
+    moment = value
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip())
+        except ValueError:
+            moment = None
+    if (not isinstance(moment, datetime) or moment.tzinfo is None
+            or moment.utcoffset() != timedelta(0)):
+        raise ValueError(f"{field_name}: expected a UTC timestamp such as '2025-01-30T00:00:00Z', got {value!r}")
+    return moment
+
+
 @dataclass(frozen=True)
 class WindowSpec:
     """A named window: ``length``, ``slide``, ``offset`` and ``bucket`` in whole seconds.
 
-    Tumbling windows have ``slide == length``. ``offset`` shifts the grid of window ends, for
-    example ``-8h`` aligns daily windows to a UTC-8 midnight. It is kept normalised into
-    ``[0, slide)`` because only its position on the grid matters.
+    Tumbling windows have ``slide == length``. ``offset`` shifts the grid of window starts,
+    ``k * slide + offset``, as in Flink: ``-8h`` starts daily windows at a UTC-8 midnight.
+    ``align_to`` (Bytewax's) says the same with a UTC instant at which some window starts; give
+    one or the other. The offset is kept normalised into ``[0, slide)`` because only its position
+    on the grid matters.
+
+    With ``step``, the window is cumulating (Flink's ``CUMULATE(step, size)``): windows share a
+    start on the grid ``k * length + offset`` and grow by ``step`` up to ``length``, so the
+    windows of one period are ``[s, s + step)``, ``[s, s + 2 * step)``, .. ``[s, s + length)``,
+    and the next period starts again at ``s + length``. Its ends lie every ``step``: ``slide``
+    holds the step (the spacing of ends, which is all the end arithmetic needs) and the offset
+    is normalised into ``[0, length)``.
+
+    ``keyed: false`` aggregates all keys together (Flink's ``windowAll``): its rows carry the key
+    ``ALL_KEYS`` (``*``).
     """
 
     name: str
     length: int
     slide: int
-    offset: int = 0
+    offset: int | None = None
     bucket: int = 60
     emit: str = "changes"
+    align_to: datetime | None = None
+    step: int | None = None
+    keyed: bool = True
     # ``event`` (event time) or ``arrival``: processing-time windows (Flink's, Akka's system
     # time) place each event by its arrival_time; they are never late (``jobs.arrival_frames``).
     time: str = "event"
@@ -102,21 +139,33 @@ class WindowSpec:
         name: str,
         length: str | int,
         slide: str | int | None = None,
-        offset: str | int = 0,
+        offset: str | int | None = None,
         bucket: str | int = "1m",
         emit: str = "changes",
+        *,
+        align_to: str | datetime | None = None,
+        step: str | int | None = None,
+        keyed: bool = True,
         time: str = "event",
     ) -> WindowSpec:
         """Build from duration strings: ``WindowSpec.of("7d", "7d", "1m")``."""
         length_s = parse_duration(length, field_name=f"windows.{name}.length")
         slide_s = length_s if slide is None else parse_duration(slide, field_name=f"windows.{name}.slide")
+        step_s = None if step is None else parse_duration(step, field_name=f"windows.{name}.step")
+        if step_s is not None:
+            if slide is not None:
+                raise ValueError(f"windows.{name}.step: a cumulating window has no slide (its ends are its steps)")
+            slide_s = step_s
         return cls(
             name=name,
             length=length_s,
             slide=slide_s,
-            offset=parse_duration(offset, field_name=f"windows.{name}.offset"),
+            offset=None if offset is None else parse_duration(offset, field_name=f"windows.{name}.offset"),
             bucket=parse_duration(bucket, field_name="bucket"),
             emit=emit,
+            align_to=None if align_to is None else parse_utc_timestamp(align_to, field_name=f"windows.{name}.align_to"),
+            step=step_s,
+            keyed=keyed,
             time=time,
         )
 
@@ -124,14 +173,27 @@ class WindowSpec:
         where = f"windows.{self.name}"
         if not self.name or not re.fullmatch(r"[A-Za-z0-9_]+", self.name):
             raise ValueError(f"window name {self.name!r}: use letters, digits and underscores")
+        if not isinstance(self.keyed, bool):
+            raise ValueError(f"{where}.keyed must be true or false, got {self.keyed!r}")
+        if self.step is not None and self.step <= 0:
+            raise ValueError(f"{where}.step must be positive, got {format_duration(self.step)}")
         for label, value in (("length", self.length), ("slide", self.slide), ("bucket", self.bucket)):
             if value <= 0:
                 raise ValueError(f"{where}.{label} must be positive, got {format_duration(value)}")
-        for label, value in (("length", self.length), ("slide", self.slide), ("offset", self.offset)):
+        if self.align_to is not None:
+            if self.offset is not None:
+                raise ValueError(f"{where}: give offset or align_to, not both")
+            parse_utc_timestamp(self.align_to, field_name=f"{where}.align_to")
+            origin = ("align_to", to_epoch_seconds(self.align_to))
+        else:
+            origin = ("offset", self.offset or 0)
+        if not isinstance(origin[1], int) or isinstance(origin[1], bool):
+            raise ValueError(f"{where}.offset: expected whole seconds, got {origin[1]!r}")
+        for label, value in (("length", self.length), ("slide", self.slide), origin):
             if abs(value) > MAX_DURATION:
                 raise ValueError(f"{where}.{label} ({format_duration(value)}) must be at most "
                                  f"{format_duration(MAX_DURATION)} (about ten years)")
-        for label, value in (("length", self.length), ("slide", self.slide), ("offset", self.offset)):
+        for label, value in (("length", self.length), ("slide", self.slide), origin):
             if value % self.bucket:
                 raise ValueError(
                     f"{where}.{label} ({format_duration(value)}) must be a whole multiple of "
@@ -139,16 +201,40 @@ class WindowSpec:
                 )
         if DAY_SECONDS % self.bucket:
             raise ValueError(f"bucket ({format_duration(self.bucket)}) must divide one day evenly")
+        if self.step is not None:
+            if self.length % self.step:
+                raise ValueError(f"{where}.step ({format_duration(self.step)}) must divide the length "
+                                 f"({format_duration(self.length)}) into whole steps")
+            if self.slide != self.step:
+                raise ValueError(f"{where}.step: a cumulating window has no slide (its ends are its steps)")
         if self.emit not in ("changes", "final"):
             raise ValueError(f"{where}.emit must be 'changes' or 'final', got {self.emit!r}")
-        if self.emit == "final" and self.slide != self.length:
-            raise ValueError(f"{where}.emit 'final' needs a tumbling window (slide == length)")
         check_time(where, self.time)
-        object.__setattr__(self, "offset", self.offset % self.slide)
+        object.__setattr__(self, "offset", origin[1] % (self.length if self.cumulating else self.slide))
 
     @property
     def tumbling(self) -> bool:
-        return self.slide == self.length
+        return self.slide == self.length and not self.cumulating
+
+    @property
+    def cumulating(self) -> bool:
+        return self.step is not None
+
+    def period_start(self, epoch_second: int) -> int:
+        """A cumulating window: the start ``k * length + offset`` of the period holding the instant."""
+        return epoch_second - (epoch_second - self.offset) % self.length
+
+    @property
+    def end_offset(self) -> int:
+        """Where window ends lie on the slide grid: starts at ``offset`` plus the length."""
+        return (self.offset + self.length) % self.slide
+
+    def window_start(self, end: int) -> int:
+        """Start of the window that ends at ``end``: its period's, for a cumulating window (whose
+        last end is the period's end, so the instant just before ``end`` says which period)."""
+        if self.cumulating:
+            return self.period_start(end - self.step)
+        return end - self.length
 
     # -- frames ---------------------------------------------------------------------------
     def frame_start(self, epoch_second: int) -> int:
@@ -158,40 +244,64 @@ class WindowSpec:
     # -- the grid of window ends ----------------------------------------------------------
     def end_at_or_after(self, epoch_second: int) -> int:
         """The first window end ``t >= epoch_second``."""
-        return epoch_second + (self.offset - epoch_second) % self.slide
+        return epoch_second + (self.end_offset - epoch_second) % self.slide
 
     def end_at_or_before(self, epoch_second: int) -> int:
         """The last window end ``t <= epoch_second``."""
-        return epoch_second - (epoch_second - self.offset) % self.slide
+        return epoch_second - (epoch_second - self.end_offset) % self.slide
 
     def ends_between(self, start: int, stop: int) -> range:
         """Window ends ``t`` with ``start <= t < stop``."""
         return range(self.end_at_or_after(start), stop, self.slide)
 
     def ends_containing(self, epoch_second: int) -> range:
-        """Ends of every window that holds this instant: ``t - length <= instant < t``."""
+        """Ends of every window that holds this instant: ``t - length <= instant < t``, or for a
+        cumulating window every end after it up to its period's end."""
+        if self.cumulating:
+            return range(self.end_at_or_after(epoch_second + 1), self.period_start(epoch_second) + self.length + 1,
+                         self.slide)
         return range(self.end_at_or_after(epoch_second + 1), epoch_second + self.length + 1, self.slide)
 
     def enter_end(self, frame_start: int) -> int:
         """The first window end whose window holds the frame (the frame enters there).
 
         With every end on the bucket grid, ``[f, f + bucket) ⊂ [t - length, t)`` holds exactly
-        when ``t - length <= f < t``.
+        when ``t - length <= f < t``. A frame in a gap (slide > length) enters and leaves at the
+        same end, so no window holds it.
         """
         return self.end_at_or_after(frame_start + self.bucket)
 
     def leave_end(self, frame_start: int) -> int:
-        """The first window end after ``enter_end`` whose window no longer holds the frame."""
+        """The first window end after ``enter_end`` whose window no longer holds the frame: for a
+        cumulating window, the first end of the next period."""
+        if self.cumulating:
+            return self.period_start(frame_start) + self.length + self.step
         return self.end_at_or_after(frame_start + self.length + self.bucket)
 
     def describe(self) -> str:
-        kind = "tumbling" if self.tumbling else f"sliding every {format_duration(self.slide)}"
+        if self.cumulating:
+            kind = f"cumulating every {format_duration(self.slide)}"
+        else:
+            kind = "tumbling" if self.tumbling else f"sliding every {format_duration(self.slide)}"
         text = f"{self.name}: {format_duration(self.length)} {kind}"
         if self.offset:
-            text += f", offset {format_duration(self.offset)}"
+            text += f", starting at offset {format_duration(self.offset)}"
+        if self.slide > self.length:
+            text += " (with gaps)"
+        if not self.keyed:
+            text += ", all keys together"
         if self.time == "arrival":
             text += ", by arrival time"
         return text
+
+
+def tile_size(spec: WindowSpec) -> int:
+    """The coarser tile for hierarchical frames: one day, or for windows shorter than a day the
+    largest span that divides a day, is a whole number of buckets and fits in the window (so a
+    window's start and end never fall in the same tile)."""
+    if spec.length >= DAY_SECONDS:
+        return DAY_SECONDS
+    return max(t for t in range(spec.bucket, spec.length + 1, spec.bucket) if DAY_SECONDS % t == 0)
 
 
 DEFAULT_WINDOW = WindowSpec.of("7d", "7d", "1m")

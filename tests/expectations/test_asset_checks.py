@@ -24,7 +24,10 @@ from windowing_core.window_spec import WindowSpec
 
 FIRST, LAST = DAY, NEXT
 CONFIG = PipelineConfig(
-    windows=(WindowSpec.of("1d", "1d", "30m"), WindowSpec.of("6h", "6h", emit="final")),
+    windows=(WindowSpec.of("1d", "1d", "30m"), WindowSpec.of("6h", "6h", emit="final"),
+             # the window kinds of issue 28: the checks hold for them too
+             WindowSpec.of("all_keys", "1d", "30m", keyed=False), WindowSpec.of("today", "1d", step="2h"),
+             WindowSpec.of("odd", "50m", "20m", offset="-8h", emit="final")),
     aggregations=(aggregation("count"), aggregation("sum")),  # the rest are covered by test_suites
 )
 

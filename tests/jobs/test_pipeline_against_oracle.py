@@ -79,14 +79,20 @@ def expected_snapshots(events, config, first, last):
 
 CASES = [
     # seed, windows, day by day, aggregations, late policy and watermark scope
-    (1, (WindowSpec.of("7d", "7d", "1m"),), True, None, {}),
-    (2, (WindowSpec.of("1h", "1h", "1m"), WindowSpec.of("3h", "3h", "20m", offset="-5m")), False,
+    (1, (WindowSpec.of("7d", "7d", "1m"), WindowSpec.of("odd", "50m", "20m", offset="-7m", emit="final"),
+         WindowSpec.of("gaps", "1h", "90m", align_to="2025-01-28T00:10:00Z")), True, None, {}),
+    (2, (WindowSpec.of("1h", "1h", "1m"), WindowSpec.of("3h", "3h", "20m", offset="-5m"),
+         WindowSpec.of("all", "1d", "1h", keyed=False)), False,
      EVERY_AGGREGATION, {"late_policy": "drop", "max_out_of_orderness": 1800}),
-    (3, (WindowSpec.of("1d", "1d", "1d", emit="final"), WindowSpec.of("50m", "50m", "20m")), False,
-     EVERY_AGGREGATION, {}),
-    (4, (WindowSpec.of("2d", "2d", "1h", offset="30m"),), False, EVERY_AGGREGATION,
-     {"late_policy": "drop", "watermark_scope": "key", "max_out_of_orderness": 3600}),
-    (6, (WindowSpec.of("7d", "7d", "1m"), WindowSpec.of("36h", "36h", "2h", offset="-8h")), True,
+    (3, (WindowSpec.of("1d", "1d", "1d", emit="final"), WindowSpec.of("50m", "50m", "20m"),
+         WindowSpec.of("cumulating", "1d", offset="-8h", step="2h")), False, EVERY_AGGREGATION, {}),
+    (4, (WindowSpec.of("2d", "2d", "1h", offset="30m"), WindowSpec.of("gaps", "40m", "1h", offset="5m"),
+         WindowSpec.of("final", "3h", "1h", emit="final")),
+     False, EVERY_AGGREGATION,
+     {"late_policy": "drop", "watermark_scope": "key", "max_out_of_orderness": 3600, "watermark_clock": "arrival"}),
+    (6, (WindowSpec.of("7d", "7d", "1m"), WindowSpec.of("36h", "36h", "2h", offset="-8h"),
+         WindowSpec.of("cumulating", "3h", offset="10m", step="20m"),
+         WindowSpec.of("all_today", "1d", step="6h", keyed=False)), True,
      EVERY_AGGREGATION, {"late_policy": "drop", "max_out_of_orderness": 7200}),
 ]
 
@@ -222,6 +228,8 @@ def test_switching_the_late_policy_back_to_include_empties_what_drop_kept(spark,
      {"w": "bootstrap"}),  # the same name and length, its last end before midnight earlier
     ((WindowSpec.of("w", "1d", "1h"),), (WindowSpec.of("w", "1d", "2h", offset="1h"),),
      {"w": "snapshot"}),  # another slide, but the same last end (23:00) and length: the same state
+    ((WindowSpec.of("w", "50m", "20m", offset="10m"),), (WindowSpec.of("w", "50m", "20m"),),
+     {"w": "bootstrap"}),  # what "50m every 20m" meant when offsets aligned ends: now another grid
     ((WindowSpec.of("1d", "1d", "10m"), WindowSpec.of("3h", "3h", "1h")),
      (WindowSpec.of("1d", "1d", "10m"), WindowSpec.of("3h", "3h", "30m")),
      {"1d": "snapshot", "3h": "bootstrap"}),  # one of two windows redefined

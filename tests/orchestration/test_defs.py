@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 import dagster as dg
 import pytest
 
-from jobs.sliding_windows import reads_day_tiles
+from windowing_core.config import reads_day_tiles
 from jobs.tables import declared_columns
 from orchestration.definitions import build_definitions, defs
 from orchestration.freshness import output_watermark

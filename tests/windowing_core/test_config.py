@@ -26,6 +26,11 @@ def test_defaults_are_one_7d_window_with_count_and_sum():
         ({"windows": ["7d"]}, "windows: expected a mapping"),
         ({"aggregations": {}}, "aggregations: declare at least one aggregation"),
         ({"aggregations": ["count"]}, "aggregations: expected a mapping"),
+        ({"windows": {"w": {"length": "1h", "offset": "quarter"}}}, "windows.w.offset: cannot parse"),
+        ({"windows": {"w": {"length": "1h", "align_to": "2025-01-30 00:00"}}},
+         "windows.w.align_to: expected a UTC timestamp"),
+        ({"windows": {"w": {"length": "1h", "offset": "0m", "align_to": "2025-01-30T00:00:00Z"}}},
+         "windows.w: give offset or align_to, not both"),
     ],
 )
 def test_bad_configuration_names_the_field(raw, message):
@@ -82,3 +87,37 @@ def test_a_bad_configuration_is_one_line_naming_the_field(tmp_path, text):
 def test_names_that_differ_only_in_case_are_duplicates():
     with pytest.raises(ValueError, match="duplicate name"):
         PipelineConfig.from_dict({"aggregations": {"total": "sum", "Total": "count"}})
+
+
+def test_align_to_reads_a_yaml_timestamp():
+    import yaml
+
+    config = PipelineConfig.from_dict(yaml.safe_load(
+        "windows: {w: {length: 1h, slide: 90m, align_to: 2025-01-30T00:30:00Z}}"))
+    assert config.windows[0].offset == 30 * 60
+
+
+def test_every_window_kind_reads_from_yaml():
+    import yaml
+
+    config = PipelineConfig.from_dict(yaml.safe_load("""
+        watermark_clock: arrival
+        windows:
+          today: {length: 1d, step: 10m, offset: -8h}
+          all: {length: 1h, slide: 20m, keyed: false, emit: final}
+    """))
+    today, every_key = config.windows
+    assert (today.cumulating, today.slide, today.offset) == (True, 600, 16 * 3600)
+    assert (every_key.keyed, every_key.emit) == (False, "final")
+    assert config.watermark_clock == "arrival"
+
+
+@pytest.mark.parametrize("window, message", [
+    ({"length": "1d", "step": "7m"}, r"^windows\.w\.step \(7m\) must divide the length \(1d\) into whole steps$"),
+    ({"length": "1d", "step": "10m", "slide": "10m"}, r"^windows\.w\.step: a cumulating window has no slide"),
+    ({"length": "1d", "keyed": "no"}, r"^windows\.w\.keyed must be true or false"),
+    ({"length": "1d", "emit": "always"}, r"^windows\.w\.emit must be 'changes' or 'final'"),
+])
+def test_bad_new_window_fields_fail_with_one_line_naming_the_field(window, message):
+    with pytest.raises(ValueError, match=message):
+        PipelineConfig.from_dict({"windows": {"w": window}})
