@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from expectations import reconciliation, suites
 from expectations.catalog import Check, Outcome, checks_of
 from jobs import delta_io, progress, sliding_windows
-from jobs.cli import MissingInputError
+from jobs.errors import MissingInputError
 from jobs.ingest_events import read_landing
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, Table,

@@ -30,11 +30,6 @@ and its longest window (``windowing_core.config``'s limits), and no date may ove
 EXIT_MISSING_INPUT, EXIT_BAD_ARGUMENTS, EXIT_CONCURRENT_WRITE = 1, 2, 3
 
 
-class MissingInputError(Exception):
-    """An input folder the job reads does not exist (exit code 1). Defined here, with the exit
-    codes, so that jobs import the command line and never the other way round."""
-
-
 def _day(text: str) -> date:
     try:
         day = date.fromisoformat(text)

@@ -190,7 +190,7 @@ class WindowSpec:
         if not isinstance(origin[1], int) or isinstance(origin[1], bool):
             raise ValueError(f"{where}.offset: expected whole seconds, got {origin[1]!r}")
         for label, value in (("length", self.length), ("slide", self.slide), origin):
-            if abs(value) > MAX_DURATION:
+            if abs(value) > MAX_DURATION and label != "align_to":  # an instant, not a duration
                 raise ValueError(f"{where}.{label} ({format_duration(value)}) must be at most "
                                  f"{format_duration(MAX_DURATION)} (about ten years)")
         for label, value in (("length", self.length), ("slide", self.slide), origin):
