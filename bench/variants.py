@@ -31,6 +31,9 @@ snapshot in the lakehouse).
   Spark reuses the shuffle both tables share, against the frames persisted and then folded into
   the tiles. Its gain is largest on small days (``--lakehouse bench/.work/n10000``): a persisted
   plan keeps all its shuffle partitions, where AQE would merge them.
+- delta snapshot partitions: the daily run end to end (``bench.methods.panes_day``, both jobs
+  with their Delta writes into the lakehouse's day D) with panes' ``snapshotPartitions`` against
+  Delta's default of 50.
 """
 
 from __future__ import annotations
@@ -240,6 +243,25 @@ def main(argv: list[str] | None = None) -> int:
             "frames persisted, then folded":
                 lambda: frames_and_tiles(arrivals, config, persisted=True, scratch=scratch),
         },
+    }
+    from bench.methods import panes_day
+    from jobs.spark_session import SPARK_DEFAULTS
+
+    def daily_run(snapshot_partitions: str):
+        def run() -> None:
+            key = "spark.databricks.delta.snapshotPartitions"
+            saved = spark.conf.get(key)
+            spark.conf.set(key, snapshot_partitions)
+            try:
+                panes_day(spark, args.lakehouse, DAY, config)
+            finally:
+                spark.conf.set(key, saved)
+        return run
+
+    pairs["delta snapshot partitions"] = {
+        f"{SPARK_DEFAULTS['spark.databricks.delta.snapshotPartitions']} (jobs)":
+            daily_run(SPARK_DEFAULTS["spark.databricks.delta.snapshotPartitions"]),
+        "Delta's default, 50": daily_run("50"),
     }
     unknown = [p for p in args.pair if p not in pairs]
     if unknown:

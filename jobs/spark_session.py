@@ -27,6 +27,12 @@ SPARK_DEFAULTS: dict[str, str] = {
     # Java 17's default G1 it made panes' daily run 1.30x faster at 10^7 events with 0.73x the
     # CPU time (`python -m bench.collectors`, one process per collector; bench/README, item 14).
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+    # Delta rebuilds a table's state (its log replayed as a Spark job) for every write, in 50
+    # partitions by default: sized for clusters and long logs, where a laptop's 2 cores spend
+    # most of a small write scheduling them. 12 partition replaces of 25,000 rows: median 5.5 s
+    # a write at 50, 2.0 s at 2 (``python -m bench.variants --pair "delta snapshot partitions"``
+    # compares the daily run).
+    "spark.databricks.delta.snapshotPartitions": "2",
     # delta-spark writes every table (jobs/delta_io.py); its jars come from jobs/jvm_packages.py.
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",

@@ -16,6 +16,7 @@ def spark():
         "spark.ui.enabled": "false",
         "spark.driver.memory": "2g",
         "spark.sql.adaptive.coalescePartitions.enabled": "true",
+        "spark.databricks.delta.snapshotPartitions": "1",
     })
     yield session
     session.stop()
