@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import date
 
 from windowing_core import reference
-from windowing_core.config import PipelineConfig
+from windowing_core.config import MAX_LATENESS_DAYS, PipelineConfig
 
 
 def by_arrival(events: Iterable[reference.Event], config: PipelineConfig) -> list[reference.Event]:
@@ -25,7 +25,7 @@ def by_arrival(events: Iterable[reference.Event], config: PipelineConfig) -> lis
 def _arrival_config(config: PipelineConfig) -> PipelineConfig:
     # Acceptance was decided already: nothing is dropped again, however the new times fall.
     return replace(config, windows=config.arrival_windows, sessions=(), late_policy="include",
-                   allowed_lateness_days=10 ** 6)
+                   allowed_lateness_days=MAX_LATENESS_DAYS)
 
 
 def window_changes(events: Iterable[reference.Event], config: PipelineConfig, first: date,
