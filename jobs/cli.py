@@ -86,7 +86,9 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
 def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argparse.Namespace,
          config: PipelineConfig, last: date, every: float) -> int:
     from jobs import progress
-    from jobs.delta_io import ConcurrentWriteError, DamagedTableError, MissingTableError, StampMismatchError
+    from jobs.delta_io import (
+        ConcurrentWriteError, DamagedTableError, IncompleteWriteError, MissingTableError, StampMismatchError,
+    )
     from jobs.errors import MissingInputError
     from jobs.spark_session import get_spark
 
@@ -94,7 +96,7 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
     try:
         with progress.reported(spark, f"{_name(job)} {args.date} .. {last}", _to_stderr, every):
             summary = job(spark, config, args, args.date, last)
-    except (MissingInputError, MissingTableError, DamagedTableError) as err:
+    except (MissingInputError, MissingTableError, DamagedTableError, IncompleteWriteError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return EXIT_MISSING_INPUT
     except StampMismatchError as err:  # the tables were made under another configuration

@@ -71,6 +71,10 @@ class DamagedTableError(Exception):
     """A table folder whose Delta log is damaged or gone: no job may read or write it as it is."""
 
 
+class IncompleteWriteError(Exception):
+    """A run's routed write reached some of its tables and not the rest (killed between commits)."""
+
+
 class StampMismatchError(ValueError):
     """A write or read of a table whose rows were made under another stamp (``Target.stamp``)."""
 
@@ -124,11 +128,8 @@ def commit_stamp(path: str, key: str) -> str | None:
     (``Target.stamp``), among its last 50 commits; None where none does (a table written before
     stamps, or by another tool)."""
     for commit in _open(path).history(limit=50):
-        try:
-            user = json.loads(commit.get("userMetadata") or "null")
-        except ValueError:
-            continue
-        if isinstance(user, dict) and key in user:
+        user = _user_metadata(commit)
+        if key in user:
             return str(user[key])
     return None
 
@@ -142,6 +143,50 @@ def require_stamp(path: str, stamp: dict[str, str]) -> None:
                 f"{path} holds rows made with {key} {held}, and this job's is {value}: a table holds "
                 f"rows of one {key}. To change it, move the table (and the tables made from it) aside "
                 f"and materialise every partition again (a backfill)")
+
+
+def require_whole_writes(paths: list[str], first: date, last: date) -> None:
+    """Refuse to run days ``first .. last`` over tables one routed write reached only in part.
+
+    A job writing several tables commits them one after the other; killed between two commits,
+    it leaves them from different runs (the window changes of a day beside the day before's
+    snapshot), and a next run reading them would continue from stale state with exit 0. So each
+    table's newest write id must be the same; where it is not, only a run whose days cover the
+    unfinished write's days (which rewrites them all) may go on. Tables not made yet pass.
+    """
+    newest = {}
+    for path in paths:
+        if not table_exists(path):
+            return
+        for commit in _open(path).history(limit=50):
+            meta = _user_metadata(commit)
+            if "writeId" in meta:
+                newest[path] = (commit.get("timestamp") or 0, meta)
+                break
+        else:
+            return
+    if len({meta["writeId"] for _, meta in newest.values()}) <= 1:
+        return
+    _, unfinished = max(newest.values(), key=lambda pair: pair[0])
+    reached = sorted(os.path.basename(p.rstrip("/")) for p, (_, m) in newest.items()
+                     if m["writeId"] == unfinished["writeId"])
+    missed = sorted(os.path.basename(p.rstrip("/")) for p, (_, m) in newest.items()
+                    if m["writeId"] != unfinished["writeId"])
+    span = (unfinished.get("first"), unfinished.get("last"))
+    if span[0] and first.isoformat() <= span[0] and span[1] <= last.isoformat():
+        return  # this run rewrites every day of the unfinished one, in every table
+    days = f"days {span[0]} .. {span[1]}" if span[0] else "its days"
+    raise IncompleteWriteError(
+        f"{', '.join(reached)} holds a write whose {', '.join(missed)} commit never landed (a run stopped "
+        f"between its commits): run {days} again, alone or in a range that covers them, before other days")
+
+
+def _user_metadata(commit: dict) -> dict:
+    try:
+        user = json.loads(commit.get("userMetadata") or "null")
+    except ValueError:
+        return {}
+    return user if isinstance(user, dict) else {}
 
 
 def file_ranges(path: str, columns: list[str], *,
@@ -235,7 +280,7 @@ def replace_partitions(df: DataFrame, path: str, *, partition_by: list[str],
     target = _Target.of(None, path, df.columns, partition_by, partition_filters, df.columns)
     with _locked([target.path]):
         _check_table(target, df.select(*target.columns).schema)
-        return _write(df.select(*target.columns), target, uuid.uuid4().hex)
+        return _write(df.select(*target.columns), target, {"writeId": uuid.uuid4().hex})
 
 
 @dataclass(frozen=True)
@@ -251,7 +296,8 @@ class Target:
     stamp: dict[str, str] = field(default_factory=dict)
 
 
-def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Target]) -> dict[str, dict]:
+def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Target], *,
+                              days: tuple[date, date] | None = None) -> dict[str, dict]:
     """``replace_partitions`` of several tables, each row to the target its ``route`` column names.
 
     A job whose tables are all cut from one expensive result writes them this way: ``df`` is
@@ -259,11 +305,13 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
     pass over the persisted rows first checks that every row goes to a target and falls inside
     its partitions, so a bad row commits no table. A target no row reaches has its matching
     partitions emptied. Every commit of one call carries the same ``writeId`` in its
-    ``userMetadata``, so the tables of one run are recognisable as such.
+    ``userMetadata`` (and the run's ``days``, first and last), so the tables of one run are
+    recognisable as such, and a run killed between two commits shows (``require_whole_writes``).
     """
     resolved = [_Target.of(name, t.path, t.columns, t.partition_by, t.partition_filters, df.columns, t.stamp)
                 for name, t in targets.items()]
-    write_id = uuid.uuid4().hex
+    write_id = {"writeId": uuid.uuid4().hex, **({"first": days[0].isoformat(), "last": days[1].isoformat()}
+                                                 if days else {})}
     with _locked([t.path for t in resolved]):
         fields = {f.name: f for f in df.schema.fields}
         for t in resolved:
@@ -327,8 +375,8 @@ def _check_routes(df: DataFrame, route: str, targets: list[_Target]) -> None:
                              "nothing was written")
 
 
-def _write(df: DataFrame, target: _Target, write_id: str) -> dict:
-    user_metadata = json.dumps({"writeId": write_id, **target.stamp})  # finds the commit, and stamps it
+def _write(df: DataFrame, target: _Target, write: dict[str, str]) -> dict:
+    user_metadata = json.dumps({**write, **target.stamp})  # finds the commit, and stamps it
     writer = df.write.format("delta").mode("overwrite").option("userMetadata", user_metadata)
     if target.filters:
         writer = writer.option("replaceWhere", _sql_predicate([target.filters]))

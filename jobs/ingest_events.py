@@ -425,7 +425,9 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
             ]
         }
         rows = kept.unionByName(quarantined, allowMissingColumns=True)
-        written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets)
+        # late_events has a second writer (the partials job): events and quarantine are ingest's alone
+        delta_io.require_whole_writes([EVENTS.path(lakehouse), QUARANTINE.path(lakehouse)], first, last)
+        written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last))
         return _result(classified, lakehouse, {name: w["rows_written"] for name, w in written.items()},
                        {d: deduplicated.get[d.isoformat()] for d in days(first, last)})
     finally:

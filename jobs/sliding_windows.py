@@ -642,6 +642,9 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     (``jobs.session_windows``)."""
     from jobs import session_windows  # it reuses this module's helpers
 
+    written_together = [t.path(lakehouse) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT,
+                                                    *([SESSION_STATE] if config.sessions else []))]
+    delta_io.require_whole_writes(written_together, first, last)
     event = by_clock(config, "event")
     rows, info = (sliding_windows(spark, lakehouse, first, last, event) if event
                   else (None, {"baseline": {}, "persisted": []}))
@@ -662,7 +665,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         declared = {c: t for name in targets for c, t in declared_columns(name, config)}
         rows = rows.select("*", *[F.lit(None).cast(declared[c]).alias(c) for c in declared if c not in rows.columns])
     try:
-        written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets)
+        written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last))
     finally:
         for df in info["persisted"]:
             df.unpersist()

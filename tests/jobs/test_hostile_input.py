@@ -117,7 +117,7 @@ def test_a_refused_concurrent_write_is_one_line_naming_the_table(spark, tmp_path
     folder.mkdir(parents=True)
     (folder / "a.json").write_text(GOOD + "\n")
 
-    def beaten(rows, route, targets):  # what delta_io raises when another run replaced the partitions
+    def beaten(rows, route, targets, **write):  # what delta_io raises when another run replaced the partitions
         raise delta_io.ConcurrentWriteError(
             f"another write replaced partitions [('arrival_date', 'in', ['2025-01-27'])] of\n"
             f"{targets['events'].path} after this write started; nothing of this write was committed")
