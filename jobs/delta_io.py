@@ -407,8 +407,8 @@ def _written(path: str, user_metadata: str) -> dict:
             return {"rows_written": int(metrics.get("numOutputRows", 0)),
                     "files_written": int(metrics.get("numFiles", 0)),
                     "writer": WRITER, "table_version": int(commit["version"])}
-    # delta-spark records no commit for an overwrite that neither removes nor adds a file
-    # (``skipRecordingEmptyCommits``): the partitions were empty and stay so.
+    # A session without panes' ``skipRecordingEmptyCommits=false`` records no commit for an
+    # overwrite that neither removes nor adds a file: the partitions were empty and stay so.
     return {"rows_written": 0, "files_written": 0, "writer": WRITER, "table_version": table_version(path)}
 
 

@@ -33,6 +33,9 @@ SPARK_DEFAULTS: dict[str, str] = {
     # a write at 50, 2.0 s at 2 (``python -m bench.variants --pair "delta snapshot partitions"``
     # compares the daily run).
     "spark.databricks.delta.snapshotPartitions": "2",
+    # Every write commits, also one that neither removes nor adds a file (a day with no change
+    # points): the tables of one run then all carry its write id (``delta_io.require_whole_writes``).
+    "spark.databricks.delta.skipRecordingEmptyCommits": "false",
     # delta-spark writes every table (jobs/delta_io.py); its jars come from jobs/jvm_packages.py.
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
