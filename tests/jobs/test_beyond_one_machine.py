@@ -165,6 +165,21 @@ def test_the_daily_jobs_through_spark_connect_equal_a_local_run(spark, tmp_path,
     assert tables(spark, through_connect) == expected
 
 
+def materialise_every_asset_and_check(env: dict[str, str], timeout: int) -> None:
+    """``dagster asset materialize`` of every asset over the range, as a user runs it: the run
+    succeeds and no blocking check fails."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "dagster"), "asset", "materialize", "-m", "orchestration.definitions",
+         "--select", "*", "--partition-range", f"{FIRST}...{LAST_ARRIVAL}"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert " - RUN_SUCCESS - " in done.stderr
+    evaluations = [line for line in done.stderr.splitlines() if " - ASSET_CHECK_EVALUATION - " in line]
+    blocking = {f"'{c.name}' on '{c.table}'" for c in catalog(PipelineConfig()) if c.severity == ERROR}
+    failed = [line for line in evaluations if not line.endswith(" passed.")]
+    assert evaluations and not [line for line in failed if any(check in line for check in blocking)], failed[:5]
+
+
 def test_dagster_materialises_every_asset_and_check_through_spark_connect(spark, tmp_path, connect_server,
                                                                            local_run):
     """``dagster asset materialize`` of every asset over the range, its checks included, as a
@@ -174,16 +189,7 @@ def test_dagster_materialises_every_asset_and_check_through_spark_connect(spark,
     (tmp_path / "home").mkdir()
     env = {**os.environ, "SPARK_REMOTE": connect_server, "PANES_LANDING": str(landing),
            "PANES_LAKEHOUSE": str(lakehouse), "DAGSTER_HOME": str(tmp_path / "home")}
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "dagster"), "asset", "materialize", "-m", "orchestration.definitions",
-         "--select", "*", "--partition-range", f"{FIRST}...{LAST_ARRIVAL}"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert " - RUN_SUCCESS - " in done.stderr
-    evaluations = [line for line in done.stderr.splitlines() if " - ASSET_CHECK_EVALUATION - " in line]
-    blocking = {f"'{c.name}' on '{c.table}'" for c in catalog(PipelineConfig()) if c.severity == ERROR}
-    failed = [line for line in evaluations if not line.endswith(" passed.")]
-    assert evaluations and not [line for line in failed if any(check in line for check in blocking)], failed[:5]
+    materialise_every_asset_and_check(env, timeout=600)
     assert tables(spark, str(lakehouse)) == expected
 
 
@@ -229,16 +235,7 @@ def test_dagster_on_a_cluster_with_tables_on_s3_equals_a_local_run(spark, tmp_pa
     (tmp_path / "home").mkdir()
     env = {**os.environ, "PANES_SPARK_MASTER": master, "PANES_LANDING": str(landing), "PANES_LAKEHOUSE": lakehouse,
            "DAGSTER_HOME": str(tmp_path / "home"), "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "dagster"), "asset", "materialize", "-m", "orchestration.definitions",
-         "--select", "*", "--partition-range", f"{FIRST}...{LAST_ARRIVAL}"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert " - RUN_SUCCESS - " in done.stderr
-    evaluations = [line for line in done.stderr.splitlines() if " - ASSET_CHECK_EVALUATION - " in line]
-    blocking = {f"'{c.name}' on '{c.table}'" for c in catalog(PipelineConfig()) if c.severity == ERROR}
-    failed = [line for line in evaluations if not line.endswith(" passed.")]
-    assert evaluations and not [line for line in failed if any(check in line for check in blocking)], failed[:5]
+    materialise_every_asset_and_check(env, timeout=1800)
 
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()  # this session started before the AWS_* above
     for key, value in {"fs.s3a.endpoint": s3_endpoint, "fs.s3a.path.style.access": "true",
