@@ -39,6 +39,7 @@ from jobs import delta_io, pipes
 from jobs.errors import MissingInputError
 from jobs.tables import (
     EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, Table, day_filter, days, declared_columns,
+    written_together,
 )
 from windowing_core.config import PipelineConfig
 
@@ -425,8 +426,7 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
             ]
         }
         rows = kept.unionByName(quarantined, allowMissingColumns=True)
-        # late_events has a second writer (the partials job): events and quarantine are ingest's alone
-        delta_io.require_whole_writes([EVENTS.path(lakehouse), QUARANTINE.path(lakehouse)], first, last)
+        delta_io.require_whole_writes([t.path(lakehouse) for t in written_together(EVENTS, config)], first, last)
         written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last))
         return _result(classified, lakehouse, {name: w["rows_written"] for name, w in written.items()},
                        {d: deduplicated.get[d.isoformat()] for d in days(first, last)})

@@ -40,6 +40,18 @@ ARRIVAL_PARTIALS = Table("arrival_partials", ("event_date", "frame_date"))
 ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, DAILY_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT,
               SESSION_STATE, ARRIVAL_PARTIALS)
 
+def written_together(table: Table, config: PipelineConfig) -> tuple[Table, ...]:
+    """The tables one run of ``table``'s job commits one after the other, all carrying its write
+    id (``delta_io.unfinished_write`` tells a run stopped between them): ingest's events and
+    quarantine (late_events has a second writer, the partials job), the windows job's change
+    points, snapshot and, with session windows, session_state."""
+    if table in (EVENTS, QUARANTINE):
+        return EVENTS, QUARANTINE
+    if table in (WINDOW_CHANGES, WINDOW_SNAPSHOT, SESSION_STATE):
+        return (WINDOW_CHANGES, WINDOW_SNAPSHOT, *((SESSION_STATE,) if config.sessions else ()))
+    return (table,)
+
+
 _EVENT_FIELDS = [("key", "string"), ("event_time", "timestamp"), ("value", "bigint"), ("event_id", "string"),
                  ("arrival_time", "timestamp"), ("source_file", "string"), ("line", "int")]
 EVENT_COLUMNS = [c for c, _ in _EVENT_FIELDS]
