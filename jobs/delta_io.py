@@ -339,8 +339,8 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
     """
     resolved = [_Target.of(name, t.path, t.columns, t.partition_by, t.partition_filters, df.columns, t.stamp)
                 for name, t in targets.items()]
-    write_id = {"writeId": uuid.uuid4().hex, **({"first": days[0].isoformat(), "last": days[1].isoformat()}
-                                                 if days else {})}
+    write = {"writeId": uuid.uuid4().hex, **({"first": days[0].isoformat(), "last": days[1].isoformat()}
+                                              if days else {})}
     with _locked([t.path for t in resolved]):
         fields = {f.name: f for f in df.schema.fields}
         for t in resolved:
@@ -348,7 +348,7 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
         df = df.persist()
         try:
             _check_routes(df, route, resolved)
-            return {t.name: _write(df.where(df[route] == t.name).select(*t.columns), t, write_id)
+            return {t.name: _write(df.where(df[route] == t.name).select(*t.columns), t, write)
                     for t in resolved}
         finally:
             df.unpersist()
