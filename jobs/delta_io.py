@@ -89,6 +89,12 @@ def table_exists(path: str) -> bool:
     return DeltaTable.is_deltatable(_rs_uri(path), storage_options=_storage_options(path))
 
 
+def holds_delta_log(path: str) -> bool:
+    """Whether ``path`` is a Delta table, without refusing a folder of plain data files (a
+    Parquet spine): for inputs that may be either."""
+    return DeltaTable.is_deltatable(_rs_uri(path), storage_options=_storage_options(path))
+
+
 def table_version(path: str) -> int:
     return _open(path).version()
 
@@ -121,19 +127,6 @@ def row_count(path: str, *, partition_filters: list[Filter] | None = None) -> in
     """
     actions = _add_actions(path, partition_filters)
     return sum(1 if records is None else records for records in actions["num_records"].to_pylist())
-
-
-def first_partition(path: str, column: str) -> Any:
-    """The least value of a partition column among the table's files holding rows, from the
-    Delta log: no data is read. None where the table is missing or holds no rows."""
-    if not table_exists(path):
-        return None
-    actions = pa.table(_open(path).get_add_actions(flatten=True))
-    name = f"partition.{column}"
-    if name not in actions.column_names:
-        raise ValueError(f"{path} is not partitioned by {column}")
-    held = [v for v, n in zip(actions[name].to_pylist(), actions["num_records"].to_pylist()) if v is not None and n != 0]
-    return min(held, default=None)
 
 
 def commit_stamp(path: str, key: str) -> str | None:

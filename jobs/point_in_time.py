@@ -233,18 +233,34 @@ def _snapshot_points(spark: SparkSession, lakehouse: str, plan: _Plan, keys: lis
 
 
 def _unknown_days(lakehouse: str, plan: _Plan, not_carried: dict[str, list[date]]) -> dict[str, list[date]]:
-    """The days whose state before a key's first change point is in no table: not carried from
-    the day before, and frames exist before the day (else the state was empty: the window's
-    run bootstrapped it from no frames)."""
-    first_frame = {}
-    for clock, table, column in (("event", MINUTE_PARTIALS, "event_date"), ("arrival", ARRIVAL_PARTIALS, "frame_date")):
-        if any(s.time == clock for s in plan.grid if s.name in not_carried):
-            first_frame[clock] = delta_io.first_partition(table.path(lakehouse), column)
+    """The days whose state before a key's first change point is in no table: no snapshot of
+    the day before holds the window, and frames lie in the window that state is of (the window
+    ending at the last end before the day, which the day's run bootstrapped from them). With no
+    frame there (the Delta log's statistics of frame_start say so) the state was empty."""
     unknown = {}
     for spec in plan.grid:
-        first = first_frame.get(spec.time)
-        unknown[spec.name] = [d for d in not_carried.get(spec.name, []) if first is not None and first < d]
+        unknown[spec.name] = [d for d in not_carried.get(spec.name, []) if _frames_before(lakehouse, spec, d)]
     return unknown
+
+
+def _frames_before(lakehouse: str, spec: WindowSpec, day: date) -> bool:
+    """Whether any frame may lie in the window ending at the last end before ``day``."""
+    midnight = _unix_day(day) * DAY_SECONDS
+    after = spec.end_at_or_before(midnight - 1)
+    start = spec.window_start(after)
+    table, column = (MINUTE_PARTIALS, "event_date") if spec.time == "event" else (ARRIVAL_PARTIALS, "frame_date")
+    path = table.path(lakehouse)
+    if after <= start or not delta_io.table_exists(path):
+        return False
+    files = delta_io.file_ranges(path, ["frame_start"],
+                                 partition_filters=day_filter(column, _day_of(start), _day_of(after - 1)))
+    low, high = (datetime.fromtimestamp(t, timezone.utc).replace(tzinfo=None) for t in (start, after))
+    return any(f is None or (_naive(f["frame_start"][0]) < high and _naive(f["frame_start"][1]) >= low) for f in files)
+
+
+def _naive(moment: datetime) -> datetime:
+    """A statistic's timestamp as naive UTC (delta-rs gives either)."""
+    return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
 
 
 def _read(spark: SparkSession, path: str, filters: list, keys: list[str] | None) -> DataFrame:

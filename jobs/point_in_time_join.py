@@ -46,7 +46,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampNTZType, TimestampType
 
-from jobs import delta_io
+from jobs import delta_io, pipes
 from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
 from jobs.tables import SPINE_VALUES, day_filter
 from windowing_core.config import PipelineConfig
@@ -64,7 +64,7 @@ def read_spine(spark: SparkSession, spine: SpineSpec, first: date | None = None,
     if spine.table is not None:
         rows = spark.table(spine.table)
     else:
-        fmt = spine.format or ("delta" if delta_io.table_exists(spine.path) else "parquet")
+        fmt = spine.format or ("delta" if delta_io.holds_delta_log(spine.path) else "parquet")
         if fmt == "delta":
             rows = delta_io.read_table(spark, spine.path)
         elif "://" not in spine.path and not os.path.exists(spine.path):
@@ -119,17 +119,17 @@ def run(spark: SparkSession, lakehouse: str, out: str, spine: SpineSpec, config:
     reading = Reading.of(config, spine.windows, spine.aggregations, spine.exclusive)
     rows = read_spine(spark, spine, first, last)
     earliest, latest = spine_bounds(rows, spine)
+    windows = [w.name for w in reading.windows]
     if first is None:
         if earliest is None:
-            return {"rows_written": 0, "days": None, "windows": [w.name for w in reading.windows]}
+            return {"rows_written": 0, "days": None, "windows": windows, "exclusive": spine.exclusive}
         first, last = earliest.date(), latest.date()
     if earliest is None:  # no rows those days: their partitions are emptied
         earliest = latest = datetime.combine(first, time(), timezone.utc)
     result = joined(spark, lakehouse, rows, spine, config, reading, earliest, latest)
     written = delta_io.replace_partitions(result, out, partition_by=[PARTITION],
                                           partition_filters=day_filter(PARTITION, first, last))
-    return {**written, "days": (first, last), "windows": [w.name for w in reading.windows],
-            "exclusive": spine.exclusive}
+    return {**written, "days": [first.isoformat(), last.isoformat()], "windows": windows, "exclusive": spine.exclusive}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,16 +165,18 @@ def main(argv: list[str] | None = None) -> int:
     from jobs.spark_session import get_spark
 
     out = args.out or SPINE_VALUES.path(args.lakehouse)
-    try:
-        result = run(get_spark(), args.lakehouse, out, spine, config, args.date, last)
-    except SpineError as err:
-        print(f"{parser.prog}: error: {err}", file=sys.stderr)
-        return EXIT_BAD_ARGUMENTS
-    except delta_io.MissingTableError as err:
-        print(f"{parser.prog}: error: {err}", file=sys.stderr)
-        return EXIT_MISSING_INPUT
-    days = "no spine rows" if result["days"] is None else f"days {result['days'][0]} .. {result['days'][1]}"
-    print(f"wrote {result['rows_written']} rows to {out} ({days}; windows {', '.join(result['windows'])})")
+    with pipes.session():  # where Dagster launched the job through Pipes; else nothing
+        try:
+            result = run(get_spark(), args.lakehouse, out, spine, config, args.date, last)
+        except SpineError as err:
+            print(f"{parser.prog}: error: {err}", file=sys.stderr)
+            return EXIT_BAD_ARGUMENTS
+        except delta_io.MissingTableError as err:
+            print(f"{parser.prog}: error: {err}", file=sys.stderr)
+            return EXIT_MISSING_INPUT
+        pipes.report("point_in_time_join", result)
+        days = "no spine rows" if result["days"] is None else f"days {result['days'][0]} .. {result['days'][1]}"
+        print(f"wrote {result['rows_written']} rows to {out} ({days}; windows {', '.join(result['windows'])})")
     return 0
 
 
