@@ -113,8 +113,8 @@ def plan_operators(spark: SparkSession, lake: str, spine: str) -> Counter:
     joined = with_values_as_of(spark, lake, lookups, CONFIG, Reading.of(CONFIG),
                                first.replace(tzinfo=timezone.utc), last.replace(tzinfo=timezone.utc))
     plan = joined._jdf.queryExecution().executedPlan().toString()
-    names = re.findall(r"(?m)^[\s:+\-*()\d]*([A-Z][A-Za-z]+(?:Join|Exec|Window|Sort|Exchange|Union|Scan)\w*)", plan)
-    return Counter(n for n in names)
+    names = re.findall(r"(?m)^[\s:|+\-]*(?:\*\(\d+\) )?([A-Z][A-Za-z]+)", plan)
+    return Counter(n for n in names if n not in ("AdaptiveSparkPlan",))
 
 
 def timed(fn, *args) -> float:

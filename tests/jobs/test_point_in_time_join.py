@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import random
 from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
 from jobs import delta_io, ingest_events, minute_partials, point_in_time_join, sliding_windows
 from jobs.point_in_time import Reading, values_as_of
+from orchestration.report import top_keys
 from tests.landing import ensure_days, random_landing
 from windowing_core import reference
 from windowing_core.aggregations import aggregation
@@ -137,6 +139,15 @@ def test_point_in_time_reads_of_a_sessions_only_configuration(spark, tmp_path):
         expected = reference.values_as_of(landing.events, config, [(k, moment) for k in keys])
         assert got == {(k, answer["visits"][0], answer["visits"][1], answer["visits"][2][1])
                        for k, answer in zip(keys, expected) if answer["visits"][1]}, moment
+    # the demo's report ranks such a configuration's keys by their latest closed session
+    title, ranked = top_keys(Path(lake), config, limit=3)
+    latest = {}
+    for row in closed:
+        if row.key not in latest or row.window_end > latest[row.key].window_end:
+            latest[row.key] = row
+    expected_top = sorted(latest.values(), key=lambda r: (-r.values[1], r.key))[:3]
+    assert [(r["key"], r["sum"]) for r in ranked] == [(r.key, r.values[1]) for r in expected_top]
+    assert title.startswith("visits sum in each key's latest closed session")
 
 
 def test_reading_windows_by_name_and_refusals():
