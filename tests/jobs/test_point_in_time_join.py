@@ -171,3 +171,30 @@ def test_the_oracle_reads_the_end_at_or_before_at_millisecond_precision():
     assert [from_epoch_seconds(reference.as_of_end(spec, noon + d, x)).time().isoformat()
             for d in (-MS, timedelta(0), MS) for x in (False, True)] == \
         ["11:50:00", "11:50:00", "12:00:00", "11:50:00", "12:00:00", "12:00:00"]
+
+
+def test_the_command_line_refuses_a_missing_spine_and_unknown_windows_naming_them(capsys):
+    for argv, message in ((["--lakehouse", "l"], "give --spine, or spine: in the configuration"),
+                          (["--lakehouse", "l", "--spine", "s.parquet", "--windows", "30d"],
+                           "--windows/--aggregations.windows: 30d not configured")):
+        with pytest.raises(SystemExit) as exit_:
+            point_in_time_join.main(argv)
+        assert exit_.value.code == 2
+        assert message in capsys.readouterr().err
+
+
+def test_a_spine_without_its_columns_with_null_times_or_clashing_names_is_refused(spark, tmp_path):
+    path = str(tmp_path / "spine.parquet")
+    spark.createDataFrame([("k0", None, 1), ("k1", datetime(2025, 1, 28, 12), 2)],
+                          "user_id string, ts timestamp, `1h__count` int").write.parquet(path)
+    with pytest.raises(point_in_time_join.SpineError, match="spine.key: the spine .* has no column 'account'"):
+        point_in_time_join.read_spine(spark, SpineSpec(path=path, key="account"))
+    with pytest.raises(point_in_time_join.SpineError, match="spine.ts: column 'user_id' .* is string, not a timestamp"):
+        point_in_time_join.read_spine(spark, SpineSpec(path=path, key="ts", ts="user_id"))
+    spine = SpineSpec(path=path)
+    rows = point_in_time_join.read_spine(spark, spine)
+    with pytest.raises(point_in_time_join.SpineError, match="spine.ts: 1 row.* have a null 'ts'"):
+        point_in_time_join.spine_bounds(rows, spine)
+    with pytest.raises(point_in_time_join.SpineError, match="column.* 1h__count .* clash"):
+        point_in_time_join.joined(spark, str(tmp_path / "lake"), rows, spine, CONFIG, Reading.of(CONFIG),
+                                  _midnight(FIRST), _midnight(FIRST))
