@@ -66,7 +66,7 @@ from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 MICROS = 1_000_000
 KEY, AT = "_pit_key", "_pit_at"
 """The lookups' key (a string) and instant (a timestamp): what ``with_values_as_of`` reads them by."""
-_SORT, _RANK, _DAY, _WINDOW, _POINT = "_pit_sort", "_pit_rank", "_pit_day", "_pit_window", "_pit_point"
+_SORT, _RANK, _WINDOW, _POINT = "_pit_sort", "_pit_rank", "_pit_window", "_pit_point"
 # At one instant: a snapshot row first (its day's state), then change points, then an inclusive
 # lookup (it sees them); an exclusive lookup comes before all of them.
 _SNAPSHOT_RANK, _CHANGE_RANK, _INCLUSIVE_RANK, _EXCLUSIVE_RANK = 0, 1, 2, -1
@@ -106,8 +106,10 @@ def end_at_or_before(seconds: Column, spec: WindowSpec) -> Column:
 def read_end(at: Column, spec: WindowSpec, exclusive: bool) -> Column:
     """The end ``L`` (epoch seconds) of the window a read at the timestamp ``at`` gets: the last
     end ``<= at``, or ``< at`` with ``exclusive``, at microsecond precision."""
-    micros = F.unix_micros(at)
-    seconds = (-F.floor(-micros / MICROS) - 1) if exclusive else F.floor(micros / MICROS)
+    micros, unit = F.unix_micros(at), F.lit(MICROS)
+    # whole seconds in integers: exact for every timestamp (a quotient in doubles keeps the
+    # microseconds only while the seconds fit in 32 bits, until 2106)
+    seconds = ((micros + F.pmod(-micros, unit)) / unit - 1) if exclusive else (micros - F.pmod(micros, unit)) / unit
     return end_at_or_before(seconds.cast("long"), spec)
 
 

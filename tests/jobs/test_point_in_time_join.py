@@ -198,3 +198,20 @@ def test_a_spine_without_its_columns_with_null_times_or_clashing_names_is_refuse
     with pytest.raises(point_in_time_join.SpineError, match="column.* 1h__count .* clash"):
         point_in_time_join.joined(spark, str(tmp_path / "lake"), rows, spine, CONFIG, Reading.of(CONFIG),
                                   _midnight(FIRST), _midnight(FIRST))
+
+
+def test_the_end_read_in_spark_is_the_oracles_to_the_microsecond(spark):
+    """A microsecond before or after an end, and a millisecond: the end read by Spark is the
+    oracle's (``reference.as_of_end``, in integers), inclusive and exclusive."""
+    from pyspark.sql import functions as F
+
+    from jobs.point_in_time import read_end
+
+    spec = WindowSpec.of("w", "1h", "10m")
+    noon = datetime(2025, 1, 28, 12, tzinfo=timezone.utc)
+    moments = [noon + d for d in (timedelta(0), -timedelta(microseconds=1), timedelta(microseconds=1), -MS, MS,
+                                  timedelta(minutes=10) - timedelta(microseconds=1))]
+    frame = spark.createDataFrame([(m,) for m in moments], "at timestamp")
+    for exclusive in (False, True):
+        got = [r[0] for r in frame.select(read_end(F.col("at"), spec, exclusive)).collect()]
+        assert got == [reference.as_of_end(spec, m, exclusive) for m in moments], exclusive
