@@ -76,3 +76,12 @@ def day_range(context: dg.AssetExecutionContext) -> tuple[date, date]:
     """The first and last day (both included) of the run's partition or partition range."""
     window = context.partition_time_window
     return window.start.date(), (window.end - timedelta(days=1)).date()
+
+
+def windows_of_spine_day(config: PipelineConfig, *, snapshot: bool) -> dg.TimeWindowPartitionMapping:
+    """Spine day D reads the change points of the days of the window ends its rows read (an end
+    lies less than a slide before its row's ts: D - ceil(slide) .. D) and the snapshots of the
+    day before each. Closed sessions of any earlier day are read too, and not declared: a
+    session's last row can be of any day, and no mapping says "every day before"."""
+    reach = max([math.ceil(w.slide / DAY_SECONDS) for w in config.windows], default=0)
+    return _mapping(-(reach + (1 if snapshot else 0)), 0)

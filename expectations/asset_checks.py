@@ -29,12 +29,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 from expectations import reconciliation, suites
 from expectations.catalog import Check, Outcome, checks_of
-from jobs import delta_io, progress, sliding_windows
+from jobs import delta_io, point_in_time_join, progress, sliding_windows
 from jobs.errors import MissingInputError
 from jobs.ingest_events import read_landing
 from jobs.tables import (
-    DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, Table,
-    day_filter, written_together,
+    DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
+    Table, day_filter, written_together,
 )
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
@@ -191,6 +191,18 @@ def evaluate_window_snapshot(inputs: Inputs) -> Results:
     return results
 
 
+def evaluate_spine_values(inputs: Inputs) -> Results:
+    values = inputs.read(SPINE_VALUES, "date", inputs.first, inputs.last)
+    results = suites.run_suite(values, suites.prepare_spine_values(values, inputs.config),
+                               suites.spine_values_suite(inputs.config), inputs.days, inputs.selected)
+    if "spine_rows_joined_once" in inputs.selected:
+        spine = inputs.config.spine
+        results["spine_rows_joined_once"] = reconciliation.spine_rows_joined_once(
+            point_in_time_join.read_spine(inputs.spark, spine, inputs.first, inputs.last), values, spine.ts,
+            inputs.days)
+    return results
+
+
 EVALUATORS: dict[str, Callable[[Inputs], Results]] = {
     EVENTS.name: evaluate_events,
     QUARANTINE.name: evaluate_quarantine,
@@ -198,6 +210,7 @@ EVALUATORS: dict[str, Callable[[Inputs], Results]] = {
     DAILY_PARTIALS.name: evaluate_daily_partials,
     WINDOW_CHANGES.name: evaluate_window_changes,
     WINDOW_SNAPSHOT.name: evaluate_window_snapshot,
+    SPINE_VALUES.name: evaluate_spine_values,
 }
 
 

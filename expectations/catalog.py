@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from windowing_core.config import reads_day_tiles
-from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import (
+    DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
+)
 from windowing_core.aggregations import AGGREGATIONS, Aggregation
 from windowing_core.config import PipelineConfig
 
@@ -195,6 +197,17 @@ def catalog(config: PipelineConfig) -> list[Check]:
             checks.append(Check("variances_non_negative", table, ERROR,
                                 "A negative variance or standard deviation: moments from different "
                                 "events, or a cancelling subtraction."))
+    if config.spine is not None:
+        bound = "before it" if config.spine.exclusive else "at or before it"
+        checks += [
+            Check("values_not_after_row_time", SPINE_VALUES.name, ERROR,
+                  "A joined value from after its spine row's ts: a feature leaking the future into "
+                  f"training data. For every row and window, the window read must end {bound}, and the "
+                  "row the value was read from (read_at) no later than that end."),
+            Check("spine_rows_joined_once", SPINE_VALUES.name, ERROR,
+                  "Spine rows lost or repeated by the join: each day's output rows must equal the "
+                  "spine's rows whose ts falls on that day."),
+        ]
     if not reads_day_tiles(config):  # no such asset to check
         checks = [c for c in checks if c.table != DAILY_PARTIALS.name]
     return checks

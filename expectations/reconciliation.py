@@ -9,6 +9,7 @@ rows. Each returns ``{day: Outcome}`` for the days asked about.
 - ``partials_count_accepted_events``: a day's frames hold exactly the day's accepted events.
 - ``changes_conserve_frames``: change points equal a direct recomputation from the frames.
 - ``snapshot_matches_last_change``: each key's snapshot is its last change point.
+- ``spine_rows_joined_once``: the point-in-time join gave each spine row one row.
 """
 
 from __future__ import annotations
@@ -536,3 +537,14 @@ def snapshot_matches_last_change(snapshots: DataFrame, changes: DataFrame, confi
             metadata["sample_rows"] = examples[day]
         outcomes[day] = Outcome(mismatches == 0, metadata)
     return outcomes
+
+
+# -- spine values ----------------------------------------------------------------------------------
+
+
+def spine_rows_joined_once(spine_rows: DataFrame, values: DataFrame, ts: str, days: list[date]) -> dict[date, Outcome]:
+    """Per day of ts: the spine's rows and the join's output rows, which must be as many."""
+    spine = _counts(spine_rows.withColumn("date", F.to_date(F.col(ts).cast("timestamp"))), "date")
+    joined = _counts(values, "date")
+    return {d: Outcome(spine.get(d, 0) == joined.get(d, 0), {"spine_rows": spine.get(d, 0),
+                                                             "joined_rows": joined.get(d, 0)}) for d in days}

@@ -30,7 +30,8 @@ from pyspark.sql.types import DataType
 
 from expectations.catalog import Outcome, VARIANCE_KINDS, has_mean_min_max, of_kinds
 from jobs.sliding_windows import window_start_of
-from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
+from jobs.point_in_time import Reading
+from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec
@@ -194,6 +195,18 @@ def window_snapshot_suite(config: PipelineConfig) -> Suite:
         ]
 
     return Suite(WINDOW_SNAPSHOT.name, "date", _samples(declared), declared, build)
+
+
+def spine_values_suite(config: PipelineConfig) -> Suite:
+    spine = config.spine
+
+    def build() -> Pairs:
+        gxe = _gx()
+        return [("values_not_after_row_time", gxe.ExpectColumnValuesToBeInSet(column="read_after_row_time",
+                                                                             value_set=[False]))]
+
+    # its columns are the spine's own and the join's: no declared schema to hold it to
+    return Suite(SPINE_VALUES.name, "date", [spine.key, spine.ts], [], build)
 
 
 # -- derived columns --------------------------------------------------------------------------------
@@ -446,3 +459,17 @@ def schema_outcome(table: DataFrame, suite: Suite) -> Outcome:
         outcome.metadata["problem"] = "the table's columns differ from the declared ones"
         outcome.metadata["actual"] = [f"{f.name} {f.dataType.simpleString()}" for f in table.schema.fields]
     return outcome
+
+
+def prepare_spine_values(values: DataFrame, config: PipelineConfig) -> DataFrame:
+    """``read_after_row_time``: for some read window, the window read ends after the row's ts (at
+    it, where the spine is ``exclusive``), or the row its value came from after that end."""
+    spine = config.spine
+    reading = Reading.of(config, spine.windows, spine.aggregations, spine.exclusive)
+    ts = F.col(spine.ts).cast("timestamp")
+    late = []
+    for spec in reading.windows:
+        end, read_at = (F.col(c) for c in reading.columns(spec)[:2])
+        after = (end >= ts) if spine.exclusive else (end > ts)
+        late.append(F.coalesce(after, F.lit(False)) | F.coalesce(read_at > F.coalesce(end, ts), F.lit(False)))
+    return values.withColumn("read_after_row_time", reduce(lambda a, b: a | b, late))

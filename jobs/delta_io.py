@@ -89,6 +89,12 @@ def table_exists(path: str) -> bool:
     return DeltaTable.is_deltatable(_rs_uri(path), storage_options=_storage_options(path))
 
 
+def holds_delta_log(path: str) -> bool:
+    """Whether ``path`` is a Delta table, without refusing a folder of plain data files (a
+    Parquet spine): for inputs that may be either."""
+    return DeltaTable.is_deltatable(_rs_uri(path), storage_options=_storage_options(path))
+
+
 def table_version(path: str) -> int:
     return _open(path).version()
 

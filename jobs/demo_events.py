@@ -167,6 +167,52 @@ def generate_demo_events(
     return _summarise(counts, start, days, files)
 
 
+def generate_demo_spine(
+    path: str | os.PathLike[str],
+    *,
+    start: date = DEFAULT_START,
+    days: int = 8,
+    rows_per_day: int = 200,
+    keys: int = 2_000,
+    seed: int = 7,
+    key_field: str = "user_id",
+) -> int:
+    """Write a small spine for the point-in-time join: labelled moments ``(key, ts, label)``, as
+    Parquet files under ``path`` (replaced), and return its rows.
+
+    The keys are the demo's, drawn with its popularity; the moments fall at random milliseconds
+    of the demo's days, and one in four exactly on a minute (where every minute-sliding window
+    ends), so the demo's join meets both bounds. Pure Python and pyarrow: no Spark.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    start = _as_utc_date(start)
+    if rows_per_day <= 0 or days <= 0:
+        raise ValueError("days and rows_per_day must be positive")
+    samplers = _build_samplers(random.Random(f"panes-demo:{seed}:keys"), keys)
+    rng = random.Random(f"panes-demo:{seed}:spine")
+    midnight = datetime(start.year, start.month, start.day, tzinfo=timezone.utc)
+    moments = []
+    for day_index in range(days):
+        for _ in range(rows_per_day):
+            millisecond = rng.randrange(86_400_000)
+            if rng.random() < 0.25:
+                millisecond -= millisecond % 60_000
+            moments.append(midnight + timedelta(days=day_index, milliseconds=millisecond))
+    table = pa.table({
+        key_field: pa.array(_event_keys(rng, samplers, len(moments)), pa.string()),
+        "ts": pa.array(sorted(moments), pa.timestamp("us", tz="UTC")),
+        "label": pa.array([rng.random() < 0.1 for _ in moments], pa.bool_()),
+    })
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.parquet"):
+        old.unlink()
+    pq.write_table(table, folder / "part-0.parquet")
+    return table.num_rows
+
+
 # --- sampling ----------------------------------------------------------------------------------
 
 

@@ -36,9 +36,12 @@ SESSION_STATE = Table("session_state", ("date",))  # open sessions carried to th
 # Frames by arrival time, for ``time: arrival`` windows: written by the partials job of the
 # events' event days (so partitioned by it), and read by the day of the arrival frame.
 ARRIVAL_PARTIALS = Table("arrival_partials", ("event_date", "frame_date"))
+# A configured spine's rows with each window's values as of their ts (jobs.point_in_time_join),
+# by the UTC date of ts. Its columns are the spine's own and the join's: not declared here.
+SPINE_VALUES = Table("spine_values", ("date",))
 
 ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, DAILY_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT,
-              SESSION_STATE, ARRIVAL_PARTIALS)
+              SESSION_STATE, ARRIVAL_PARTIALS, SPINE_VALUES)
 
 def written_together(table: Table, config: PipelineConfig) -> tuple[Table, ...]:
     """The tables one run of ``table``'s job commits one after the other, all carrying its write

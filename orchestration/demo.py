@@ -6,6 +6,11 @@ daily partitions are the demo's days: it sets ``PANES_START_DATE`` and ``PANES_E
 first and last day, here and in ``./.env`` (which ``dagster dev`` reads), so the UI shows no
 missing partition before or after the data.
 
+It also writes a small spine of labelled moments (``./spine``, Parquet) and, without
+``--config``, runs the default configuration with that spine (``spine:``), so the point-in-time
+join (``spine_values``) and its checks run too; that configuration is written to
+``./demo-config.yaml`` and named in ``./.env`` (``PANES_CONFIG``) for ``dagster dev``.
+
     python -m orchestration.demo [--events-per-day N] [--days N] [--keys N]
 """
 
@@ -27,13 +32,16 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = documented_parser(__doc__)
     parser.add_argument("--landing", default="landing", help="landing folder (default ./landing)")
     parser.add_argument("--lakehouse", default="lakehouse", help="lakehouse root (default ./lakehouse)")
-    parser.add_argument("--config", default=None, help="pipeline configuration YAML")
+    parser.add_argument("--config", default=None,
+                        help="pipeline configuration YAML (default: the defaults with the demo's spine)")
+    parser.add_argument("--spine", default="spine", help="where the demo's spine is written (default ./spine)")
+    parser.add_argument("--spine-rows-per-day", type=int, default=200, help="default 200")
     parser.add_argument("--days", type=int, default=8, help="event days to generate (default 8)")
     parser.add_argument("--events-per-day", type=int, default=20000, help="default 20000")
     parser.add_argument("--keys", type=int, default=2000, help="distinct keys (default 2000)")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
-    for name in ("days", "events_per_day", "keys"):
+    for name in ("days", "events_per_day", "keys", "spine_rows_per_day"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
     return args
@@ -44,24 +52,31 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").resolve()))
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
 
-    from jobs.demo_events import generate_demo_events
+    from jobs.demo_events import generate_demo_events, generate_demo_spine
     from windowing_core.config import PipelineConfig
 
     started = time.monotonic()
-    config = PipelineConfig.load(args.config)
     landing, lakehouse = Path(args.landing).resolve(), Path(args.lakehouse).resolve()
+    spine = Path(args.spine).resolve()
+    config_path = args.config or write_demo_config(Path("demo-config.yaml"), spine)
+    config = PipelineConfig.load(config_path)
     demo = generate_demo_events(landing, start=DEFAULT_START, days=args.days,
                                 events_per_day=args.events_per_day, keys=args.keys, seed=args.seed)
+    spine_rows = generate_demo_spine(spine, start=DEFAULT_START, days=args.days, rows_per_day=args.spine_rows_per_day,
+                                     keys=args.keys, seed=args.seed, key_field=config.key_field)
     first, last = demo.first_event_date, demo.last_arrival_date or demo.last_event_date
     for offset in range((last - first).days + 1):  # a quiet day still has an (empty) folder
         (landing / (first + timedelta(days=offset)).isoformat()).mkdir(parents=True, exist_ok=True)
     print(f"generated {demo.records_written} records in {demo.files_written} files under {landing} "
           f"(arrival days {first} .. {last})", flush=True)
     # before the Definitions load: the partitions are read from the environment then
-    partitions = {"PANES_START_DATE": first.isoformat(), "PANES_END_DATE": last.isoformat()}
+    print(f"wrote a spine of {spine_rows} labelled moments under {spine}", flush=True)
+    partitions = {"PANES_START_DATE": first.isoformat(), "PANES_END_DATE": last.isoformat(),
+                  "PANES_CONFIG": str(Path(config_path).resolve())}
     os.environ.update(partitions)
     set_in_env_file(Path(".env"), partitions)
-    print(f"daily partitions {first} .. {last} (PANES_START_DATE, PANES_END_DATE in ./.env)", flush=True)
+    print(f"daily partitions {first} .. {last}, configuration {config_path} (PANES_START_DATE, PANES_END_DATE, "
+          "PANES_CONFIG in ./.env)", flush=True)
 
     import dagster as dg
 
@@ -88,6 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'done' if code == 0 else 'FAILED'} in {time.monotonic() - started:.0f}s; "
           f"see it in the UI: DAGSTER_HOME={os.environ['DAGSTER_HOME']} dagster dev")
     return code
+
+
+def write_demo_config(path: Path, spine: Path) -> str:
+    """The default configuration plus the demo's spine, as YAML: what the demo runs and what
+    ``dagster dev`` loads afterwards."""
+    path.write_text("# written by python -m orchestration.demo: the defaults (one 7d window sliding every minute,\n"
+                    "# count and sum) and the demo's spine, joined as of each row's ts (spine_values)\n"
+                    f"spine:\n  path: {spine}\n  key: user_id\n  ts: ts\n")
+    return str(path)
 
 
 def set_in_env_file(path: Path, values: dict[str, str]) -> None:

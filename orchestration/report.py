@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from jobs.tables import ALL_TABLES, WINDOW_SNAPSHOT
+from jobs.tables import ALL_TABLES, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from windowing_core.aggregations import Count, Sum
 from windowing_core.config import PipelineConfig
 
@@ -36,14 +36,38 @@ def ranking_aggregation(config: PipelineConfig) -> str:
 
 
 def top_keys(lakehouse: Path, config: PipelineConfig, limit: int = 5) -> tuple[str, list[dict]]:
-    """The keys with the largest total in the latest snapshot of the first window."""
-    window, agg = config.windows[0].name, ranking_aggregation(config)
+    """The keys with the largest total in the latest snapshot of the first window; with session
+    windows only, in each key's latest closed session of the first (as a point-in-time read at
+    the newest session's end gives them: sessions have no snapshot)."""
+    agg = ranking_aggregation(config)
+    if not config.windows:
+        return _top_keys_by_last_session(lakehouse, config.sessions[0].name, agg, limit)
+    window = config.windows[0].name
     dataset = DeltaTable(WINDOW_SNAPSHOT.path(str(lakehouse))).to_pyarrow_dataset()
     latest = pc.max(dataset.to_table(columns=["date"])["date"]).as_py()
     rows = dataset.to_table(filter=(pc.field("date") == latest) & (pc.field("window") == window),
                             columns=["key", agg, "as_of"])
     ranked = rows.sort_by([(agg, "descending"), ("key", "ascending")]).slice(0, limit).to_pylist()
     return f"{window} {agg} as of {ranked[0]['as_of'] if ranked else latest}", ranked
+
+
+def _top_keys_by_last_session(lakehouse: Path, window: str, agg: str, limit: int) -> tuple[str, list[dict]]:
+    dataset = DeltaTable(WINDOW_CHANGES.path(str(lakehouse))).to_pyarrow_dataset()
+    rows = dataset.to_table(filter=pc.field("window") == window, columns=["key", agg, "window_end"])
+    newest = pc.max(rows["window_end"]).as_py()
+    latest = rows.group_by("key").aggregate([("window_end", "max")]).rename_columns(["key", "window_end"])
+    last_sessions = rows.join(latest, ["key", "window_end"], join_type="inner")
+    ranked = last_sessions.sort_by([(agg, "descending"), ("key", "ascending")]).slice(0, limit).to_pylist()
+    return f"{window} {agg} in each key's latest closed session, as of {newest}", ranked
+
+
+def spine_sample(lakehouse: Path, config: PipelineConfig, limit: int = 5) -> list[dict]:
+    """A few rows of ``spine_values``: spine rows with their values as of their ts."""
+    spine = config.spine
+    table = DeltaTable(SPINE_VALUES.path(str(lakehouse))).to_pyarrow_dataset().to_table()
+    shown = [spine.key, spine.ts, *[c for c in table.column_names
+                                    if c.endswith(("__window_end", "__event_count", f"__{ranking_aggregation(config)}"))]]
+    return table.select(shown).sort_by([(spine.ts, "ascending")]).slice(0, limit).to_pylist()
 
 
 def print_summary(lakehouse: Path, config: PipelineConfig, checks: list) -> None:
@@ -57,6 +81,14 @@ def print_summary(lakehouse: Path, config: PipelineConfig, checks: list) -> None
             print(f"  {row['key']:<12} {row[ranking_aggregation(config)]:>10}")
     except Exception as err:  # noqa: BLE001 - the summary must not hide the run's own result
         print(f"\n(no snapshot to rank keys: {err})")
+    if config.spine is not None:
+        try:
+            rows = spine_sample(lakehouse, config)
+            print(f"\nspine rows with their values as of their ts ({SPINE_VALUES.name}, first {len(rows)})")
+            for row in rows:
+                print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
+        except Exception as err:  # noqa: BLE001 - the summary must not hide the run's own result
+            print(f"\n(no spine values to show: {err})")
     if checks:
         print("\nasset checks")
         for c in sorted(checks, key=lambda c: (c.asset_key.to_user_string(), c.check_name)):

@@ -13,12 +13,13 @@ from typing import Any
 
 from windowing_core.aggregations import DEFAULT_AGGREGATIONS, Aggregation, aggregation
 from windowing_core.sessions import SessionSpec
+from windowing_core.spine import SpineSpec, selected
 from windowing_core.window_spec import (
     DAY_SECONDS, DEFAULT_WINDOW, MAX_DURATION, WindowSpec, format_duration, parse_duration, tile_size,
 )
 
 _TOP_LEVEL = {"key_field", "value_field", "bucket", "allowed_lateness", "windows", "aggregations",
-              "late_policy", "max_out_of_orderness", "watermark_scope", "watermark_clock", "freshness_slack"}
+              "late_policy", "max_out_of_orderness", "watermark_scope", "watermark_clock", "freshness_slack", "spine"}
 LATE_POLICIES = ("include", "drop")
 WATERMARK_SCOPES = ("global", "key")
 WATERMARK_CLOCKS = ("event", "arrival")
@@ -72,6 +73,8 @@ class PipelineConfig:
     # apart: every sliding-window rule (grid, length, snapshot) reads ``windows`` alone.
     sessions: tuple[SessionSpec, ...] = ()
     watermark_clock: str = "event"
+    # Labelled moments to attach window values to, as of each (``spine_values``); None: no such asset.
+    spine: SpineSpec | None = None
 
     def __post_init__(self) -> None:
         if not self.windows and not self.sessions:
@@ -121,6 +124,8 @@ class PipelineConfig:
             if a.name.lower() in RESERVED_COLUMNS:
                 raise ValueError(f"aggregations.{a.name}: the name is reserved for a column "
                                  f"(names are compared without case: {', '.join(sorted(RESERVED_COLUMNS))})")
+        if self.spine is not None:
+            selected(self, self.spine.windows, self.spine.aggregations)
 
     @property
     def longest_window(self) -> int:
@@ -184,6 +189,8 @@ class PipelineConfig:
             watermark_scope=raw.get("watermark_scope", "global"),
             watermark_clock=raw.get("watermark_clock", "event"),
             freshness_slack=parse_duration(raw.get("freshness_slack", "6h"), field_name="freshness_slack"),
+            spine=None if raw.get("spine") is None else SpineSpec.from_dict(
+                raw["spine"], _field_name("key_field", raw.get("key_field", "user_id"))),
         )
 
     @classmethod

@@ -246,3 +246,45 @@ def snapshot(events: Iterable[Event], config: PipelineConfig, day: date) -> dict
             if inside:
                 result[(spec.name, key)] = fold(config, inside)
     return result
+
+
+# -- values as of an instant (point-in-time reads and joins) -------------------------------------
+
+
+def as_of_end(spec: WindowSpec, at: datetime, exclusive: bool = False) -> int:
+    """The end of the window whose value a read at ``at`` gets: the last window end at or before
+    ``at`` (strictly before, ``exclusive``), compared at microsecond precision."""
+    micros = (at - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
+    stop = -(-micros // 1_000_000) if exclusive else micros // 1_000_000 + 1  # ends are whole seconds
+    return last_end_before(spec, stop)
+
+
+def values_as_of(events: Iterable[Event], config: PipelineConfig, lookups: list[tuple[str, datetime]],
+                 exclusive: bool = False) -> list[dict]:
+    """Brute force, per lookup ``(key, at)`` and window: ``(window_end, event_count, values)``.
+
+    A sliding, tumbling or cumulating window (``changes`` or ``final``) gives the fold of the
+    window ending at ``as_of_end``: its events refolded, empty (count 0) where there are none.
+    A session window gives its latest closed session (as ``windowing_core.sessions`` emits them)
+    ending at or before ``at`` (before, ``exclusive``), or the empty value and no end."""
+    from windowing_core.sessions import session_rows
+
+    timelines = _timelines_by_kind(events, config)
+    closed: dict[tuple[str, str], list] = defaultdict(list)
+    for row in session_rows(events, config, date(1970, 1, 1), date(9999, 12, 30)):
+        closed[(row.window, row.key)].append(row)
+    empty = fold(config, [])
+    answers = []
+    for key, at in lookups:
+        answer = {}
+        for spec in config.windows:
+            end = as_of_end(spec, at, exclusive)
+            timeline = timelines[spec.keyed].get(key if spec.keyed else ALL_KEYS)
+            inside = timeline.between(*window_bounds(spec, end)) if timeline else []
+            answer[spec.name] = (from_epoch_seconds(end), len(inside), fold(config, inside))
+        for spec in config.sessions:
+            before = [r for r in closed[(spec.name, key)] if r.window_end < at or (r.window_end == at and not exclusive)]
+            last = max(before, key=lambda r: r.window_end, default=None)
+            answer[spec.name] = (None, 0, empty) if last is None else (last.window_end, last.event_count, last.values)
+        answers.append(answer)
+    return answers

@@ -270,3 +270,24 @@ def test_cli_bad_arguments_give_one_clear_error(tmp_path: Path, args: list[str])
     assert "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1
+
+
+def test_the_demo_spine_is_reproducible_labelled_moments_of_the_demo_days_and_its_configuration_loads(tmp_path):
+    import pyarrow.parquet as pq
+
+    from jobs.demo_events import generate_demo_spine
+    from orchestration.demo import write_demo_config
+    from windowing_core.config import PipelineConfig
+
+    rows = generate_demo_spine(tmp_path / "spine", days=2, rows_per_day=50, keys=30)
+    table = pq.read_table(tmp_path / "spine")
+    assert rows == table.num_rows == 100 and table.column_names == ["user_id", "ts", "label"]
+    moments = table["ts"].to_pylist()
+    assert all(m.date().isoformat() in ("2025-01-27", "2025-01-28") for m in moments)
+    on_minute = [m for m in moments if m.second == 0 and m.microsecond == 0]
+    assert 0 < len(on_minute) < len(moments), "some rows fall on window ends, the others between"
+    assert any(m.microsecond % 1000 == 0 and m.microsecond for m in moments), "millisecond precision"
+    generate_demo_spine(tmp_path / "again", days=2, rows_per_day=50, keys=30)
+    assert pq.read_table(tmp_path / "again").equals(table)
+    config = PipelineConfig.load(write_demo_config(tmp_path / "demo.yaml", tmp_path / "spine"))
+    assert (config.spine.path, config.spine.key, config.spine.ts) == (str(tmp_path / "spine"), "user_id", "ts")

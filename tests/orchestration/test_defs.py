@@ -155,3 +155,23 @@ def test_a_configuration_of_sessions_alone_loads_and_its_output_watermark_is_the
     build_definitions(config, landing_root="l", lakehouse_root="h").resolve_asset_graph()
     watermark, missing = output_watermark(config, {"2025-01-28", "2025-01-29"})
     assert watermark == datetime(2025, 1, 30, tzinfo=timezone.utc) and missing == []
+
+
+def test_spine_values_is_an_asset_with_its_blocking_check_only_where_a_spine_is_configured():
+    """Spine day D reads the change points of D - 1 .. D (a 1d window ends up to a day before its
+    row) and the snapshots of the days before them; without ``spine:`` there is no such asset."""
+    config = PipelineConfig.from_dict({"windows": {"1h": {"length": "1h", "slide": "10m"}, "daily": {"length": "1d"},
+                                                   "visits": {"gap": "30m"}},
+                                       "spine": {"path": "/data/labels", "ts": "labelled_at"}})
+    graph = build_definitions(config, landing_root="l", lakehouse_root="h").resolve_asset_graph()
+    spine = graph.get(dg.AssetKey("spine_values"))
+    changes, snapshot = (spine.partition_mappings[dg.AssetKey(t)] for t in ("window_changes", "window_snapshot"))
+    assert ((changes.start_offset, changes.end_offset), (snapshot.start_offset, snapshot.end_offset)) == \
+        ((-1, 0), (-2, 0))
+    assert spine.partitions_def == graph.get(dg.AssetKey("window_changes")).partitions_def
+    checks = {k.name: k for k in graph.asset_check_keys if k.asset_key == dg.AssetKey("spine_values")}
+    assert set(checks) == {"values_not_after_row_time", "spine_rows_joined_once"}
+    assert all(graph.get_check_spec(k).blocking for k in checks.values())
+    plain = build_definitions(PipelineConfig(), landing_root="l", lakehouse_root="h").resolve_asset_graph()
+    assert dg.AssetKey("spine_values") not in plain.get_all_asset_keys()
+    assert not [k for k in plain.asset_check_keys if k.asset_key == dg.AssetKey("spine_values")]

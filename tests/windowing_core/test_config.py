@@ -121,3 +121,30 @@ def test_every_window_kind_reads_from_yaml():
 def test_bad_new_window_fields_fail_with_one_line_naming_the_field(window, message):
     with pytest.raises(ValueError, match=message):
         PipelineConfig.from_dict({"windows": {"w": window}})
+
+
+def test_a_spine_takes_its_key_from_the_key_field_and_names_what_it_attaches():
+    config = PipelineConfig.from_dict({"key_field": "account", "windows": {"1h": {"length": "1h"}, "v": {"gap": "30m"}},
+                                       "spine": {"path": "/data/labels", "windows": "1h, v", "exclusive": True}})
+    spine = config.spine
+    assert (spine.source, spine.key, spine.ts, spine.windows, spine.exclusive) == \
+        ("/data/labels", "account", "ts", ("1h", "v"), True)
+    assert PipelineConfig.from_dict({}).spine is None
+
+
+@pytest.mark.parametrize("spine, message", [
+    ({"ts": "at"}, "spine: give a path or a table, one of them"),
+    ({"path": "/x", "table": "db.t"}, "spine: give a path or a table"),
+    ({"table": "db labels"}, "spine.table must be a table name"),
+    ({"path": "/x", "format": "csv"}, "spine.format must be one of delta, parquet"),
+    ({"path": "/x", "ts": "label time"}, "spine.ts must be a column name"),
+    ({"path": "/x", "key": "ts"}, "spine.key and spine.ts are both 'ts'"),
+    ({"path": "/x", "windows": ["30d"]}, "spine.windows: 30d not configured"),
+    ({"path": "/x", "aggregations": ["p99"]}, "spine.aggregations: p99 not configured"),
+    ({"path": "/x", "exclusive": "yes"}, "spine.exclusive must be true or false"),
+    ({"path": "/x", "label": "y"}, "spine: unknown field.*label"),
+    ("/x", "spine: expected a mapping"),
+])
+def test_a_bad_spine_names_the_field(spine, message):
+    with pytest.raises(ValueError, match=message):
+        PipelineConfig.from_dict({"spine": spine})

@@ -1,0 +1,171 @@
+"""The point-in-time join against the floor of reading its spine and writing its output, in one run.
+
+    .venv/bin/python -m bench.point_in_time_join --spine-rows 100000     # ~2 min on a quiet laptop
+    .venv/bin/python -m bench.point_in_time_join --spine-rows 10000000   # the issue's size: 10^7 rows
+
+Self-contained: it writes its own lakehouse under ``--work`` (default ``bench/.work/pit``), a
+month of the default pipeline's window tables (one ``7d`` window sliding every minute, count and
+sum) made directly with Spark: per key and day ``--changes-per-key-day`` change points at random
+minute ends, and a snapshot row per key and day whose window (``as_of`` the day's last end) is
+the one the next day continues from, so every day is read as a daily run left it. The spine is
+``--spine-rows`` rows of Parquet, keys drawn from the same keys, ts at random milliseconds of
+the month (one in four exactly on a minute, a window end).
+
+Measured in one Spark session, interleaved, best of ``--repeat`` after an untimed warm-up each:
+
+- floor: read the spine, add its ``date`` and write it as Delta partitioned by date
+  (``jobs.delta_io``): what any job producing the output pays with nothing computed;
+- join: ``jobs.point_in_time_join.run`` over the same spine, written the same way.
+
+It prints both, their ratio, the rows in (spine rows, change points, snapshot rows) and the
+join's physical plan operators: a sort-merge as-of join shows one Window over the union and no
+join of spine rows to change points at all (no cross product, no per-row lookup).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import time
+from collections import Counter
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from jobs import delta_io, point_in_time_join
+from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
+from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter
+from windowing_core.config import PipelineConfig
+from windowing_core.spine import SpineSpec
+
+FIRST = date(2025, 1, 1)
+CONFIG = PipelineConfig()  # one 7d window sliding every minute, count and sum
+DAY = 86400
+
+
+def write_window_tables(spark: SparkSession, lake: str, keys: int, days: int, per_key_day: int) -> tuple[int, int]:
+    """A month of window_changes and window_snapshot for the default window: rows in each."""
+    spec = CONFIG.windows[0]
+    start = int(datetime(FIRST.year, FIRST.month, FIRST.day, tzinfo=timezone.utc).timestamp())
+    n = keys * days * per_key_day
+    ids = spark.range(n)
+    key = F.concat(F.lit("k"), (F.col("id") % keys).cast("string"))
+    day = (F.col("id") / keys).cast("long") % days
+    minute = F.pmod(F.xxhash64("id", F.lit(1)), F.lit(1440))
+    value = F.pmod(F.xxhash64("id", F.lit(2)), F.lit(1000)) + 1
+    end = F.lit(start) + day * DAY + minute * 60 + 60
+    changes = (ids.select(key.alias("key"), end.alias("end"), value.alias("v"))
+               .dropDuplicates(["key", "end"])
+               .select("key", F.lit(spec.name).alias("window"), F.timestamp_seconds(F.col("end") - spec.length)
+                       .alias("window_start"), F.timestamp_seconds("end").alias("window_end"),
+                       F.col("v").alias("event_count"), F.col("v").alias("count"),
+                       F.col("v").cast("decimal(38,0)").alias("sum"),
+                       F.to_date(F.timestamp_seconds("end")).alias("date"))  # the day of window_end
+               .where(F.col("date") < F.lit(FIRST + timedelta(days=days))))
+    written = delta_io.replace_partitions(changes, WINDOW_CHANGES.path(lake), partition_by=["date"],
+                                          partition_filters=[])["rows_written"]
+    snap_ids = spark.range(keys * days)
+    as_of = F.lit(start) + ((F.col("id") / keys).cast("long") + 1) * DAY - 60
+    snapshot = snap_ids.select(
+        F.concat(F.lit("k"), (F.col("id") % keys).cast("string")).alias("key"), F.lit(spec.name).alias("window"),
+        F.timestamp_seconds(as_of - spec.length).alias("window_start"), F.timestamp_seconds(as_of).alias("as_of"),
+        (F.pmod(F.xxhash64("id", F.lit(3)), F.lit(1000)) + 1).alias("event_count"))
+    snapshot = snapshot.select("*", F.col("event_count").alias("count__n"),
+                               F.col("event_count").cast("decimal(38,0)").alias("sum__s"),
+                               F.col("event_count").alias("count"), F.col("event_count").cast("decimal(38,0)").alias("sum"),
+                               F.to_date("as_of").alias("date"))
+    snapshots = delta_io.replace_partitions(snapshot, WINDOW_SNAPSHOT.path(lake), partition_by=["date"],
+                                            partition_filters=[])["rows_written"]
+    return written, snapshots
+
+
+def write_spine(spark: SparkSession, path: str, rows: int, keys: int, days: int) -> None:
+    start_ms = int(datetime(FIRST.year, FIRST.month, FIRST.day, tzinfo=timezone.utc).timestamp()) * 1000
+    ms = F.pmod(F.xxhash64("id", F.lit(5)), F.lit(days * DAY * 1000))
+    on_minute = F.pmod(F.xxhash64("id", F.lit(6)), F.lit(4)) == 0
+    ms = F.when(on_minute, ms - F.pmod(ms, F.lit(60_000))).otherwise(ms)
+    (spark.range(rows)
+     .select(F.concat(F.lit("k"), F.pmod(F.xxhash64("id", F.lit(4)), F.lit(keys)).cast("string")).alias("user_id"),
+             F.timestamp_millis(F.lit(start_ms) + ms).alias("ts"), (F.col("id") % 10 == 0).alias("label"))
+     .write.mode("overwrite").parquet(path))
+
+
+def floor(spark: SparkSession, spine: str, out: str) -> int:
+    rows = spark.read.parquet(spine)
+    first, last = rows.agg(F.min("ts"), F.max("ts")).first()
+    written = delta_io.replace_partitions(rows.withColumn("date", F.to_date("ts")), out, partition_by=["date"],
+                                          partition_filters=day_filter("date", first.date(), last.date()))
+    return written["rows_written"]
+
+
+def join(spark: SparkSession, lake: str, spine: str, out: str) -> int:
+    return point_in_time_join.run(spark, lake, out, SpineSpec(path=spine, format="parquet"), CONFIG)["rows_written"]
+
+
+def plan_operators(spark: SparkSession, lake: str, spine: str) -> Counter:
+    """The join's physical operators (before the write), by name."""
+    rows = spark.read.parquet(spine)
+    lookups = rows.withColumns({KEY: F.col("user_id"), AT: F.col("ts")})
+    first, last = rows.agg(F.min("ts"), F.max("ts")).first()
+    joined = with_values_as_of(spark, lake, lookups, CONFIG, Reading.of(CONFIG),
+                               first.replace(tzinfo=timezone.utc), last.replace(tzinfo=timezone.utc))
+    plan = joined._jdf.queryExecution().executedPlan().toString()
+    names = re.findall(r"(?m)^[\s:|+\-]*(?:\*\(\d+\) )?([A-Z][A-Za-z]+)", plan)
+    return Counter(n for n in names if n not in ("AdaptiveSparkPlan",))
+
+
+def timed(fn, *args) -> float:
+    started = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--spine-rows", type=float, default=1e5)
+    parser.add_argument("--keys", type=int, default=None, help="default: spine rows / 10, 10^3 .. 10^6")
+    parser.add_argument("--days", type=int, default=30, help="days of change points (default 30: a month)")
+    parser.add_argument("--changes-per-key-day", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work", default="bench/.work/pit")
+    parser.add_argument("--master", default="local[*]")
+    args = parser.parse_args(argv)
+    spine_rows = int(args.spine_rows)
+    keys = args.keys or min(max(spine_rows // 10, 1000), 1_000_000)
+    from jobs.spark_session import get_spark
+
+    spark = get_spark({"spark.master": args.master})
+    work = Path(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    lake, spine = str(work / "lakehouse"), str(work / "spine")
+    started = time.perf_counter()
+    changes, snapshots = write_window_tables(spark, lake, keys, args.days, args.changes_per_key_day)
+    write_spine(spark, spine, spine_rows, keys, args.days)
+    print(f"generated in {time.perf_counter() - started:.1f}s: {spine_rows:,} spine rows, {keys:,} keys, "
+          f"{changes:,} change points and {snapshots:,} snapshot rows over {args.days} days", flush=True)
+    operators = plan_operators(spark, lake, spine)
+    print("join plan operators:", ", ".join(f"{n} x{c}" for n, c in sorted(operators.items())), flush=True)
+    results = {"floor": [], "join": []}
+    for i in range(args.repeat + 1):  # the first round warms up, untimed
+        for name, fn, out in (("floor", floor, work / "floor"), ("join", join, work / "joined")):
+            shutil.rmtree(out, ignore_errors=True)
+            seconds = timed(fn, spark, spine, str(out)) if name == "floor" else timed(fn, spark, lake, spine, str(out))
+            if i:
+                results[name].append(seconds)
+    best = {name: min(times) for name, times in results.items()}
+    rows_in = spine_rows + changes + snapshots
+    print(f"\n| spine rows | rows in (spine + change points + snapshots) | floor (read spine, write output) | join | join / floor |")
+    print(f"|---:|---:|---:|---:|---:|")
+    print(f"| {spine_rows:,} | {rows_in:,} | {best['floor']:.2f} s | {best['join']:.2f} s | "
+          f"{best['join'] / best['floor']:.2f}x |")
+    print(f"(best of {args.repeat}; all rounds: floor {', '.join(f'{t:.2f}' for t in results['floor'])}; "
+          f"join {', '.join(f'{t:.2f}' for t in results['join'])})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,129 @@
+"""A spine: labelled moments (key, ts, anything else) to attach window values to, as of each ts.
+
+The configuration's ``spine:`` names one for the Dagster asset ``spine_values``; the job
+``jobs.point_in_time_join`` takes the same fields on its command line.
+
+    spine:
+      path: /data/labels          # or table: db.labels (a table of Spark's catalog)
+      format: parquet             # delta or parquet; default: delta where the path holds a Delta log
+      key: user_id                # the key column; default: the pipeline's key_field
+      ts: ts                      # the timestamp column (UTC); default: ts
+      windows: [7d, visits]       # default: every keyed window and session window
+      aggregations: [count, sum]  # default: every aggregation
+      exclusive: false            # true: a change point exactly at ts is not seen
+
+Bounds, once: a spine row at ``ts`` sees the change points (and closed sessions) whose
+``window_end <= ts``; with ``exclusive``, ``window_end < ts``. Never one after ``ts``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+SPINE_FIELDS = {"path", "table", "format", "key", "ts", "windows", "aggregations", "exclusive"}
+SPINE_FORMATS = ("delta", "parquet")
+_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}")
+
+
+@dataclass(frozen=True)
+class SpineSpec:
+    """Where the spine is and which of its columns are the key and the timestamp.
+
+    ``windows`` and ``aggregations`` select what is attached (None: everything the join can
+    attach); the configuration checks that they name configured ones."""
+
+    path: str | None = None
+    table: str | None = None
+    format: str | None = None
+    key: str = "user_id"
+    ts: str = "ts"
+    windows: tuple[str, ...] | None = None
+    aggregations: tuple[str, ...] | None = None
+    exclusive: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.path is None) == (self.table is None):
+            raise ValueError("spine: give a path or a table, one of them")
+        if self.path is not None and (not isinstance(self.path, str) or not self.path.strip()):
+            raise ValueError(f"spine.path must be a non-empty string, got {self.path!r}")
+        if self.table is not None and (not isinstance(self.table, str) or not _TABLE.fullmatch(self.table)):
+            raise ValueError(f"spine.table must be a table name such as db.labels, got {self.table!r}")
+        if self.format is not None and self.format not in SPINE_FORMATS:
+            raise ValueError(f"spine.format must be one of {', '.join(SPINE_FORMATS)}, got {self.format!r}")
+        if self.table is not None and self.format is not None:
+            raise ValueError("spine.format: a table's format is the catalog's; give it for a path only")
+        for label, column in (("key", self.key), ("ts", self.ts)):
+            if not isinstance(column, str) or not _COLUMN.fullmatch(column):
+                raise ValueError(f"spine.{label} must be a column name (letters, digits, underscores), got {column!r}")
+        if self.key == self.ts:
+            raise ValueError(f"spine.key and spine.ts are both {self.key!r}")
+        if not isinstance(self.exclusive, bool):
+            raise ValueError(f"spine.exclusive must be true or false, got {self.exclusive!r}")
+        for label in ("windows", "aggregations"):
+            names = getattr(self, label)
+            if names is not None and (not names or not all(isinstance(n, str) for n in names)):
+                raise ValueError(f"spine.{label} must be a non-empty list of names, got {list(names)!r}")
+
+    @property
+    def source(self) -> str:
+        """The path or the table, as the job's ``--spine`` takes it."""
+        return self.path if self.path is not None else self.table
+
+    @classmethod
+    def from_dict(cls, raw: Any, key_field: str) -> SpineSpec:
+        """The configuration's ``spine:`` mapping (``key`` defaults to the pipeline's key_field)."""
+        if not isinstance(raw, dict):
+            raise ValueError("spine: expected a mapping with path (or table), key and ts")
+        unknown = set(raw) - SPINE_FIELDS
+        if unknown:
+            raise ValueError(f"spine: unknown field(s) {', '.join(sorted(unknown))}; known: "
+                             f"{', '.join(sorted(SPINE_FIELDS))}")
+        return cls(path=raw.get("path"), table=raw.get("table"), format=raw.get("format"),
+                   key=raw.get("key", key_field), ts=raw.get("ts", "ts"),
+                   windows=_names(raw, "windows"), aggregations=_names(raw, "aggregations"),
+                   exclusive=raw.get("exclusive", False))
+
+
+def _names(raw: dict, label: str) -> tuple[str, ...] | None:
+    value = raw.get(label)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",")]
+    if not isinstance(value, list):
+        raise ValueError(f"spine.{label} must be a list of names, got {value!r}")
+    return tuple(str(v) for v in value)
+
+
+def selected(config, windows: tuple[str, ...] | None, aggregations: tuple[str, ...] | None,
+             *, where: str = "spine") -> tuple[tuple, tuple]:
+    """The window specs (sliding and session) and aggregations a join attaches, by name.
+
+    Without names: every keyed window and every session window, and every aggregation. A
+    non-keyed window (``keyed: false``) holds one value for all keys, under the key ``*``: a
+    spine row's key never finds it, so naming one is refused rather than answered empty."""
+    by_name = {w.name: w for w in (*config.windows, *config.sessions)}
+    if windows is None:
+        specs = tuple(w for w in by_name.values() if getattr(w, "keyed", True))
+    else:
+        unknown = [n for n in windows if n not in by_name]
+        if unknown:
+            raise ValueError(f"{where}.windows: {', '.join(unknown)} not configured; configured: "
+                             f"{', '.join(by_name)}")
+        specs = tuple(by_name[n] for n in dict.fromkeys(windows))
+        unkeyed = [w.name for w in specs if not getattr(w, "keyed", True)]
+        if unkeyed:
+            raise ValueError(f"{where}.windows: {', '.join(unkeyed)} is not keyed (keyed: false): its one value for "
+                             "all keys is read with jobs.point_in_time, not joined to a spine's keys")
+    if not specs:
+        raise ValueError(f"{where}.windows: no keyed window to attach")
+    aggs = {a.name: a for a in config.aggregations}
+    if aggregations is None:
+        return specs, tuple(config.aggregations)
+    unknown = [n for n in aggregations if n not in aggs]
+    if unknown:
+        raise ValueError(f"{where}.aggregations: {', '.join(unknown)} not configured; configured: {', '.join(aggs)}")
+    return specs, tuple(aggs[n] for n in dict.fromkeys(aggregations))
