@@ -11,7 +11,7 @@ from assets.day_metadata import add_day_metadata, rows_by_day
 from assets.partitions import daily_partitions, day_range, windows_of_spine_day
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource, job_days
-from assets.spark_work import SPARK_POOL, spark_work
+from assets.spark_work import SPARK_POOL
 from jobs import point_in_time_join
 from jobs.point_in_time import Reading
 from jobs.tables import SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT
@@ -44,12 +44,10 @@ def build_spine_values_asset(config: PipelineConfig) -> dg.AssetsDefinition | No
                      spark_launch: SparkLaunchResource) -> dg.MaterializeResult:
         first, last = day_range(context)
         root = lakehouse.lakehouse_root
-        if spark_launch.through_pipes:
-            result = spark_launch.submit(context, "point_in_time_join", job_days(root, first, last), config)
-        else:
-            with spark_work(context, pyspark.spark_session, f"spine_values {first} .. {last}"):
-                result = point_in_time_join.run(pyspark.spark_session, root, SPINE_VALUES.path(root), spine, config,
-                                                first, last)
+        result = spark_launch.run(
+            context, pyspark, f"spine_values {first} .. {last}", "point_in_time_join", job_days(root, first, last),
+            config, lambda spark: point_in_time_join.run(spark, root, SPINE_VALUES.path(root), spine, config,
+                                                         first, last))
         add_day_metadata(context, SPINE_VALUES.name, {
             day: {"dagster/row_count": rows}
             for day, rows in rows_by_day(SPINE_VALUES.path(root), "date", day_list(first, last)).items()})
