@@ -29,9 +29,13 @@ against the Python side through the oracle.
 
 from __future__ import annotations
 
+import bisect
+import inspect
 import math
 from abc import ABC, abstractmethod
+from fractions import Fraction
 from dataclasses import dataclass
+from functools import reduce
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -65,13 +69,20 @@ class Aggregation(ABC):
         self.name = name
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r})"
+        params = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}({self.name!r}{params})"
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.name == other.name  # type: ignore[attr-defined]
+        return (type(self) is type(other) and self.name == other.name  # type: ignore[attr-defined]
+                and self.params == other.params)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash((type(self), self.name))
+        return hash((type(self), self.name, repr(self.params)))
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The kind's parameters as configured (``k``, ``percentiles``), none for most kinds."""
+        return {}
 
     @property
     def kind(self) -> str:
@@ -107,6 +118,20 @@ class Aggregation(ABC):
 
     @abstractmethod
     def spark_finish(self, fields: list[Column]) -> Column: ...
+
+    def spark_negate(self, fields: list[Column]) -> list[Column]:
+        """The partial that deducting ``fields`` adds (a frame's ``-partial`` as it leaves); only
+        when ``invertible``."""
+        return [-f for f in fields]
+
+    def spark_deduct(self, a: list[Column], b: list[Column]) -> list[Column]:
+        """``deduct`` as Spark expressions; only when ``invertible``."""
+        return [x - y for x, y in zip(a, b, strict=True)]
+
+    def spark_comparable(self, value: Column) -> Column:
+        """The finished value in a form Spark can compare for equality (change points): itself,
+        but for maps, which Spark cannot compare."""
+        return value
 
 
 # -- invertible: vectors of sums ---------------------------------------------------------------
@@ -410,6 +435,382 @@ class ApproxDistinct(Aggregation):
         return F.coalesce(F.hll_sketch_estimate(fields[0]), F.lit(0).cast("bigint"))
 
 
+# -- Chronon's list: moments, quantiles, k-lists, distinct values, histograms ------------------
+
+
+def _whole(name: str, param: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"aggregations.{name}.{param}: a whole number from {low} to {high}, got {value!r}")
+    return value
+
+
+class Moments(Additive):
+    """Skewness or excess kurtosis as Spark's ``skewness`` and ``kurtosis`` define them: with
+    ``M_k`` the sum of the k-th powers of the deviations from the mean, ``sqrt(n) M3 / M2**1.5``
+    and ``n M4 / M2**2 - 3`` (population moments), null where the window holds no value or every
+    value is the same (``M2 = 0``), as Spark's are.
+
+    The partial is exact integer power sums (n, s1 .. s4), as ``Variance``'s: invertible, no
+    floating error carried from frame to frame, and no cancellation, since the central moments
+    are recovered exactly, ``A2 = n s2 - s1**2 = n M2``, ``A3 = n**2 M3``, ``A4 = n**3 M4``, so
+    that skewness is ``A3 / A2**1.5`` and kurtosis ``A4 / A2**2 - 3``, rounded once. Chronon's
+    Welford-style moments merge (Pebay's formulas) are stable too, but neither deduct nor run as a
+    Spark aggregate over a window frame. The power sums are decimal(38,0): exact while they fit,
+    ``n * max|x|**4 < 10**38``; beyond, Spark's ANSI arithmetic fails the day rather than
+    return a wrong moment.
+    """
+
+    fields = (PartialField("n", "bigint"), PartialField("s", SUM_TYPE), PartialField("ss", SUM_TYPE),
+              PartialField("s3", SUM_TYPE), PartialField("s4", SUM_TYPE))
+    output_type = "double"
+    order: ClassVar[int]  # 3: skewness, 4: kurtosis
+
+    def contributions(self, value: int) -> Partial:
+        return (1, value, value ** 2, value ** 3, value ** 4)
+
+    def finish(self, partial: Partial) -> float | None:
+        n, s1, s2, s3, s4 = (int(x) for x in partial)
+        a2 = n * s2 - s1 * s1
+        if n == 0 or a2 == 0:
+            return None
+        if self.order == 3:
+            return float(n * n * s3 - 3 * n * s1 * s2 + 2 * s1 ** 3) / (float(a2) * math.sqrt(float(a2)))
+        a4 = n ** 3 * s4 - 4 * n * n * s1 * s3 + 6 * n * s1 * s1 * s2 - 3 * s1 ** 4
+        return float(a4) / (float(a2) * float(a2)) - 3.0
+
+    def spark_contributions(self, value: Column) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        x = value.cast(SUM_TYPE)
+        return [F.lit(1).cast("bigint"), x, x * x, x * x * x, x * x * x * x]
+
+    def spark_finish(self, fields: list[Column]) -> Column:
+        """The same integers and the same rounding as ``finish``, so equal windows give equal
+        bits: each ``A`` exact in decimal(38,0) where it fits (``try_`` arithmetic, null on
+        overflow), else from the sums in double (then off in the last digits, as Spark's own
+        ``skewness`` is)."""
+        from pyspark.sql import functions as F
+
+        n, s1, s2, s3, s4 = (f.cast(SUM_TYPE) for f in fields)
+
+        def exact(*terms: tuple[int, list[Column]]) -> Column:
+            total = None
+            for coefficient, factors in terms:
+                product = F.lit(coefficient).cast(SUM_TYPE)
+                for factor in factors:
+                    product = F.try_multiply(product, factor)
+                total = product if total is None else F.try_add(total, product)
+            return total
+
+        def rounded(*terms: tuple[int, list[Column]]) -> Column:
+            return F.coalesce(exact(*terms).cast("double"), reduce(
+                lambda a, b: a + b, [F.lit(float(c)) * reduce(lambda x, y: x * y, [f.cast("double") for f in fs])
+                                     for c, fs in terms]))
+
+        a2 = rounded((1, [n, s2]), (-1, [s1, s1]))
+        if self.order == 3:
+            moment = rounded((1, [n, n, s3]), (-3, [n, s1, s2]), (2, [s1, s1, s1])) / (a2 * F.sqrt(a2))
+        else:
+            moment = rounded((1, [n, n, n, s4]), (-4, [n, n, s1, s3]), (6, [n, s1, s1, s2]),
+                             (-3, [s1, s1, s1, s1])) / (a2 * a2) - F.lit(3.0)
+        return F.when((fields[0] > 0) & (a2 != 0), moment)
+
+
+class Skew(Moments):
+    order = 3
+
+
+class Kurtosis(Moments):
+    order = 4
+
+
+KLL_K = 400
+"""Sketch size of ``approx_percentile``: DataSketches' KLL with k = 400 answers a quantile
+within a normalised rank error of 0.68% with 99% confidence (``2.296 / k**0.9723``, its
+stated bound; Spark's default k = 200 gives 1.33%, over the 1% promised); it holds every
+value exactly up to k values."""
+KLL_RANK_ERROR = 2.296 / KLL_K ** 0.9723
+
+
+class ApproxPercentile(Aggregation):
+    """Quantiles at ``percentiles`` (in that order) from a mergeable KLL sketch (Apache
+    DataSketches, Spark's ``kll_sketch_agg_*``): each within ``KLL_RANK_ERROR`` in rank. A
+    quantile at rank r is the smallest value at least r·n of the window's n values are at or
+    below (DataSketches' inclusive rule), r read as the decimal written. Sketches merge but
+    cannot deduct. The Python side keeps the exact sorted values: the oracle the sketch is held
+    to. Beyond k values KLL compacts at random, so a re-run may answer another value within the
+    same rank error."""
+
+    invertible = False
+    fields = (PartialField("sketch", "binary"),)
+    output_type = "array<bigint>"
+    DEFAULT = (0.5, 0.95, 0.99)
+
+    def __init__(self, name: str, percentiles: Any = DEFAULT) -> None:
+        super().__init__(name)
+        where = f"aggregations.{name}.percentiles"
+        if not isinstance(percentiles, (list, tuple)) or not percentiles:
+            raise ValueError(f"{where}: a non-empty list of fractions from 0 to 1, got {percentiles!r}")
+        for p in percentiles:
+            if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+                raise ValueError(f"{where}: each a fraction from 0 to 1, got {p!r}")
+        if any(a >= b for a, b in zip(percentiles, percentiles[1:])):
+            raise ValueError(f"{where}: list them in increasing order, each once, got {list(percentiles)}")
+        self.percentiles = tuple(float(p) for p in percentiles)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"percentiles": list(self.percentiles)}
+
+    def empty(self) -> Partial:
+        return ((),)
+
+    def accumulate(self, partial: Partial, value: int, at: Any = None) -> Partial:
+        values = list(partial[0])
+        bisect.insort(values, value)
+        return (tuple(values),)
+
+    def combine(self, a: Partial, b: Partial) -> Partial:
+        return (tuple(sorted(a[0] + b[0])),)
+
+    def finish(self, partial: Partial) -> list | None:
+        values = partial[0]
+        if not values:
+            return None
+        return [values[max(math.ceil(Fraction(str(p)) * len(values)), 1) - 1] for p in self.percentiles]
+
+    def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        return [F.kll_sketch_agg_bigint(value, KLL_K)]
+
+    def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        return [_over(F.kll_merge_agg_bigint(fields[0]), over)]
+
+    def spark_finish(self, fields: list[Column]) -> Column:
+        from pyspark.sql import functions as F
+
+        ranks = F.array(*[F.lit(p) for p in self.percentiles])
+        return F.when(F.kll_sketch_get_n_bigint(fields[0]) > 0, F.kll_sketch_get_quantile_bigint(fields[0], ranks))
+
+
+MAX_K = 1000
+"""The longest k-list: a window's list is written whole in every change point."""
+
+
+class KList(Aggregation):
+    """The k first or last values by event time, or the k largest or smallest, as a list in
+    that order (Chronon's FirstK, LastK, TopK, BottomK); empty for a window without values.
+    The partial is the list itself, at most k long: merging two keeps the k best of both, which
+    cannot deduct (a value leaving may have pushed out the one that should return).
+
+    Ties: ``first_k`` orders by (event time, value) ascending and ``last_k`` descending, so events
+    of one instant go by their value (smaller first in ``first_k``, larger first in ``last_k``,
+    as ``first`` and ``last`` break theirs); equal (time, value) pairs are interchangeable. Spark's
+    row order never decides.
+    """
+
+    invertible = False
+    timed: ClassVar[bool]  # first_k / last_k: by (event time, value); top_k / bottom_k: by value
+    descending: ClassVar[bool]
+    DEFAULT_K = 5
+
+    def __init__(self, name: str, k: Any = DEFAULT_K) -> None:
+        super().__init__(name)
+        self.k = _whole(name, "k", k, 1, MAX_K)
+        element = "struct<at:timestamp,v:bigint>" if self.timed else "bigint"
+        self.fields = (PartialField("list", f"array<{element}>"),)
+        self.output_type = "array<bigint>"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"k": self.k}
+
+    def empty(self) -> Partial:
+        return ((),)
+
+    def accumulate(self, partial: Partial, value: int, at: Any) -> Partial:
+        return self.combine(partial, (((at, value),) if self.timed else (value,),))
+
+    def combine(self, a: Partial, b: Partial) -> Partial:
+        return (tuple(sorted(a[0] + b[0], reverse=self.descending)[: self.k]),)
+
+    def finish(self, partial: Partial) -> list:
+        return [item[1] for item in partial[0]] if self.timed else list(partial[0])
+
+    def _item(self, value: Column, at: Column) -> Column:
+        from pyspark.sql import functions as F
+
+        # a null value is no item: a struct holding one would still sort and be kept
+        return F.when(value.isNotNull(), F.struct(at.alias("at"), value.alias("v"))) if self.timed else value
+
+    def _best(self, items: Column) -> Column:
+        from pyspark.sql import functions as F
+
+        return F.slice(F.sort_array(items, asc=not self.descending), 1, self.k)
+
+    def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        item = self._item(value, at)
+        best = (F.max_by if self.descending else F.min_by)(item, item, self.k)  # sorted, at most k
+        return [F.coalesce(best, F.array().cast(self.fields[0].spark_type))]
+
+    def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        return [self._best(F.flatten(_over(F.collect_list(fields[0]), over)))]
+
+    def spark_finish(self, fields: list[Column]) -> Column:
+        from pyspark.sql import functions as F
+
+        items = F.coalesce(fields[0], F.array().cast(self.fields[0].spark_type))
+        return F.transform(items, lambda x: x["v"]) if self.timed else items
+
+
+class FirstK(KList):
+    timed, descending = True, False
+
+
+class LastK(KList):
+    timed, descending = True, True
+
+
+class TopK(KList):
+    timed, descending = False, True
+
+
+class BottomK(KList):
+    timed, descending = False, False
+
+
+class UniqueCount(Aggregation):
+    """Exact count of distinct values (Chronon's UniqueCount): the partial is the set of values,
+    kept sorted in Spark so that equal sets are equal arrays. Sets merge but cannot deduct (a
+    value leaving may still be in the window), so they slide over tiles; ``approx_distinct`` is
+    the bounded-size alternative."""
+
+    invertible = False
+    fields = (PartialField("values", "array<bigint>"),)
+    output_type = "bigint"
+
+    def empty(self) -> Partial:
+        return (frozenset(),)
+
+    def accumulate(self, partial: Partial, value: int, at: Any = None) -> Partial:
+        return (partial[0] | {value},)
+
+    def combine(self, a: Partial, b: Partial) -> Partial:
+        return (a[0] | b[0],)
+
+    def finish(self, partial: Partial) -> int:
+        return len(partial[0])
+
+    def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        return [F.array_sort(F.collect_set(value))]
+
+    def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        return [F.array_sort(F.array_distinct(F.flatten(_over(F.collect_list(fields[0]), over))))]
+
+    def spark_finish(self, fields: list[Column]) -> Column:
+        from pyspark.sql import functions as F
+
+        return F.coalesce(F.size(fields[0]), F.lit(0)).cast("bigint")
+
+
+class Histogram(Aggregation):
+    """How often each value occurs: a map from value to count (Chronon's Histogram), without
+    values that no longer occur; empty for a window without values. Invertible: counts add, and
+    a leaving frame's counts are deducted. The map's entries are stored in value order, so an
+    equal histogram is an equal map, byte for byte."""
+
+    invertible = True
+    fields = (PartialField("counts", "map<bigint,bigint>"),)
+    output_type = "map<bigint,bigint>"
+
+    def empty(self) -> Partial:
+        return ({},)
+
+    def accumulate(self, partial: Partial, value: int, at: Any = None) -> Partial:
+        return self.combine(partial, ({value: 1},))
+
+    def _add(self, a: dict, b: dict, sign: int) -> Partial:
+        counts = dict(a)
+        for value, n in b.items():
+            counts[value] = counts.get(value, 0) + sign * n
+            if counts[value] == 0:
+                del counts[value]
+        return (counts,)
+
+    def combine(self, a: Partial, b: Partial) -> Partial:
+        return self._add(a[0], b[0], 1)
+
+    def deduct(self, a: Partial, b: Partial) -> Partial:
+        return self._add(a[0], b[0], -1)
+
+    def finish(self, partial: Partial) -> dict:
+        return dict(partial[0])
+
+    def _empty_map(self) -> Column:
+        from pyspark.sql import functions as F
+
+        return F.create_map().cast(self.fields[0].spark_type)
+
+    def _canonical(self, counts: Column) -> Column:
+        """Without zero counts, entries in value order."""
+        from pyspark.sql import functions as F
+
+        kept = F.map_filter(counts, lambda _, n: n != 0)
+        return F.map_from_entries(F.array_sort(F.map_entries(kept)))
+
+    def _sum(self, maps: Column) -> Column:
+        from pyspark.sql import functions as F
+
+        def add(acc: Column, m: Column) -> Column:
+            return F.map_zip_with(acc, m, lambda _, x, y: F.coalesce(x, F.lit(0)) + F.coalesce(y, F.lit(0)))
+
+        return self._canonical(F.aggregate(maps, self._empty_map(), add))
+
+    def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        counted = F.aggregate(F.collect_list(value), self._empty_map(),
+                              lambda acc, x: F.map_zip_with(acc, F.create_map(x, F.lit(1).cast("bigint")),
+                                                            lambda _, a, b: F.coalesce(a, F.lit(0)) + F.coalesce(b, F.lit(0))))
+        return [self._canonical(counted)]
+
+    def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        return [self._sum(_over(F.collect_list(fields[0]), over))]
+
+    def spark_finish(self, fields: list[Column]) -> Column:
+        from pyspark.sql import functions as F
+
+        return F.coalesce(fields[0], self._empty_map())
+
+    def spark_negate(self, fields: list[Column]) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        return [F.transform_values(fields[0], lambda _, n: -n)]
+
+    def spark_deduct(self, a: list[Column], b: list[Column]) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        return [self._sum(F.array(a[0], F.transform_values(b[0], lambda _, n: -n)))]
+
+    def spark_comparable(self, value: Column) -> Column:
+        from pyspark.sql import functions as F
+
+        return F.array_sort(F.map_entries(value))
+
+
 AGGREGATIONS: dict[str, type[Aggregation]] = {
     "count": Count,
     "sum": Sum,
@@ -423,17 +824,32 @@ AGGREGATIONS: dict[str, type[Aggregation]] = {
     "first": First,
     "last": Last,
     "approx_distinct": ApproxDistinct,
+    "skew": Skew,
+    "kurtosis": Kurtosis,
+    "approx_percentile": ApproxPercentile,
+    "first_k": FirstK,
+    "last_k": LastK,
+    "top_k": TopK,
+    "bottom_k": BottomK,
+    "unique_count": UniqueCount,
+    "histogram": Histogram,
 }
 
 
-def aggregation(kind: str, name: str | None = None) -> Aggregation:
-    """The factory: an aggregation kind (``count``, ``sum``, ...) under an output name."""
+def aggregation(kind: str, name: str | None = None, **params: Any) -> Aggregation:
+    """The factory: an aggregation kind (``count``, ``sum``, ...) under an output name, with the
+    kind's parameters (``k``, ``percentiles``), each validated with a message naming it."""
     try:
         cls = AGGREGATIONS[kind]
     except (KeyError, TypeError):
         known = ", ".join(sorted(AGGREGATIONS))
         raise ValueError(f"aggregations.{name or kind}: unknown aggregation {kind!r}; known: {known}") from None
-    return cls(name or kind)
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "name"}
+    unknown = sorted(set(params) - accepted)
+    if unknown:
+        takes = f"takes {', '.join(sorted(accepted))}" if accepted else "takes no parameters"
+        raise ValueError(f"aggregations.{name or kind}.{unknown[0]}: {kind} {takes}")
+    return cls(name or kind, **params)
 
 
 DEFAULT_AGGREGATIONS: tuple[Aggregation, ...] = (aggregation("count"), aggregation("sum"))
