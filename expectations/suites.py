@@ -216,12 +216,13 @@ def is_session(config: PipelineConfig) -> Column:
 
 def empty_values(config: PipelineConfig) -> dict[str, Column]:
     """Each aggregation's finished value of an empty window, as a typed literal."""
-    return {a.name: F.lit(a.finish(a.empty())).cast(a.output_type) for a in config.aggregations}
+    return {a.name: a.spark_empty_value() for a in config.aggregations}
 
 
 def same_values(config: PipelineConfig, left: dict[str, Column], right: dict[str, Column]) -> Column:
     """Every finished value equal (null equals null)."""
-    return reduce(lambda x, y: x & y, [left[a.name].eqNullSafe(right[a.name]) for a in config.aggregations])
+    return reduce(lambda x, y: x & y, [a.spark_comparable(left[a.name]).eqNullSafe(a.spark_comparable(right[a.name]))
+                                       for a in config.aggregations])
 
 
 def prepare_minute_partials(partials: DataFrame, config: PipelineConfig) -> DataFrame:

@@ -152,7 +152,10 @@ _NOTES = {
 
 _FIELD_NOTES = {"n": "number of values", "s": "sum of the values", "ss": "sum of the squared values",
                 "m": "the extreme value", "at": "event time of the value kept", "v": "the value kept",
-                "sketch": "HyperLogLog sketch of the values"}
+                "sketch": "HyperLogLog sketch of the values", "s3": "sum of the cubed values",
+                "s4": "sum of the values to the fourth power", "kll": "KLL quantile sketch of the values",
+                "list": "the k values kept, in the list's order (with their event times for first_k, last_k)",
+                "values": "the distinct values", "counts": "how many events hold each value"}
 
 
 def column_notes(table: str, config: PipelineConfig) -> dict[str, str]:

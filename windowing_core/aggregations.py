@@ -133,6 +133,16 @@ class Aggregation(ABC):
         but for maps, which Spark cannot compare."""
         return value
 
+    def spark_empty_value(self) -> Column:
+        """``finish(empty())`` as a Spark literal of ``output_type``: what every key's window
+        starts from (0, null, an empty list or map)."""
+        from pyspark.sql import functions as F
+
+        value = self.finish(self.empty())
+        if isinstance(value, (list, dict)) and not value:
+            return (F.array() if isinstance(value, list) else F.create_map()).cast(self.output_type)
+        return F.lit(value).cast(self.output_type)
+
 
 # -- invertible: vectors of sums ---------------------------------------------------------------
 
@@ -456,8 +466,8 @@ class Moments(Additive):
     that skewness is ``A3 / A2**1.5`` and kurtosis ``A4 / A2**2 - 3``, rounded once. Chronon's
     Welford-style moments merge (Pebay's formulas) are stable too, but neither deduct nor run as a
     Spark aggregate over a window frame. The power sums are decimal(38,0): exact while they fit,
-    ``n * max|x|**4 < 10**38``; beyond, Spark's ANSI arithmetic fails the day rather than
-    return a wrong moment.
+    ``sum(x**4) < 10**38`` (a million values up to 10**8); beyond, Spark's ANSI arithmetic fails
+    the day rather than return a wrong moment.
     """
 
     fields = (PartialField("n", "bigint"), PartialField("s", SUM_TYPE), PartialField("ss", SUM_TYPE),
@@ -486,12 +496,15 @@ class Moments(Additive):
 
     def spark_finish(self, fields: list[Column]) -> Column:
         """The same integers and the same rounding as ``finish``, so equal windows give equal
-        bits: each ``A`` exact in decimal(38,0) where it fits (``try_`` arithmetic, null on
-        overflow), else from the sums in double (then off in the last digits, as Spark's own
-        ``skewness`` is)."""
+        bits. The power sums are first shifted by ``c = floor(s1 / n)``, exactly
+        (``t_k = sum((x - c)**k)`` by the binomial expansion; no term exceeds ``6 s4``), so the
+        ``A``s, which do not depend on the shift, come from small numbers: exact in decimal(38,0)
+        where they fit (``try_`` arithmetic, null on overflow), else rounded from the shifted
+        sums in double, where nothing large cancels."""
         from pyspark.sql import functions as F
 
         n, s1, s2, s3, s4 = (f.cast(SUM_TYPE) for f in fields)
+        c = F.floor(s1 / n).cast(SUM_TYPE)
 
         def exact(*terms: tuple[int, list[Column]]) -> Column:
             total = None
@@ -502,17 +515,22 @@ class Moments(Additive):
                 total = product if total is None else F.try_add(total, product)
             return total
 
-        def rounded(*terms: tuple[int, list[Column]]) -> Column:
-            return F.coalesce(exact(*terms).cast("double"), reduce(
-                lambda a, b: a + b, [F.lit(float(c)) * reduce(lambda x, y: x * y, [f.cast("double") for f in fs])
-                                     for c, fs in terms]))
+        t1 = exact((1, [s1]), (-1, [n, c]))
+        t2 = exact((1, [s2]), (-2, [c, s1]), (1, [c, c, n]))
+        t3 = exact((1, [s3]), (-3, [c, s2]), (3, [c, c, s1]), (-1, [c, c, c, n]))
+        t4 = exact((1, [s4]), (-4, [c, s3]), (6, [c, c, s2]), (-4, [c, c, c, s1]), (1, [c, c, c, c, n]))
 
-        a2 = rounded((1, [n, s2]), (-1, [s1, s1]))
+        def rounded(*terms: tuple[int, list[Column]]) -> Column:
+            in_double = reduce(lambda a, b: a + b, [
+                F.lit(float(k)) * reduce(lambda x, y: x * y, [f.cast("double") for f in fs]) for k, fs in terms])
+            return F.coalesce(exact(*terms).cast("double"), in_double)
+
+        a2 = rounded((1, [n, t2]), (-1, [t1, t1]))
         if self.order == 3:
-            moment = rounded((1, [n, n, s3]), (-3, [n, s1, s2]), (2, [s1, s1, s1])) / (a2 * F.sqrt(a2))
+            moment = rounded((1, [n, n, t3]), (-3, [n, t1, t2]), (2, [t1, t1, t1])) / (a2 * F.sqrt(a2))
         else:
-            moment = rounded((1, [n, n, n, s4]), (-4, [n, n, s1, s3]), (6, [n, s1, s1, s2]),
-                             (-3, [s1, s1, s1, s1])) / (a2 * a2) - F.lit(3.0)
+            moment = rounded((1, [n, n, n, t4]), (-4, [n, n, t1, t3]), (6, [n, t1, t1, t2]),
+                             (-3, [t1, t1, t1, t1])) / (a2 * a2) - F.lit(3.0)
         return F.when((fields[0] > 0) & (a2 != 0), moment)
 
 
@@ -542,7 +560,7 @@ class ApproxPercentile(Aggregation):
     same rank error."""
 
     invertible = False
-    fields = (PartialField("sketch", "binary"),)
+    fields = (PartialField("kll", "binary"),)
     output_type = "array<bigint>"
     DEFAULT = (0.5, 0.95, 0.99)
 
@@ -635,7 +653,8 @@ class KList(Aggregation):
         return self.combine(partial, (((at, value),) if self.timed else (value,),))
 
     def combine(self, a: Partial, b: Partial) -> Partial:
-        return (tuple(sorted(a[0] + b[0], reverse=self.descending)[: self.k]),)
+        # tuple(): a partial Spark stored (a list, its items rows) combines as the Python one does
+        return (tuple(sorted((*a[0], *b[0]), reverse=self.descending)[: self.k]),)
 
     def finish(self, partial: Partial) -> list:
         return [item[1] for item in partial[0]] if self.timed else list(partial[0])
@@ -703,7 +722,7 @@ class UniqueCount(Aggregation):
         return (partial[0] | {value},)
 
     def combine(self, a: Partial, b: Partial) -> Partial:
-        return (a[0] | b[0],)
+        return (frozenset(a[0]) | frozenset(b[0]),)  # also a partial Spark stored (a list)
 
     def finish(self, partial: Partial) -> int:
         return len(partial[0])
