@@ -34,7 +34,7 @@ from jobs.errors import MissingInputError
 from jobs.ingest_events import read_landing
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, Table,
-    day_filter,
+    day_filter, written_together,
 )
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
@@ -70,16 +70,30 @@ class Inputs:
 # -- evaluators, one per table ------------------------------------------------------------------
 
 
+def tables_written_whole(inputs: Inputs, table: Table) -> dict[date, Outcome]:
+    """Per day: whether the tables ``table``'s job writes together hold one run's rows of it
+    (``delta_io.unfinished_write``); the jobs refuse to go on from torn tables, this says so in
+    Dagster, for the days the stopped run wrote."""
+    together = written_together(table, inputs.config)
+    torn = delta_io.unfinished_write([t.path(inputs.lakehouse_root) for t in together])
+    return {d: Outcome(False, {"problem": str(torn), "reached": list(torn.reached), "missed": list(torn.missed)})
+            if torn is not None and torn.holds(d) else Outcome(True) for d in inputs.days}
+
+
 def evaluate_events(inputs: Inputs) -> Results:
+    results = ({"tables_written_whole": tables_written_whole(inputs, EVENTS)}
+               if "tables_written_whole" in inputs.selected else {})
+    if "input_records_reconcile" not in inputs.selected:
+        return results
     reports = {d: ingest_report(inputs.instance, d) for d in inputs.days}
     covered = [d for r in reports.values() if r is not None for d in r.days] + inputs.days
     first, last = min(covered), max(covered)
     try:
         landing = read_landing(inputs.spark, inputs.landing_root, first, last)
     except MissingInputError as err:  # archived or moved: the records cannot be recounted
-        return {"input_records_reconcile": {d: Outcome(False, {"problem": f"cannot recount the input: {err}"})
-                                            for d in inputs.days}}
-    return {"input_records_reconcile": reconciliation.input_records_reconcile(
+        return {**results, "input_records_reconcile": {
+            d: Outcome(False, {"problem": f"cannot recount the input: {err}"}) for d in inputs.days}}
+    return {**results, "input_records_reconcile": reconciliation.input_records_reconcile(
         landing,
         inputs.read(EVENTS, "arrival_date", first, last),
         inputs.read(QUARANTINE, "arrival_date", first, last),
@@ -139,6 +153,8 @@ def evaluate_window_changes(inputs: Inputs) -> Results:
                                suites.window_changes_suite(inputs.config), inputs.days, inputs.selected)
     if "partials_materialised" in inputs.selected:
         results["partials_materialised"] = partials_materialised(inputs)
+    if "tables_written_whole" in inputs.selected:
+        results["tables_written_whole"] = tables_written_whole(inputs, WINDOW_CHANGES)
     # recomputed from minute frames: the event-time sliding windows (arrival-time windows slide
     # over other frames, sessions are no sliding windows; the oracle tests both)
     event_time = sliding_windows.by_clock(inputs.config, "event")

@@ -80,6 +80,10 @@ def catalog(config: PipelineConfig) -> list[Check]:
               "folder's records (recounted) must equal the ingest report, the rows in events, "
               "quarantine and late_events must equal its accepted, quarantined and late counts, and "
               "input = accepted + quarantined + duplicates + late."),
+        Check("tables_written_whole", EVENTS.name, ERROR,
+              "events and quarantine from different runs: a run stopped between their commits left "
+              "one with its rows of a day and the other with an earlier run's, so the day's records "
+              "are counted in two versions. Read from the Delta logs' write ids."),
         Check("quarantine_share_below_limit", QUARANTINE.name, WARN,
               f"A producer that changed its format: more than {QUARANTINE_SHARE_LIMIT:.0%} of an arrival "
               "day's records rejected. Reports the count per reason and a few rejected records."),
@@ -146,6 +150,10 @@ def catalog(config: PipelineConfig) -> list[Check]:
               "A window day computed over event days whose minute partials were never "
               "materialised though their events were ingested: their frames neither entered nor "
               "left, so every value is wrong and nothing else fails."),
+        Check("tables_written_whole", WINDOW_CHANGES.name, ERROR,
+              "window_changes and window_snapshot (and session_state) from different runs: a run "
+              "stopped between their commits left a day's change points beside an earlier run's "
+              "snapshot, from which the next day would continue. Read from the Delta logs' write ids."),
         Check("schema_matches_declared", WINDOW_CHANGES.name, ERROR,
               "Columns renamed, dropped, reordered or retyped: serving reads would break."),
         Check("keys_not_null", WINDOW_SNAPSHOT.name, ERROR,

@@ -145,40 +145,69 @@ def require_stamp(path: str, stamp: dict[str, str]) -> None:
                 f"and materialise every partition again (a backfill)")
 
 
-def require_whole_writes(paths: list[str], first: date, last: date) -> None:
-    """Refuse to run days ``first .. last`` over tables one routed write reached only in part.
+@dataclass(frozen=True)
+class UnfinishedWrite:
+    """A routed write that committed some of its tables and not the others: ``reached`` hold
+    its rows of days ``first .. last``, ``missed`` an earlier run's (table names)."""
+
+    reached: tuple[str, ...]
+    missed: tuple[str, ...]
+    first: str | None
+    last: str | None
+
+    def covered_by(self, first: date, last: date) -> bool:
+        """Whether a run of ``first .. last`` rewrites every day of this write, in every table."""
+        return bool(self.first and self.last and first.isoformat() <= self.first and self.last <= last.isoformat())
+
+    def holds(self, day: date) -> bool:
+        """Whether ``day``'s partitions are torn (all days, where the write did not say its days)."""
+        return not (self.first and self.last) or self.first <= day.isoformat() <= self.last
+
+    def __str__(self) -> str:
+        days = f"days {self.first} .. {self.last}" if self.first else "its days"
+        return (f"{', '.join(self.reached)} holds a write whose {', '.join(self.missed)} commit never landed (a run "
+                f"stopped between its commits): run {days} again, alone or in a range that covers them, before "
+                "other days")
+
+
+def unfinished_write(paths: list[str]) -> UnfinishedWrite | None:
+    """The write that reached only some of the tables at ``paths``, or None where their newest
+    write ids agree (or a table is not made yet, or carries none).
 
     A job writing several tables commits them one after the other; killed between two commits,
-    it leaves them from different runs (the window changes of a day beside the day before's
-    snapshot), and a next run reading them would continue from stale state with exit 0. So each
-    table's newest write id must be the same; where it is not, only a run whose days cover the
-    unfinished write's days (which rewrites them all) may go on. Tables not made yet pass.
+    it leaves them from different runs. The newest of the differing writes is the unfinished
+    one. Answered from the last 50 commits of each log: no data is read.
     """
     newest = {}
     for path in paths:
         if not table_exists(path):
-            return
+            return None
         for commit in _open(path).history(limit=50):
             meta = _user_metadata(commit)
             if "writeId" in meta:
                 newest[path] = (commit.get("timestamp") or 0, meta)
                 break
         else:
-            return
+            return None
     if len({meta["writeId"] for _, meta in newest.values()}) <= 1:
-        return
+        return None
     _, unfinished = max(newest.values(), key=lambda pair: pair[0])
-    reached = sorted(os.path.basename(p.rstrip("/")) for p, (_, m) in newest.items()
-                     if m["writeId"] == unfinished["writeId"])
-    missed = sorted(os.path.basename(p.rstrip("/")) for p, (_, m) in newest.items()
-                    if m["writeId"] != unfinished["writeId"])
-    span = (unfinished.get("first"), unfinished.get("last"))
-    if span[0] and first.isoformat() <= span[0] and span[1] <= last.isoformat():
-        return  # this run rewrites every day of the unfinished one, in every table
-    days = f"days {span[0]} .. {span[1]}" if span[0] else "its days"
-    raise IncompleteWriteError(
-        f"{', '.join(reached)} holds a write whose {', '.join(missed)} commit never landed (a run stopped "
-        f"between its commits): run {days} again, alone or in a range that covers them, before other days")
+
+    def names(reached: bool) -> tuple[str, ...]:
+        return tuple(sorted(os.path.basename(p.rstrip("/")) for p, (_, m) in newest.items()
+                            if (m["writeId"] == unfinished["writeId"]) == reached))
+
+    return UnfinishedWrite(names(True), names(False), unfinished.get("first"), unfinished.get("last"))
+
+
+def require_whole_writes(paths: list[str], first: date, last: date) -> None:
+    """Refuse to run days ``first .. last`` over tables one routed write reached only in part
+    (``unfinished_write``): a next run reading them would continue from stale state (the window
+    changes of a day beside the day before's snapshot) with exit 0. Only a run whose days cover
+    the unfinished write's days, which rewrites them all, may go on."""
+    torn = unfinished_write(paths)
+    if torn is not None and not torn.covered_by(first, last):
+        raise IncompleteWriteError(str(torn))
 
 
 def _user_metadata(commit: dict) -> dict:

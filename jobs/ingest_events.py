@@ -38,7 +38,8 @@ from pyspark.sql import functions as F
 from jobs import delta_io, pipes
 from jobs.errors import MissingInputError
 from jobs.tables import (
-    EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, Table, day_filter, days, declared_columns,
+    EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, Table, day_filter, days, declared_columns,
+    event_columns, written_together,
 )
 from windowing_core.config import PipelineConfig
 
@@ -407,7 +408,7 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
         event_date = F.to_date("event_time")
         is_late = F.col("arrival_date") > F.date_add(event_date, config.allowed_lateness_days)
         kept = unique.select(
-            *EVENT_COLUMNS, F.when(is_late, F.lit(LATE_REASON)).alias("reason"),
+            *event_columns(config), F.when(is_late, F.lit(LATE_REASON)).alias("reason"),
             event_date.alias("event_date"), "arrival_date",
             F.when(is_late, F.lit(LATE_EVENTS.name)).otherwise(F.lit(EVENTS.name)).alias(TABLE_COLUMN),
         )
@@ -425,8 +426,7 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
             ]
         }
         rows = kept.unionByName(quarantined, allowMissingColumns=True)
-        # late_events has a second writer (the partials job): events and quarantine are ingest's alone
-        delta_io.require_whole_writes([EVENTS.path(lakehouse), QUARANTINE.path(lakehouse)], first, last)
+        delta_io.require_whole_writes([t.path(lakehouse) for t in written_together(EVENTS, config)], first, last)
         written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last))
         return _result(classified, lakehouse, {name: w["rows_written"] for name, w in written.items()},
                        {d: deduplicated.get[d.isoformat()] for d in days(first, last)})

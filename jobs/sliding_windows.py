@@ -38,8 +38,7 @@ from jobs.errors import MissingInputError
 from jobs.tables import days as day_range
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT,
-    day_filter,
-    declared_columns, frame_stamp, partial_columns,
+    day_filter, declared_columns, frame_stamp, partial_columns, written_together,
 )
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
@@ -677,9 +676,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     (``jobs.session_windows``)."""
     from jobs import session_windows  # it reuses this module's helpers
 
-    written_together = [t.path(lakehouse) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT,
-                                                    *([SESSION_STATE] if config.sessions else []))]
-    delta_io.require_whole_writes(written_together, first, last)
+    delta_io.require_whole_writes([t.path(lakehouse) for t in written_together(WINDOW_CHANGES, config)], first, last)
     event = by_clock(config, "event")
     rows, info = (sliding_windows(spark, lakehouse, first, last, event) if event
                   else (None, {"baseline": {}, "persisted": []}))

@@ -14,8 +14,9 @@ from datetime import date, timedelta
 
 import pytest
 
+from expectations import asset_checks
 from jobs import delta_io, ingest_events, minute_partials, sliding_windows
-from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import EVENTS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
 from windowing_core.config import PipelineConfig
 
@@ -32,6 +33,23 @@ def window_tables(spark, lakehouse: str) -> dict[str, Counter]:
             for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
 
 
+def killing_the_write_to(table, monkeypatch):
+    """``delta_io._write`` that dies at ``table``'s commit, after the commits before it."""
+    write = delta_io._write
+
+    def killed_at_the_table(df, target, meta):
+        if target.name == table.name:
+            raise Killed()
+        return write(df, target, meta)
+    monkeypatch.setattr(delta_io, "_write", killed_at_the_table)
+    return lambda: monkeypatch.setattr(delta_io, "_write", write)
+
+
+def written_whole(spark, landing, lakehouse, table, config, days) -> dict:
+    inputs = asset_checks.Inputs(spark, str(landing), lakehouse, config, days, {"tables_written_whole"})
+    return {d: outcome.passed for d, outcome in asset_checks.tables_written_whole(inputs, table).items()}
+
+
 def test_a_run_killed_between_its_commits_is_finished_before_any_other_day(spark, tmp_path, monkeypatch):
     landing, config = tmp_path / "landing", PipelineConfig()
     random_landing(landing, 5, FIRST, 3, events_per_day=30, max_delay_days=0)
@@ -41,20 +59,19 @@ def test_a_run_killed_between_its_commits_is_finished_before_any_other_day(spark
     minute_partials.run(spark, lakehouse, FIRST, D3, config)
     sliding_windows.run(spark, lakehouse, FIRST, FIRST, config)
 
-    write = delta_io._write
-    def killed_after_the_first_commit(df, target, meta):
-        if target.name == WINDOW_SNAPSHOT.name:
-            raise Killed()
-        return write(df, target, meta)
-    monkeypatch.setattr(delta_io, "_write", killed_after_the_first_commit)
+    restore = killing_the_write_to(WINDOW_SNAPSHOT, monkeypatch)
     with pytest.raises(Killed):
         sliding_windows.run(spark, lakehouse, D2, D2, config)
-    monkeypatch.setattr(delta_io, "_write", write)
+    restore()
+    # the blocking check says so in Dagster, for the day the stopped run wrote
+    assert written_whole(spark, landing, lakehouse, WINDOW_CHANGES, config, [FIRST, D2, D3]) == {
+        FIRST: True, D2: False, D3: True}
 
     with pytest.raises(delta_io.IncompleteWriteError, match=r"^window_changes holds a write whose window_snapshot "
                        r"commit never landed .*: run days 2025-01-29 \.\. 2025-01-29 again"):
         sliding_windows.run(spark, lakehouse, D3, D3, config)
     sliding_windows.run(spark, lakehouse, D2, D3, config)  # covers the unfinished days: goes on
+    assert all(written_whole(spark, landing, lakehouse, WINDOW_CHANGES, config, [FIRST, D2, D3]).values())
 
     clean = str(tmp_path / "clean")
     ingest_events.ingest(spark, str(landing), clean, FIRST, D3, config)
@@ -62,3 +79,23 @@ def test_a_run_killed_between_its_commits_is_finished_before_any_other_day(spark
     for day in (FIRST, D2, D3):
         sliding_windows.run(spark, clean, day, day, config)
     assert window_tables(spark, lakehouse) == window_tables(spark, clean)
+
+
+def test_an_ingest_killed_between_events_and_quarantine_fails_the_check_until_it_is_run_again(
+        spark, tmp_path, monkeypatch):
+    landing, config = tmp_path / "landing", PipelineConfig()
+    random_landing(landing, 5, FIRST, 2, events_per_day=30, max_delay_days=0)
+    ensure_days(landing, FIRST, D2)
+    lakehouse = str(tmp_path / "lakehouse")
+    ingest_events.ingest(spark, str(landing), lakehouse, FIRST, D2, config)
+    assert all(written_whole(spark, landing, lakehouse, EVENTS, config, [FIRST, D2]).values())
+
+    restore = killing_the_write_to(QUARANTINE, monkeypatch)
+    with pytest.raises(Killed):
+        ingest_events.ingest(spark, str(landing), lakehouse, D2, D2, config)
+    restore()
+    assert written_whole(spark, landing, lakehouse, EVENTS, config, [FIRST, D2]) == {FIRST: True, D2: False}
+    with pytest.raises(delta_io.IncompleteWriteError, match=r"^events holds a write whose quarantine commit"):
+        ingest_events.ingest(spark, str(landing), lakehouse, FIRST, FIRST, config)
+    ingest_events.ingest(spark, str(landing), lakehouse, D2, D2, config)
+    assert all(written_whole(spark, landing, lakehouse, EVENTS, config, [FIRST, D2]).values())

@@ -117,7 +117,7 @@ def test_every_column_of_every_aggregation_is_listed_and_described():
         assert all(c.description for c in schema.columns), table
     partials = graph.get(dg.AssetKey("minute_partials")).metadata["dagster/column_schema"]
     described = {c.name: c.description for c in partials.columns}
-    assert described["my_var_samp__ss"] == "partial of my_var_samp (var_samp): sum of the squared values"
+    assert described["my_var_samp__bb"] == "partial of my_var_samp (var_samp): sum of b * b"
 
 
 def test_the_spark_launch_is_a_setting_and_a_bad_one_is_refused():

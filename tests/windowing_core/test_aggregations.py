@@ -67,7 +67,7 @@ def test_first_and_last_break_time_ties_by_value():
 
 
 def test_invertible_flags_choose_the_sliding_method():
-    invertible = {k for k, cls in AGGREGATIONS.items() if cls.invertible}
+    invertible = {k for k in AGGREGATIONS if aggregation(k).invertible}
     assert invertible == {"count", "sum", "mean", "var_pop", "var_samp", "stddev_pop", "stddev_samp",
                           "skew", "kurtosis", "histogram"}
 
@@ -156,8 +156,10 @@ def test_unique_count_and_histogram_count_values():
     ("approx_percentile", {"percentiles": []}, r"aggregations.approx_percentile.percentiles: a non-empty list"),
     ("approx_percentile", {"percentiles": [0.5, 1.5]}, r"percentiles: each a fraction from 0 to 1, got 1.5"),
     ("approx_percentile", {"percentiles": [0.9, 0.5]}, r"percentiles: list them in increasing order"),
-    ("histogram", {"k": 3}, r"aggregations.histogram.k: histogram takes no parameters"),
-    ("top_k", {"percentiles": [0.5]}, r"aggregations.top_k.percentiles: top_k takes k"),
+    ("histogram", {"k": 3}, r"aggregations.histogram.k: histogram takes no parameter 'k'"),
+    ("top_k", {"percentiles": [0.5]}, r"aggregations.top_k.percentiles: top_k takes no parameter .*its parameters: k"),
+    ("histogram", {"value_type": "double", "field": "latency"}, r"aggregations.histogram: histogram needs an integer or "
+                                                                 r"string field, latency is double"),
 ])
 def test_parameters_are_validated_naming_them(kind, params, message):
     with pytest.raises(ValueError, match=message):
