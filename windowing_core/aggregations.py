@@ -828,7 +828,9 @@ class Moments(Aggregation):
     ``A2 = n s2 - s1**2 = n M2``, ``A3 = n**2 M3``, ``A4 = n**3 M4``: skewness is
     ``A3 / A2**1.5`` and kurtosis ``A4 / A2**2 - 3``, rounded once, the same bits in Spark and
     Python. The sums are decimal(38,0): exact while ``sum(u**4) < 10**38`` (a million values up to
-    10**8); beyond, Spark's ANSI arithmetic fails the day rather than give a wrong moment.
+    10**8). A value whose fourth power alone leaves 38 digits is counted apart (``wide``), and a
+    window holding one, or whose sums leave 38 digits, is null: never a wrong moment, never a
+    failed day; it is exact again once they leave.
 
     ``double`` (not invertible): the partial is (n, mean, M2, M3, M4), merged by Pebay's pairwise
     update ("Formulas for robust, one-pass parallel computation of covariances and arbitrary-order
@@ -847,7 +849,7 @@ class Moments(Aggregation):
         self.output_type = "double"
         if self.invertible:
             self.fields = (PartialField("n", "bigint"),
-                           *[PartialField(f, SUM_TYPE) for f in ("s", "ss", "s3", "s4")])
+                           *[PartialField(f, SUM_TYPE) for f in ("s", "ss", "s3", "s4")], PartialField("wide", "bigint"))
         else:
             self.fields = (PartialField("n", "bigint"),
                            *[PartialField(f, "double") for f in ("mean", "m2", "m3", "m4")])
@@ -855,7 +857,7 @@ class Moments(Aggregation):
     # -- Python --
 
     def empty(self) -> Partial:
-        return (0,) * 5
+        return (0,) * len(self.fields)
 
     def accumulate(self, partial: Partial, value: Any, at: Any = None) -> Partial:
         if value is None:
@@ -863,7 +865,9 @@ class Moments(Aggregation):
         if not self.invertible:
             return self.combine(partial, (1, Fraction(value), 0, 0, 0))
         u = _unscaled(value, self.scale)
-        return self.combine(partial, (1, u, u ** 2, u ** 3, u ** 4))
+        if u ** 4 > _DECIMAL_38:  # too wide for the sums: counted, and its windows are null
+            return self.combine(partial, (0, 0, 0, 0, 0, 1))
+        return self.combine(partial, (1, u, u ** 2, u ** 3, u ** 4, 0))
 
     def combine(self, a: Partial, b: Partial) -> Partial:
         if self.invertible:
@@ -894,9 +898,9 @@ class Moments(Aggregation):
             if self.order == 3:
                 return math.sqrt(n) * float(m3) / (float(m2) * math.sqrt(float(m2)))
             return float(n * m4 / (m2 * m2)) - 3.0
-        s1, s2, s3, s4 = (int(x) for x in partial[1:])
+        s1, s2, s3, s4, wide = (int(x) for x in partial[1:])
         a2 = n * s2 - s1 * s1
-        if n == 0 or a2 == 0:
+        if n == 0 or a2 == 0 or wide or any(abs(x) > _DECIMAL_38 for x in (s1, s2, s3, s4)):
             return None
         if self.order == 3:
             return float(n * n * s3 - 3 * n * s1 * s2 + 2 * s1 ** 3) / (float(a2) * math.sqrt(float(a2)))
@@ -913,8 +917,11 @@ class Moments(Aggregation):
                                                        *[F.lit(0.0).alias(m) for m in ("m2", "m3", "m4")]))
             return _pebay_merge(one, None)
         u = _spark_unscaled(value, self.value_type).cast(SUM_TYPE)
-        parts = [F.when(value.isNotNull(), F.lit(1)), u, u * u, u * u * u, u * u * u * u]
-        return [F.coalesce(F.sum(p), F.lit(0)).cast(f.spark_type) for p, f in zip(parts, self.fields, strict=True)]
+        u4 = F.try_multiply(F.try_multiply(u * u, u), u)
+        fits = u4.isNotNull()
+        parts = [F.when(fits, F.lit(1)), *[F.when(fits, p) for p in (u, u * u, F.try_multiply(u * u, u), u4)],
+                 F.when(value.isNotNull() & ~fits, F.lit(1))]
+        return self.spark_merge([F.coalesce(p, F.lit(0)) for p in parts])
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
         from pyspark.sql import functions as F
@@ -923,7 +930,10 @@ class Moments(Aggregation):
             n, mean, m2, m3, m4 = fields
             return _pebay_merge(F.when(n > 0, F.struct(n.cast("bigint").alias("n"), mean.alias("mean"), m2.alias("m2"),
                                                        m3.alias("m3"), m4.alias("m4"))), over)
-        return [_over(F.sum(c), over).cast(f.spark_type) for c, f in zip(fields, self.fields, strict=True)]
+        # try_sum: null exactly where the window's sum leaves 38 digits (Spark's decimal sum
+        # keeps a wider buffer, so a running sum past the limit and back is exact again)
+        return [_over(F.sum(c) if f.spark_type == "bigint" else F.try_sum(c), over).cast(f.spark_type)
+                for c, f in zip(fields, self.fields, strict=True)]
 
     def spark_finish(self, fields: list[Column]) -> Column:
         """As ``finish``. Exact types: the same integers and the same rounding, so equal windows
@@ -940,8 +950,8 @@ class Moments(Aggregation):
             moment = (F.sqrt(count) * m3 / (m2 * F.sqrt(m2)) if self.order == 3
                       else count * m4 / (m2 * m2) - F.lit(3.0))
             return F.when((n > 0) & (m2 != 0), moment)
-        n, s1, s2, s3, s4 = (f.cast(SUM_TYPE) for f in fields)
-        c = F.floor(s1 / n).cast(SUM_TYPE)
+        n, s1, s2, s3, s4 = (f.cast(SUM_TYPE) for f in fields[:5])
+        c = F.floor(F.try_divide(s1, n)).cast(SUM_TYPE)  # null where n = 0: the moment is null
 
         def exact(*terms: tuple[int, list[Column]]) -> Column:
             total = None
@@ -968,7 +978,12 @@ class Moments(Aggregation):
         else:
             moment = rounded((1, [n, n, n, t4]), (-4, [n, n, t1, t3]), (6, [n, t1, t1, t2]),
                              (-3, [t1, t1, t1, t1])) / (a2 * a2) - F.lit(3.0)
-        return F.when((fields[0] > 0) & (a2 != 0), moment)
+        complete = (fields[5] == 0) & s1.isNotNull() & s2.isNotNull() & s3.isNotNull() & s4.isNotNull()
+        return F.when((fields[0] > 0) & complete & (a2 != 0), moment)
+
+
+_DECIMAL_38 = 10**38 - 1
+"""The largest decimal(38,0)."""
 
 
 def _pebay_merge(states: Column, over: WindowSpec | None) -> list[Column]:

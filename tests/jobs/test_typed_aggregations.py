@@ -94,7 +94,8 @@ def test_spark_partials_finish_as_the_python_fold(spark, kind, value_type):
 
     if agg.invertible:  # all frames less frame 0 is the fold of the others
         rest = merged.crossJoin(frames.where("frame = 0").select(*[F.col(c).alias(f"z_{c}") for c in columns]))
-        deducted = rest.select(*[(F.col(c) - F.col(f"z_{c}")).alias(c) for c in columns])
+        deducted = rest.select(*[d.alias(c) for d, c in zip(
+            agg.spark_deduct([F.col(c) for c in columns], [F.col(f"z_{c}") for c in columns]), columns)])
         assert _same(finish(deducted).collect()[0]["x"], python(lambda f: f != 0))
 
 
