@@ -56,7 +56,7 @@ def ingest_a_write_per_table(spark, landing: str, lakehouse: str, first, last, c
     classified = (ie.read_landing(spark, landing, first, last).transform(ie.with_line_numbers)
                   .transform(ie.with_parsed_fields, config).transform(ie.with_reason, config).persist())
     try:
-        unique = ie.deduplicate_per_arrival_day(classified.where(F.col("reason").isNull())).withColumn(
+        unique = ie.deduplicate_per_arrival_day(classified.where(F.col("reason").isNull()), config).withColumn(
             "event_date", F.to_date("event_time"))
         is_late = F.col("arrival_date") > F.date_add("event_date", config.allowed_lateness_days)
         unique = unique.withColumn("is_late", is_late).persist()

@@ -462,24 +462,31 @@ def _round_half_up(numerator: int, denominator: int) -> int:
     return q + 1 if up else q
 
 
-def _spark_decimal_mean(s: Column, n: Column, value_type: str) -> Column:
-    """``_round_half_up(s * 10**S, n) / 10**S`` in exact decimal arithmetic.
+def _spark_floor_div(numerator: Column, divisor: Column) -> tuple[Column, Column]:
+    """``divmod`` of two decimal(38,0) integers (divisor > 0) in exact decimal arithmetic: the
+    floor quotient and the remainder, ``0 <= remainder < divisor``.
 
     Spark's own decimal division rounds its quotient at whatever scale its precision rules
-    leave (6 digits here), and rounding that again to S digits could round twice. So the quotient
-    of the unscaled integers is taken only as a guess of the floor, corrected by its remainder
-    (computed exactly), and rounded once from that remainder.
-    """
+    leave (6 digits here), so its floor is only a guess, off by one where the quotient rounded
+    up to the next integer; the exact remainder tells, and corrects it."""
+    from pyspark.sql import functions as F
+
+    whole = "decimal(38,0)"
+    guess = F.floor(numerator / divisor).cast(whole)
+    remainder = F.try_subtract(numerator, F.try_multiply(guess, divisor)).cast(whole)
+    floor = (F.when(remainder < 0, guess - 1).when(remainder >= divisor, guess + 1).otherwise(guess)).cast(whole)
+    return floor, F.try_subtract(numerator, F.try_multiply(floor, divisor)).cast(whole)
+
+
+def _spark_decimal_mean(s: Column, n: Column, value_type: str) -> Column:
+    """``_round_half_up(s * 10**S, n) / 10**S`` in exact decimal arithmetic: Spark's division
+    would round once at its own scale and again at S (``_spark_floor_div``)."""
     from pyspark.sql import functions as F
 
     precision, scale = precision_and_scale(value_type)
-    whole = "decimal(38,0)"
-    numerator = (s * F.lit(10**scale)).cast(whole)  # an integer: exact at any scale Spark keeps
+    numerator = (s * F.lit(10**scale)).cast("decimal(38,0)")  # an integer: exact at any scale Spark keeps
     count = n.cast("decimal(20,0)")
-    guess = F.floor(numerator / count).cast(whole)
-    remainder = (numerator - guess * count).cast(whole)
-    floor = (F.when(remainder < 0, guess - 1).when(remainder >= count, guess + 1).otherwise(guess)).cast(whole)
-    r = (numerator - floor * count).cast(whole)
+    floor, r = _spark_floor_div(numerator, count)
     up = F.when(numerator >= 0, r * 2 >= count).otherwise(r * 2 > count)
     rounded = (floor + F.when(up, F.lit(1)).otherwise(F.lit(0))).cast(f"decimal({precision},0)")
     unit = F.lit(Decimal(1).scaleb(-scale)).cast(f"decimal({max(scale, 1)},{scale})")
@@ -496,9 +503,9 @@ class Variance(Aggregation):
     is not invertible; exact integer moments are both. ``sum(u**2)`` of 64-bit values overflows
     38 digits after two of them, so each u is split into 32-bit limbs, ``u = a * 2**32 + b``,
     and the partial holds n, sum(a), sum(b), sum(a*a), sum(a*b), sum(b*b): every one fits
-    decimal(38,0) for 10**18 events. The finish recombines them in decimal(38,0) wherever the
-    result fits there (exact), and otherwise from the limbs' own variances and covariance in
-    doubles: never an overflow, never a wrap, exact where it can be.
+    decimal(38,0) for 10**18 events. The finish recombines them exactly in decimal(38,0) wherever
+    the result fits there, and otherwise without cancellation to within two roundings
+    (``_spark_exact_numerator``): never an overflow, never a wrap, exact where it can be.
 
     ``double`` (not invertible): the partial is (n, mean, M2), merged by Chan, Golub and
     LeVeque's pairwise update ("Algorithms for computing the sample variance", 1979), in a
@@ -605,25 +612,43 @@ class Variance(Aggregation):
 
 
 def _spark_exact_numerator(fields: list[Column]) -> Column:
-    """``n * sum(u**2) - sum(u)**2`` from the limbs, as a double: exact in decimal(38,0) (then
-    rounded once) where every step fits (``try_*`` gives null where one does not), else
-    ``n**2`` times the limbs' variances and covariance recombined in doubles."""
+    """``N = n * sum(u**2) - sum(u)**2`` from the limbs, as a double.
+
+    Where every step fits decimal(38,0), N is computed exactly and rounded once, as ``finish``
+    does (``try_*`` gives null where a step does not fit). Otherwise N is recombined without
+    cancellation: with ``X = n*aa - sa**2``, ``Y = n*ab - sa*sb``, ``Z = n*bb - sb**2`` (exact
+    for up to 2 * 10**9 events), ``N = 2**64 X + W`` where ``W = 2**33 Y + Z``; writing
+    ``W = q 2**64 + r`` (``0 <= r < 2**64``), ``N = 2**64 (X + q) + r`` is a sum of two
+    non-negative terms (N >= 0 and r >= 0 make X + q >= 0), so the double it gives is within two
+    roundings of N, however close the values. Beyond that, the limbs' moments in doubles.
+    """
     from pyspark.sql import functions as F
 
     n, sa, sb, aa, ab, bb = fields
     whole = "decimal(38,0)"
-    two32 = F.lit(2**32).cast(whole)
+
+    def big(value: int) -> Column:
+        return F.lit(Decimal(value)).cast(whole)
+
     nn = n.cast(whole)
-    s = F.try_add(F.try_multiply(sa, two32), sb)
-    ss = F.try_add(F.try_add(F.try_multiply(aa, F.lit(Decimal(2**64)).cast(whole)),
-                             F.try_multiply(ab, F.lit(2**33).cast(whole))), bb)
+    s = F.try_add(F.try_multiply(sa, big(2**32)), sb)
+    ss = F.try_add(F.try_add(F.try_multiply(aa, big(2**64)), F.try_multiply(ab, big(2**33))), bb)
     exact = F.try_subtract(F.try_multiply(nn, ss), F.try_multiply(s, s))
-    d = {name: c.cast("double") for name, c in zip(("n", "sa", "sb", "aa", "ab", "bb"), fields)}
-    mean_a, mean_b = d["sa"] / d["n"], d["sb"] / d["n"]
-    var_a, var_b = d["aa"] / d["n"] - mean_a * mean_a, d["bb"] / d["n"] - mean_b * mean_b
-    cov = d["ab"] / d["n"] - mean_a * mean_b
-    approximate = (var_a * float(2**64) + cov * float(2**33) + var_b) * (d["n"] * d["n"])
-    return F.coalesce(exact.cast("double"), approximate)
+
+    def moment(x: Column, y: Column, xy: Column) -> Column:
+        return F.try_subtract(F.try_multiply(nn, xy), F.try_multiply(x, y))
+
+    x, y, z = moment(sa, sa, aa), moment(sa, sb, ab), moment(sb, sb, bb)
+    w = F.try_add(F.try_multiply(y, big(2**33)), z)
+    q, r = _spark_floor_div(w, big(2**64))
+    recombined = F.try_add(x, q).cast("double") * float(2**64) + r.cast("double")
+
+    d = [c.cast("double") for c in fields]
+    mean_a, mean_b = d[1] / d[0], d[2] / d[0]
+    var_a, var_b, cov = (d[3] / d[0] - mean_a * mean_a, d[5] / d[0] - mean_b * mean_b,
+                         d[4] / d[0] - mean_a * mean_b)
+    rough = (var_a * float(2**64) + cov * float(2**33) + var_b) * (d[0] * d[0])
+    return F.coalesce(exact.cast("double"), recombined, rough)
 
 
 def _chan_merge(states: Column, over: WindowSpec | None) -> list[Column]:
