@@ -124,8 +124,10 @@ def _kind_checks(config: PipelineConfig) -> Pairs:
 
 
 def field_never_null(config: PipelineConfig, aggregation) -> bool:
-    """Whether every event holds the aggregation's field: the value field does (absent means 1)."""
-    return True
+    """Whether every event holds the aggregation's field: the one ``value`` of a configuration
+    without declared ``fields`` does (a record without one counts 1); a declared field may be
+    missing or null in any record."""
+    return not config.fields
 
 
 def with_kind_columns(frame: DataFrame, config: PipelineConfig) -> DataFrame:

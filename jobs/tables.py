@@ -182,7 +182,10 @@ _FIELD_NOTES = {"n": "number of (non-null) values", "s": "sum of the values",
                 "sketch": "HyperLogLog sketch of the values", "s3": "sum of the cubed values",
                 "s4": "sum of the values to the fourth power", "kll": "KLL quantile sketch of the values",
                 "list": "the k values kept, in the list's order (with their event times for first_k, last_k)",
-                "values": "the distinct values", "counts": "how many events hold each value"}
+                "values": "the distinct values", "counts": "how many events hold each value",
+                "ss": "sum of the squared values", "m3": "sum of cubed deviations from the mean",
+                "m4": "sum of fourth powers of the deviations from the mean",
+                "wide": "values whose fourth power leaves 38 digits (their windows' moments are null)"}
 
 
 def column_notes(table: str, config: PipelineConfig) -> dict[str, str]:

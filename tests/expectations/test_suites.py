@@ -340,3 +340,16 @@ def test_kind_checks_fail_on_the_corrupted_day_only(kind_results, check):
     assert keys_in(outcome) == {c["key"] for c in KIND_CORRUPTIONS[check]}
     assert results[check][NEXT].passed, results[check][NEXT].metadata
     assert {check for check in KIND_CORRUPTIONS} <= {c.name for c in checks_of(KINDS_CONFIG, table_name)}
+
+
+def test_histograms_of_declared_fields_may_count_fewer_than_the_events(spark):
+    """A declared field may be missing from a record: its histogram then counts fewer values
+    than the window's events, never more."""
+    config = PipelineConfig(windows=(WindowSpec.of("1h", "1h", "15m"),), fields=(("page", "string"),),
+                            aggregations=(aggregation("histogram", "pages", "page", "string"),))
+    base = {"window": "1h", "window_start": at(DAY, 11), "window_end": at(DAY, 12), "date": DAY, "event_count": 3}
+    frame = table(spark, declared_columns(WINDOW_CHANGES.name, config), [
+        {**base, "key": "missing_one", "pages": {"home": 2}}, {**base, "key": "over", "pages": {"home": 4}}])
+    result = suites.run_suite(frame, suites.prepare_window_changes(frame, None, config),
+                              suites.window_changes_suite(config), [DAY], {"histogram_counts_match_events"})
+    assert keys_in(result["histogram_counts_match_events"][DAY]) == {"over"}
