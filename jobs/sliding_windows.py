@@ -246,13 +246,31 @@ def baseline_from_frames(frames: DataFrame, spec: WindowSpec, config: PipelineCo
 
 
 def _running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column]) -> DataFrame:
-    """Each query row's merge of the frame rows before it in ``order`` within its (key, tile)."""
+    """Each query row's merge of the frame rows before it in ``order`` within its (key, tile).
+
+    A running aggregate over a window frame is evaluated at every row, and a merge of list or
+    set partials (``flatten(collect_list(...))``) copies all the partials before the row each
+    time: quadratic in a key's frames per tile. So a partial that is a collection
+    (``Aggregation.spark_elements``: k-lists, distinct sets) is first exploded, one row per
+    element (the other partials ride on its first), and merged element by element
+    (``spark_merge_elements``: ``max_by``/``min_by`` with k, whose buffer is at most k long).
+    """
     window = Window.partitionBy("key", "tile").orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)
+    aggregations = [a for a in config.aggregations if not a.invertible]
+    listed = {a.name for a in aggregations if a.spark_elements([F.col(c) for c in a.field_columns()]) is not None}
+    if listed:  # query rows (null partials) and empty lists keep one row, position null
+        lists = [a.field_columns()[0] for a in aggregations if a.name in listed]
+        rows = rows.select("*", F.posexplode_outer(F.arrays_zip(*[F.col(c) for c in lists])).alias("__pos", "__item"))
+    first = F.col("__pos").isNull() | (F.col("__pos") == 0)
     merged = []
-    for agg in config.aggregations:
-        if not agg.invertible:
-            columns = agg.field_columns()
-            merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns], window), columns)]
+    for agg in aggregations:
+        columns = agg.field_columns()
+        if agg.name in listed:
+            merged += [c.alias(n) for c, n in zip(agg.spark_merge_elements(F.col("__item")[columns[0]], window),
+                                                  columns)]
+        else:
+            fields = [F.when(first, F.col(c)) if listed else F.col(c) for c in columns]
+            merged += [c.alias(n) for c, n in zip(agg.spark_merge(fields, window), columns)]
     return rows.select("key", "end", "is_query", *merged).where("is_query").drop("is_query")
 
 

@@ -190,6 +190,17 @@ class Aggregation(ABC):
         but for maps, which Spark cannot compare."""
         return value
 
+    def spark_elements(self, fields: list[Column]) -> Column | None:
+        """For a partial that is one collection (a list or set): that array, so that a running
+        merge can take its elements one row each (``spark_merge_elements``) rather than copy a
+        growing buffer of whole partials at every row; None for other partials."""
+        return None
+
+    def spark_merge_elements(self, element: Column, over: WindowSpec) -> list[Column]:
+        """The partial merged from one element per row, over a window frame (with
+        ``spark_elements``)."""
+        raise TypeError(f"{type(self).__name__} has no elements to merge")
+
     def spark_empty_value(self) -> Column:
         """``finish(empty())`` as a Spark literal of ``output_type``: what every key's window
         starts from (0, null, an empty list or map)."""
@@ -1186,6 +1197,15 @@ class KList(Aggregation):
         merged = F.flatten(_over(F.collect_list(fields[0]), over))
         return [F.slice(F.sort_array(merged, asc=not self.descending), 1, self.k)]
 
+    def spark_elements(self, fields: list[Column]) -> Column:
+        return fields[0]
+
+    def spark_merge_elements(self, element: Column, over: WindowSpec) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        best = (F.max_by if self.descending else F.min_by)(element, element, self.k).over(over)
+        return [F.coalesce(best, F.array().cast(self.fields[0].spark_type))]
+
     def spark_finish(self, fields: list[Column]) -> Column:
         from pyspark.sql import functions as F
 
@@ -1243,6 +1263,14 @@ class UniqueCount(Aggregation):
         from pyspark.sql import functions as F
 
         return [F.array_sort(F.array_distinct(F.flatten(_over(F.collect_list(fields[0]), over))))]
+
+    def spark_elements(self, fields: list[Column]) -> Column:
+        return fields[0]
+
+    def spark_merge_elements(self, element: Column, over: WindowSpec) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        return [F.array_sort(F.collect_set(element).over(over))]
 
     def spark_finish(self, fields: list[Column]) -> Column:
         from pyspark.sql import functions as F

@@ -111,3 +111,35 @@ def test_collections_merge_as_the_oracle_over_frames_and_window_frames(spark, ki
         agg.spark_merge([F.col(c) for c in agg.field_columns()], upto), agg.field_columns())])
     finished = running.select("frame", agg.spark_finish([F.col(c) for c in agg.field_columns()]).alias("v"))
     assert finished.orderBy(F.col("frame").desc()).first()["v"] == agg.finish(partial)
+
+
+def test_running_merges_of_lists_take_them_element_by_element(spark):
+    """The two stacks' running merge (``sliding_windows._running_merge``) explodes list and set
+    partials and merges their elements; beside them a scalar partial (max) and a sketch still
+    merge each frame once. Frames 0..5 of one tile, a query after frame 2 and after frame 5."""
+    from jobs.sliding_windows import _running_merge
+    from windowing_core.config import PipelineConfig
+
+    config = PipelineConfig(aggregations=(aggregation("top_k", "top", k=2), aggregation("first_k", "early", k=2),
+                                          aggregation("unique_count", "distinct"), aggregation("max", "high"),
+                                          aggregation("approx_percentile", "p", percentiles=[0.5])))
+    rng = random.Random(2)
+    frames = {f: [(T0 + timedelta(seconds=rng.randrange(9)), rng.choice([None, 1, 4, 4, 9])) for _ in range(rng.randrange(0, 4))]
+              for f in range(6)}
+    rows = [(f, at, v) for f, vs in frames.items() for at, v in vs] + [(5, T0, None)]
+    df = spark.createDataFrame(rows, "pos int, at timestamp, value bigint")
+    partials = df.groupBy("pos").agg(*[c.alias(n) for a in config.aggregations for c, n in zip(
+        a.spark_accumulate(F.col("value"), F.col("at")), a.field_columns())])
+    queries = spark.createDataFrame([(2, 100), (5, 200)], "pos int, end long")
+    union = (partials.select("*", F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
+             .unionByName(queries.select("pos", "end", F.lit(True).alias("is_query")), allowMissingColumns=True)
+             .withColumn("key", F.lit("k")).withColumn("tile", F.lit(0)))
+    merged = _running_merge(union, config, [F.col("pos").asc(), F.col("is_query").asc()])
+    got = {r["end"]: r for r in merged.select("end", *[a.spark_finish([F.col(c) for c in a.field_columns()]).alias(a.name)
+                                                        for a in config.aggregations]).collect()}
+    for end, upto in ((100, 2), (200, 5)):
+        partial = [a.empty() for a in config.aggregations]
+        for f in range(upto + 1):
+            for at, v in frames[f]:
+                partial = [a.accumulate(p, v, at) for a, p in zip(config.aggregations, partial)]
+        assert [got[end][a.name] for a in config.aggregations] == [a.finish(p) for a, p in zip(config.aggregations, partial)]
