@@ -60,6 +60,22 @@ REASONS = (
     "value_out_of_range",      # values are integers, never rounded; beyond 64 bits (2^53 as a double)
 )
 LATE_REASON = "beyond_allowed_lateness"
+FIELD_PROBLEMS = {
+    field_types.INTEGER: ("not_numeric", "not_integer", "out_of_range"),
+    field_types.DECIMAL: ("not_numeric", "beyond_scale", "out_of_range"),
+    field_types.DOUBLE: ("not_numeric", "out_of_range"),
+    field_types.STRING: ("not_string",),
+    field_types.BOOLEAN: ("not_boolean",),
+}
+"""What can be wrong with a declared field's value, by its type (``measured_field``)."""
+
+
+def quarantine_reasons(config: PipelineConfig) -> list[str]:
+    """Every reason ingest can give under this configuration: the record's own (``REASONS``
+    but the default value's) and ``<field>_<problem>`` for each measured field."""
+    own = [r for r in REASONS if not r.startswith("value_")]
+    return own + [f"{name}_{problem}" for name, ddl in config.measured_fields
+                  for problem in FIELD_PROBLEMS[field_types.family(ddl)]]
 
 
 @dataclass

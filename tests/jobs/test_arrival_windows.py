@@ -10,7 +10,7 @@ import pytest
 from jobs import delta_io
 from jobs.tables import ARRIVAL_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.jobs.test_pipeline_against_oracle import (
-    EVERY_AGGREGATION, _rows, assert_rows_equal, expected_changes, run_pipeline,
+    EVERY_AGGREGATION, SOME_TYPED_AGGREGATIONS, _rows, assert_rows_equal, expected_changes, fields_of, run_pipeline,
 )
 from tests.landing import random_landing
 from windowing_core import arrival, reference
@@ -24,6 +24,7 @@ CASES = [
     # seed, aggregations, day by day
     (51, None, True),
     (52, EVERY_AGGREGATION, False),
+    (53, SOME_TYPED_AGGREGATIONS, True),  # typed fields
 ]
 
 
@@ -39,8 +40,9 @@ def test_arrival_windows_equal_the_oracle_beside_event_time_windows(spark, tmp_p
     config = PipelineConfig(
         windows=(WindowSpec.of("ev1h", "1h", "10m"), WindowSpec.of("ar1h", "1h", "10m", time="arrival"),
                  WindowSpec.of("ar1d", "1d", emit="final", time="arrival")),
-        aggregations=aggregations or PipelineConfig().aggregations)
-    landing = random_landing(tmp_path / "landing", seed, FIRST, EVENT_DAYS, events_per_day=25)
+        aggregations=aggregations or PipelineConfig().aggregations, fields=fields_of(aggregations))
+    landing = random_landing(tmp_path / "landing", seed, FIRST, EVENT_DAYS, events_per_day=25,
+                             fields=dict(config.fields) or None)
     lakehouse = str(tmp_path / "lakehouse")
     window_days = (FIRST, FIRST + timedelta(days=EVENT_DAYS + 2))
     run_pipeline(spark, tmp_path / "landing", lakehouse, config, window_days=window_days, day_by_day=day_by_day)

@@ -9,7 +9,9 @@ import pytest
 
 from jobs import delta_io, ingest_events, minute_partials, sliding_windows
 from jobs.tables import SESSION_STATE, WINDOW_CHANGES
-from tests.jobs.test_pipeline_against_oracle import EVERY_AGGREGATION, assert_rows_equal
+from tests.jobs.test_pipeline_against_oracle import (
+    EVERY_AGGREGATION, SOME_TYPED_AGGREGATIONS, assert_rows_equal, fields_of,
+)
 from tests.landing import ensure_days, random_landing
 from windowing_core.config import PipelineConfig
 from windowing_core.sessions import SessionSpec, session_rows
@@ -144,6 +146,7 @@ CASES = [
     (31, (SessionSpec.of("s30m", "30m"), SessionSpec.of("s6h", "6h")), (), None, True),
     (32, (SessionSpec.of("s2h", "2h"), SessionSpec.of("cut", "1d", max_length="6h")),
      (WindowSpec.of("1h", "1h", "1m"),), EVERY_AGGREGATION, False),
+    (33, (SessionSpec.of("s1h", "1h"),), (), SOME_TYPED_AGGREGATIONS, False),  # typed fields
 ]
 
 
@@ -155,8 +158,10 @@ def test_sessions_equal_the_oracle_as_arrivals_land(spark, tmp_path, seed, sessi
     range run, and the session rows equal the oracle over the records landed so far (late and
     duplicate records included: ``random_landing``)."""
     config = PipelineConfig(windows=windows, sessions=sessions, max_out_of_orderness=1800,
-                            aggregations=aggregations or PipelineConfig().aggregations)
-    landing = random_landing(tmp_path / "landing", seed, FIRST, EVENT_DAYS, events_per_day=30)
+                            aggregations=aggregations or PipelineConfig().aggregations,
+                            fields=fields_of(aggregations))
+    landing = random_landing(tmp_path / "landing", seed, FIRST, EVENT_DAYS, events_per_day=30,
+                             fields=dict(config.fields) or None)
     last_day = FIRST + timedelta(days=EVENT_DAYS + 1)
     ensure_days(tmp_path / "landing", FIRST, FIRST + timedelta(days=EVENT_DAYS + 2))
     lake = str(tmp_path / "lake")
