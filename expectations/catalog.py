@@ -64,6 +64,7 @@ def of_kinds(config: PipelineConfig, *kinds: str) -> list[Aggregation]:
 
 
 VARIANCE_KINDS = ("var_pop", "var_samp", "stddev_pop", "stddev_samp")
+K_LIST_KINDS = ("first_k", "last_k", "top_k", "bottom_k")
 
 
 def counts_of_fields(config: PipelineConfig) -> list[Aggregation]:
@@ -215,6 +216,19 @@ def catalog(config: PipelineConfig) -> list[Check]:
             checks.append(Check("variances_non_negative", table, ERROR,
                                 "A negative variance or standard deviation: moments from different "
                                 "events, or a cancelling subtraction."))
+    for kinds, name, description in (
+            (("approx_percentile",), "percentiles_ordered",
+             "A percentile array out of order (a higher percentile below a lower one): a sketch merged "
+             "from partials of different values, or a broken finish."),
+            (K_LIST_KINDS, "k_lists_at_most_k",
+             "A first_k, last_k, top_k or bottom_k list longer than its k: a merge that kept too much."),
+            (("histogram",), "histogram_counts_match_events",
+             "A histogram whose counts disagree with the window's events: a count below 1 (a value that "
+             "left the window still listed), or counts summing to more than event_count (to exactly "
+             "event_count where the field is never null): a frame deducted that never entered.")):
+        if of_kinds(config, *kinds):
+            for table in (WINDOW_CHANGES.name, WINDOW_SNAPSHOT.name):
+                checks.append(Check(name, table, ERROR, description))
     if config.spine is not None:
         bound = "before it" if config.spine.exclusive else "at or before it"
         checks += [

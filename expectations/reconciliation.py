@@ -23,7 +23,7 @@ from datetime import date, timedelta
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from expectations.catalog import CONSERVATION_SAMPLE_KEYS, QUARANTINE_SHARE_LIMIT, Outcome
@@ -189,11 +189,21 @@ def tiles_match_minute_partials(tiles: DataFrame, partials: DataFrame, config: P
     """Per key and day, the tile's event_count and invertible fields equal the sums over the
     day's frames (an invertible partial is a vector of sums, so summing is its combine), and
     every key with frames has exactly its tile. Compared in Spark over every key."""
-    fields = ["event_count", *[c for a in config.aggregations if a.invertible for c in a.field_columns()]]
-    summed = partials.groupBy("event_date", "key").agg(*[F.sum(c).alias(f"frames_{c}") for c in fields])
+    invertible = [a for a in config.aggregations if a.invertible]
+    fields = ["event_count", *[c for a in invertible for c in a.field_columns()]]
+    merges = [F.sum("event_count").alias("frames_event_count")]
+    for a in invertible:  # each with its own combine: a sum, or a merge of a histogram's counts
+        merges += [m.alias(f"frames_{c}") for m, c in
+                   zip(a.spark_merge([F.col(c) for c in a.field_columns()]), a.field_columns())]
+    summed = partials.groupBy("event_date", "key").agg(*merges)
     stored = tiles.select("event_date", "key", *[F.col(c).alias(f"tile_{c}") for c in fields])
+    maps = {c for a in invertible for c, f in zip(a.field_columns(), a.fields) if f.spark_type.startswith("map<")}
+
+    def comparable(column: str, field: str) -> Column:  # Spark compares no maps: their sorted entries
+        return F.array_sort(F.map_entries(F.col(column))) if field in maps else F.col(column)
+
     differs = reduce(lambda a, b: a | b,
-                     [~F.col(f"frames_{c}").eqNullSafe(F.col(f"tile_{c}")) for c in fields])
+                     [~comparable(f"frames_{c}", c).eqNullSafe(comparable(f"tile_{c}", c)) for c in fields])
     bad = summed.join(stored, ["event_date", "key"], "full").where(differs).persist()
     try:
         counts = _counts(bad, "event_date")

@@ -28,7 +28,9 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
-from expectations.catalog import Outcome, VARIANCE_KINDS, counts_of_fields, has_mean_min_max, of_kinds
+from expectations.catalog import (
+    K_LIST_KINDS, Outcome, VARIANCE_KINDS, counts_of_fields, has_mean_min_max, of_kinds,
+)
 from jobs.ingest_events import quarantine_reasons
 from jobs.sliding_windows import window_start_of
 from jobs.point_in_time import Reading
@@ -112,6 +114,50 @@ def _value_checks(config: PipelineConfig) -> Pairs:
     return pairs
 
 
+def _kind_checks(config: PipelineConfig) -> Pairs:
+    """Checks on the values of Chronon's kinds (lists and maps), over the columns
+    ``with_kind_columns`` derives, shared by window_changes and window_snapshot."""
+    gxe = _gx()
+    pairs: Pairs = [("counts_non_negative", e) for e in _not_negative(a.name for a in of_kinds(config, "unique_count"))]
+    pairs += [("percentiles_ordered", gxe.ExpectColumnValuesToBeInSet(column=f"{a.name}__ordered", value_set=[True]))
+              for a in of_kinds(config, "approx_percentile")]
+    pairs += [("k_lists_at_most_k", gxe.ExpectColumnValuesToBeBetween(column=f"{a.name}__length", min_value=0,
+                                                                       max_value=a.k))
+              for a in of_kinds(config, *K_LIST_KINDS)]
+    for a in of_kinds(config, "histogram"):
+        pairs.append(("histogram_counts_match_events", gxe.ExpectColumnValuesToBeBetween(
+            column=f"{a.name}__least_count", min_value=1)))  # a value that no longer occurs leaves the map
+        uncounted = {"min_value": 0, **({"max_value": 0} if field_never_null(config, a) else {})}
+        pairs.append(("histogram_counts_match_events", gxe.ExpectColumnValuesToBeBetween(
+            column=f"{a.name}__uncounted", **uncounted)))
+    return pairs
+
+
+def field_never_null(config: PipelineConfig, aggregation) -> bool:
+    """Whether every event holds the aggregation's field: the one ``value`` of a configuration
+    without declared ``fields`` does (a record without one counts 1); a declared field may be
+    missing or null in any record."""
+    return not config.fields
+
+
+def with_kind_columns(frame: DataFrame, config: PipelineConfig) -> DataFrame:
+    """What ``_kind_checks`` expects, per aggregation: whether a percentile array is in
+    increasing order, a k-list's length, and a histogram's smallest count and the events it does
+    not count (``event_count`` minus its counts' sum). Named ``<aggregation>__...``, which no
+    output column can be (names hold no double underscore)."""
+    columns = {}
+    for a in of_kinds(config, "approx_percentile"):
+        columns[f"{a.name}__ordered"] = F.col(a.name) == F.array_sort(F.col(a.name))
+    for a in of_kinds(config, *K_LIST_KINDS):
+        columns[f"{a.name}__length"] = F.size(F.col(a.name))
+    for a in of_kinds(config, "histogram"):
+        counts = F.map_values(F.col(a.name))
+        columns[f"{a.name}__least_count"] = F.array_min(counts)
+        columns[f"{a.name}__uncounted"] = F.col("event_count") - F.aggregate(counts, F.lit(0).cast("bigint"),
+                                                                            lambda acc, n: acc + n)
+    return frame.withColumns(columns) if columns else frame
+
+
 def _window_name_checks(config: PipelineConfig) -> Pairs:
     gxe = _gx()
     return [
@@ -192,6 +238,7 @@ def window_changes_suite(config: PipelineConfig) -> Suite:
                                                                           value_set=[False])),
             *[("counts_non_negative", e) for e in _not_negative(["event_count", *_count_outputs(config)])],
             *_value_checks(config),
+            *_kind_checks(config),
         ]
 
     return Suite(WINDOW_CHANGES.name, "date", _samples(declared), declared, build)
@@ -217,6 +264,7 @@ def window_snapshot_suite(config: PipelineConfig) -> Suite:
             *[("sums_non_negative", e)
               for e in _not_negative(_fields_of(config, "sum", invertible_only=True))],
             *_value_checks(config),
+            *_kind_checks(config),
         ]
 
     return Suite(WINDOW_SNAPSHOT.name, "date", _samples(declared), declared, build)
@@ -254,12 +302,13 @@ def is_session(config: PipelineConfig) -> Column:
 
 def empty_values(config: PipelineConfig) -> dict[str, Column]:
     """Each aggregation's finished value of an empty window, as a typed literal."""
-    return {a.name: F.lit(a.finish(a.empty())).cast(a.output_type) for a in config.aggregations}
+    return {a.name: a.spark_empty_value() for a in config.aggregations}
 
 
 def same_values(config: PipelineConfig, left: dict[str, Column], right: dict[str, Column]) -> Column:
     """Every finished value equal (null equals null)."""
-    return reduce(lambda x, y: x & y, [left[a.name].eqNullSafe(right[a.name]) for a in config.aggregations])
+    return reduce(lambda x, y: x & y, [a.spark_comparable(left[a.name]).eqNullSafe(a.spark_comparable(right[a.name]))
+                                       for a in config.aggregations])
 
 
 def prepare_minute_partials(partials: DataFrame, config: PipelineConfig) -> DataFrame:
@@ -306,7 +355,7 @@ def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | No
     if previous_snapshot is not None and continued:
         repeats = repeats.when(F.col("window").isin(sorted(continued)), same_values(config, current, carried))
     helpers = [c for c in frame.columns if c.startswith("__")]
-    return frame.withColumn("repeats_previous_value", repeats).drop(*helpers)
+    return with_kind_columns(frame.withColumn("repeats_previous_value", repeats).drop(*helpers), config)
 
 
 def _window_lengths(end: Column, config: PipelineConfig) -> dict[str, Column]:
@@ -328,8 +377,8 @@ def prepare_window_snapshot(snapshot: DataFrame, config: PipelineConfig, days: l
     declared = snapshot.sparkSession.createDataFrame(
         as_of_per_day(config, days), "window string, date date, as_of_seconds long",
     ).select("window", "date", F.timestamp_seconds("as_of_seconds").alias("declared_as_of"))
-    return (snapshot.join(F.broadcast(declared), ["window", "date"], "left")
-            .withColumns(_window_lengths(F.unix_seconds("as_of"), config)))
+    return with_kind_columns(snapshot.join(F.broadcast(declared), ["window", "date"], "left")
+                             .withColumns(_window_lengths(F.unix_seconds("as_of"), config)), config)
 
 
 # -- running a suite --------------------------------------------------------------------------------

@@ -53,6 +53,36 @@ def state_columns(config: PipelineConfig) -> list[str]:
     return ["event_count", *partial_columns(config, invertible=True)]
 
 
+def _invertible(config: PipelineConfig) -> list[Aggregation]:
+    return [a for a in config.aggregations if a.invertible]
+
+
+def merged_state(config: PipelineConfig, over: WindowSpec | None = None, prefix: str = "") -> list[Column]:
+    """The state columns combined (in ``groupBy``, or over a window frame) with each invertible
+    aggregation's own ``spark_merge``: a sum for vectors of sums, a merge of counts for a
+    histogram. Named ``prefix`` + the column."""
+    merged = [_over(F.sum("event_count"), over).alias(f"{prefix}event_count")]
+    for a in _invertible(config):
+        columns = a.field_columns()
+        merged += [c.alias(f"{prefix}{n}") for c, n in zip(a.spark_merge([F.col(c) for c in columns], over), columns)]
+    return merged
+
+
+def negated_state(config: PipelineConfig, state: list[Column] | None = None) -> list[Column]:
+    """``-state`` with each invertible aggregation's ``spark_negate``, named as the state columns."""
+    columns = state_columns(config)
+    values = dict(zip(columns, state or [F.col(c) for c in columns]))
+    negated = [(-values["event_count"]).alias("event_count")]
+    for a in _invertible(config):
+        names = a.field_columns()
+        negated += [c.alias(n) for c, n in zip(a.spark_negate([values[n] for n in names]), names)]
+    return negated
+
+
+def _over(aggregate: Column, window: WindowSpec | None) -> Column:
+    return aggregate if window is None else aggregate.over(window)
+
+
 def _ceil_to_grid(seconds: Column, spec: WindowSpec) -> Column:
     """``WindowSpec.end_at_or_after`` as a Spark expression."""
     return seconds + F.pmod(F.lit(spec.end_offset) - seconds, F.lit(spec.slide))
@@ -124,7 +154,7 @@ def frame_deltas(frames: DataFrame, spec: WindowSpec, config: PipelineConfig,
     enter = F.struct(_ceil_to_grid(f + spec.bucket, spec).alias("end"), *[F.col(c).alias(c) for c in state],
                      F.lit(1).alias("entering"))
     leave = F.struct(_ceil_to_grid(f + spec.length + spec.bucket, spec).alias("end"),
-                     *[(-F.col(c)).alias(c) for c in state], F.lit(0).alias("entering"))
+                     *negated_state(config), F.lit(0).alias("entering"))
     both = F.array(enter) if spec.cumulating else F.array(enter, leave)
     return (frames.select("key", F.inline(both))
             .where((F.col("end") > after) & (F.col("end") < stop)))
@@ -137,8 +167,8 @@ def period_leaves(entering: DataFrame, spec: WindowSpec, config: PipelineConfig,
     rows the running sum reads anyway, so no frame of an earlier day is read to deduct it."""
     state = state_columns(config)
     restart = window_start_of(F.col("end"), spec) + spec.length + spec.step
-    return (entering.groupBy("key", restart.alias("end")).agg(*[(-F.sum(c)).alias(c) for c in state])
-            .where(F.col("end") < stop).select("key", "end", *state, F.lit(0).alias("entering")))
+    return (entering.groupBy("key", restart.alias("end")).agg(*merged_state(config))
+            .where(F.col("end") < stop).select("key", "end", *negated_state(config), F.lit(0).alias("entering")))
 
 
 KEY_HASH = "key_hash"  # the high 32 bits of xxhash64(key): the running sum's first sort column
@@ -184,13 +214,17 @@ def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
     by_key = Window.partitionBy(KEY_HASH, "key").orderBy("end")
     upto, at = (by_key.rangeBetween(Window.unboundedPreceding, Window.currentRow),
                 by_key.rangeBetween(Window.currentRow, Window.currentRow))
-    state, fields = state_columns(config), partial_columns(config, invertible=True)
+    state = state_columns(config)
     running = deltas.select("key", "end", F.sum("entering").over(at).alias("entering"),
-                            *[F.sum(c).over(upto).alias(c) for c in state],
-                            *[F.sum(c).over(at).alias(f"at_end_{c}") for c in fields],
+                            *merged_state(config, upto),
+                            *merged_state(config, at, prefix="at_end_")[1:],
                             F.lead("end").over(by_key).alias("next_end"))
     last_of_end = F.col("next_end").isNull() | (F.col("next_end") != F.col("end"))
-    previous = [(F.col(c) - F.col(f"at_end_{c}")).alias(f"previous_{c}") for c in fields]
+    previous = []
+    for a in _invertible(config):
+        names = a.field_columns()
+        previous += [c.alias(f"previous_{n}") for c, n in zip(
+            a.spark_deduct([F.col(n) for n in names], [F.col(f"at_end_{n}") for n in names]), names)]
     return running.where(last_of_end).select("key", "end", "entering", *state, *previous, "next_end")
 
 
@@ -204,7 +238,7 @@ def baseline_from_frames(frames: DataFrame, spec: WindowSpec, config: PipelineCo
     """Bootstrap: fold the frames of the window ending at ``at`` (only when no snapshot exists)."""
     f = _seconds()
     inside = frames.where((f >= spec.window_start(at)) & (f < at))
-    return inside.groupBy("key").agg(*[F.sum(c).alias(c) for c in state_columns(config)]).select(
+    return inside.groupBy("key").agg(*merged_state(config)).select(
         "key", F.lit(at).cast("long").alias("end"), *state_columns(config), F.lit(0).alias("entering"))
 
 
@@ -212,13 +246,31 @@ def baseline_from_frames(frames: DataFrame, spec: WindowSpec, config: PipelineCo
 
 
 def _running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column]) -> DataFrame:
-    """Each query row's merge of the frame rows before it in ``order`` within its (key, tile)."""
+    """Each query row's merge of the frame rows before it in ``order`` within its (key, tile).
+
+    A running aggregate over a window frame is evaluated at every row, and a merge of list or
+    set partials (``flatten(collect_list(...))``) copies all the partials before the row each
+    time: quadratic in a key's frames per tile. So a partial that is a collection
+    (``Aggregation.spark_elements``: k-lists, distinct sets) is first exploded, one row per
+    element (the other partials ride on its first), and merged element by element
+    (``spark_merge_elements``: ``max_by``/``min_by`` with k, whose buffer is at most k long).
+    """
     window = Window.partitionBy("key", "tile").orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)
+    aggregations = [a for a in config.aggregations if not a.invertible]
+    listed = {a.name for a in aggregations if a.spark_elements([F.col(c) for c in a.field_columns()]) is not None}
+    if listed:  # query rows (null partials) and empty lists keep one row, position null
+        lists = [a.field_columns()[0] for a in aggregations if a.name in listed]
+        rows = rows.select("*", F.posexplode_outer(F.arrays_zip(*[F.col(c) for c in lists])).alias("__pos", "__item"))
+    first = F.col("__pos").isNull() | (F.col("__pos") == 0)
     merged = []
-    for agg in config.aggregations:
-        if not agg.invertible:
-            columns = agg.field_columns()
-            merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns], window), columns)]
+    for agg in aggregations:
+        columns = agg.field_columns()
+        if agg.name in listed:
+            merged += [c.alias(n) for c, n in zip(agg.spark_merge_elements(F.col("__item")[columns[0]], window),
+                                                  columns)]
+        else:
+            fields = [F.when(first, F.col(c)) if listed else F.col(c) for c in columns]
+            merged += [c.alias(n) for c, n in zip(agg.spark_merge(fields, window), columns)]
     return rows.select("key", "end", "is_query", *merged).where("is_query").drop("is_query")
 
 
@@ -319,10 +371,11 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     def previous(a: Aggregation) -> Column:
         if a.invertible:
             return a.spark_finish([F.col(f"previous_{c}") for c in a.field_columns()])
-        return F.lag(a.name, 1, a.finish(a.empty())).over(by_key)
+        return F.when(F.lag("end").over(by_key).isNull(), a.spark_empty_value()).otherwise(
+            F.lag(a.name).over(by_key))
 
-    changed = reduce(lambda a, b: a | b, [~F.col(a.name).eqNullSafe(previous(a).cast(a.output_type))
-                                          for a in config.aggregations])
+    changed = reduce(lambda a, b: a | b, [~a.spark_comparable(F.col(a.name)).eqNullSafe(
+        a.spark_comparable(previous(a).cast(a.output_type))) for a in config.aggregations])
 
     def day_of(end: Column) -> Column:
         return F.greatest(_utc_date(end), F.lit(first))

@@ -182,7 +182,13 @@ _FIELD_NOTES = {"n": "number of (non-null) values", "s": "sum of the values",
                 "sb": "sum of the low 32-bit limbs b", "aa": "sum of a * a", "ab": "sum of a * b",
                 "bb": "sum of b * b", "mean": "mean of the values", "m2": "sum of squared deviations from the mean",
                 "m": "the extreme value", "at": "event time of the value kept", "v": "the value kept",
-                "sketch": "HyperLogLog sketch of the values"}
+                "sketch": "HyperLogLog sketch of the values", "s3": "sum of the cubed values",
+                "s4": "sum of the values to the fourth power", "kll": "KLL quantile sketch of the values",
+                "list": "the k values kept, in the list's order (with their event times for first_k, last_k)",
+                "values": "the distinct values", "counts": "how many events hold each value",
+                "ss": "sum of the squared values", "m3": "sum of cubed deviations from the mean",
+                "m4": "sum of fourth powers of the deviations from the mean",
+                "wide": "values whose fourth power leaves 38 digits (their windows' moments are null)"}
 
 
 def column_notes(table: str, config: PipelineConfig) -> dict[str, str]:

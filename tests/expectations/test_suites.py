@@ -321,6 +321,71 @@ def test_values_not_after_row_time_fails_a_value_read_from_after_its_row(spark):
                          {"values_not_after_row_time"})["values_not_after_row_time"][day].passed
 
 
+# -- Chronon's kinds: lists and maps --------------------------------------------------------------
+
+KINDS_CONFIG = PipelineConfig(
+    windows=(WindowSpec.of("1h", "1h", "15m"),),
+    aggregations=(aggregation("count"), aggregation("approx_percentile", "p", percentiles=[0.5, 0.9]),
+                  aggregation("top_k", "top", k=2), aggregation("histogram", "hist"),
+                  aggregation("unique_count", "distinct")))
+GOOD_KINDS = {"event_count": 3, "count": 3, "p": [1, 5], "top": [5, 4], "hist": {1: 2, 5: 1}, "distinct": 2}
+KIND_CORRUPTIONS = {
+    "percentiles_ordered": [{"key": "unordered", "p": [5, 1]}],
+    "k_lists_at_most_k": [{"key": "long", "top": [5, 4, 3]}],
+    "histogram_counts_match_events": [{"key": "overcounted", "hist": {1: 3, 5: 1}},
+                                      {"key": "zero", "hist": {1: 3, 5: 0}}],
+    "counts_non_negative": [{"key": "negative", "distinct": -1}],
+}
+
+
+@pytest.fixture(scope="module", params=[WINDOW_CHANGES.name, WINDOW_SNAPSHOT.name])
+def kind_results(spark, request):
+    if request.param == WINDOW_CHANGES.name:
+        base = {"window": "1h", "window_start": at(DAY, 11), "window_end": at(DAY, 12), "date": DAY, **GOOD_KINDS}
+        tomorrow = {**base, "window_start": at(NEXT, 0), "window_end": at(NEXT, 1), "date": NEXT}
+    else:
+        base = {"window": "1h", "window_start": at(DAY, 22, 45), "as_of": at(DAY, 23, 45), "date": DAY,
+                **GOOD_KINDS, "hist__counts": GOOD_KINDS["hist"]}
+        tomorrow = {**base, "window_start": at(NEXT, 22, 45), "as_of": at(NEXT, 23, 45), "date": NEXT}
+    rows = [{**base, "key": "good"}, *[{**base, **c} for cs in KIND_CORRUPTIONS.values() for c in cs],
+            {**tomorrow, "key": "tomorrow"}]
+    if request.param == WINDOW_CHANGES.name:  # the step back to an empty window
+        rows.append({**tomorrow, "key": "emptied", "p": None, "top": [], "hist": {}, "distinct": 0,
+                     "event_count": 0, "count": 0})
+    frame = table(spark, declared_columns(request.param, KINDS_CONFIG), rows)
+    if request.param == WINDOW_CHANGES.name:
+        return request.param, suites.run_suite(frame, suites.prepare_window_changes(frame, None, KINDS_CONFIG),
+                                               suites.window_changes_suite(KINDS_CONFIG), DAYS)
+    return request.param, suites.run_suite(frame, suites.prepare_window_snapshot(frame, KINDS_CONFIG, DAYS),
+                                           suites.window_snapshot_suite(KINDS_CONFIG), DAYS)
+
+
+@pytest.mark.parametrize("check", sorted(KIND_CORRUPTIONS))
+def test_kind_checks_fail_on_the_corrupted_day_only(kind_results, check):
+    """Histogram counts summing to event_count where the field is never null, percentiles in
+    order, k-lists at most k long, distinct counts not negative; a window that empties (no
+    percentile, an empty list and map) passes."""
+    table_name, results = kind_results
+    outcome = results[check][DAY]
+    assert not outcome.passed
+    assert keys_in(outcome) == {c["key"] for c in KIND_CORRUPTIONS[check]}
+    assert results[check][NEXT].passed, results[check][NEXT].metadata
+    assert {check for check in KIND_CORRUPTIONS} <= {c.name for c in checks_of(KINDS_CONFIG, table_name)}
+
+
+def test_histograms_of_declared_fields_may_count_fewer_than_the_events(spark):
+    """A declared field may be missing from a record: its histogram then counts fewer values
+    than the window's events, never more."""
+    config = PipelineConfig(windows=(WindowSpec.of("1h", "1h", "15m"),), fields=(("page", "string"),),
+                            aggregations=(aggregation("histogram", "pages", "page", "string"),))
+    base = {"window": "1h", "window_start": at(DAY, 11), "window_end": at(DAY, 12), "date": DAY, "event_count": 3}
+    frame = table(spark, declared_columns(WINDOW_CHANGES.name, config), [
+        {**base, "key": "missing_one", "pages": {"home": 2}}, {**base, "key": "over", "pages": {"home": 4}}])
+    result = suites.run_suite(frame, suites.prepare_window_changes(frame, None, config),
+                              suites.window_changes_suite(config), [DAY], {"histogram_counts_match_events"})
+    assert keys_in(result["histogram_counts_match_events"][DAY]) == {"over"}
+
+
 # -- typed fields (issue 29) ----------------------------------------------------------------------
 
 TYPED = PipelineConfig.from_dict({

@@ -102,8 +102,9 @@ def test_spark_partials_finish_as_the_python_fold(spark, value_type):
         first = frames.where(F.col("frame") == gone).select(*[F.col(c).alias(f"z_{c}") for a in invertible
                                                               for c in a.field_columns()])
         deducted = finished(everything.crossJoin(first).select(
-            *[(F.col(c) - F.col(f"z_{c}")).alias(c) for a in aggregations for c in a.field_columns()
-              if a.invertible]), invertible).first() if invertible else None
+            *[d.alias(c) for a in invertible for d, c in zip(
+                a.spark_deduct([F.col(c) for c in a.field_columns()], [F.col(f"z_{c}") for c in a.field_columns()]),
+                a.field_columns())]), invertible).first() if invertible else None
         for a in invertible:  # every frame less one is the fold of the others
             assert same(a, deducted[f"out_{a.name}"], python(a, lambda f: f != gone)), a
     finally:

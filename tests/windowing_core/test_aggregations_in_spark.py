@@ -1,0 +1,145 @@
+"""The algebra's Spark expressions against their definitions: the sketches held to their stated
+error, the moments to Spark's own ``skewness`` and ``kurtosis``, each kind's Spark partial to
+the Python one (the pipeline's property tests compare whole tables with the oracle)."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from windowing_core.aggregations import KLL_RANK_ERROR, aggregation
+
+T0 = datetime(2025, 1, 30, tzinfo=timezone.utc)
+
+
+def _merged(spark, agg, rows, frames):
+    """Per frame ``spark_accumulate``, then one ``spark_merge`` of all frames, finished."""
+    df = spark.createDataFrame(rows, "frame int, at timestamp, value bigint")
+    partials = df.groupBy("frame").agg(*[c.alias(n) for c, n in zip(
+        agg.spark_accumulate(F.col("value"), F.col("at")), agg.field_columns())])
+    columns = [F.col(c) for c in agg.field_columns()]
+    merged = partials.agg(*[c.alias(n) for c, n in zip(agg.spark_merge(columns), agg.field_columns())])
+    return merged.select(agg.spark_finish([F.col(c) for c in agg.field_columns()]).alias("v")).first()["v"]
+
+
+def test_percentiles_of_merged_sketches_are_within_the_stated_rank_error(spark):
+    rng = random.Random(3)
+    values = [int(rng.gauss(0, 1000)) for _ in range(30_000)] + [7] * 3000  # negatives, many duplicates
+    rows = [(i % 300, T0, v) for i, v in enumerate(values)]
+    percentiles = [0.01, 0.1, 0.25, 0.5, 0.9, 0.99]
+    agg = aggregation("approx_percentile", "p", percentiles=percentiles)
+    answer = _merged(spark, agg, rows, 300)
+    ordered = sorted(values)
+    n = len(ordered)
+    assert KLL_RANK_ERROR < 0.01
+    for p, q in zip(percentiles, answer):
+        below, at_or_below = sum(v < q for v in ordered) / n, sum(v <= q for v in ordered) / n
+        assert below - KLL_RANK_ERROR <= p <= at_or_below + KLL_RANK_ERROR, (p, q, below, at_or_below)
+    assert answer == sorted(answer)
+
+
+def test_percentiles_of_few_values_are_exact(spark):
+    rng = random.Random(5)
+    values = [rng.randrange(-5, 20) for _ in range(150)]
+    agg = aggregation("approx_percentile", "p", percentiles=[0, 0.1, 0.33, 0.5, 0.95, 1])
+    partial = agg.empty()
+    for v in values:
+        partial = agg.accumulate(partial, v)
+    assert _merged(spark, agg, [(i % 7, T0, v) for i, v in enumerate(values)], 7) == agg.finish(partial)
+
+
+@pytest.mark.parametrize("kind, spark_function", [("skew", F.skewness), ("kurtosis", F.kurtosis)])
+def test_moments_are_sparks_skewness_and_kurtosis(spark, kind, spark_function):
+    rng = random.Random(11)
+    groups = {g: [rng.randrange(-50, 200) for _ in range(rng.randrange(2, 60))] for g in range(20)}
+    groups[20] = [5, 5, 5]  # no spread: null, as Spark's
+    groups[21] = [9]
+    groups[22] = [10**8 + d for d in (0, 1, 2, 30, 30)]  # large values, small spread
+    rows = [(g, i, v) for g, vs in groups.items() for i, v in enumerate(vs)] + [(23, 0, None)]
+    df = spark.createDataFrame(rows, "g int, i int, value bigint")
+    agg = aggregation(kind)
+    mine = df.groupBy("g").agg(*[c.alias(n) for c, n in zip(
+        agg.spark_accumulate(F.col("value"), F.lit(None)), agg.field_columns())])
+    theirs = df.groupBy("g").agg(spark_function(F.col("value").cast("double")).alias("spark"))
+    got = {r["g"]: (r["v"], r["spark"]) for r in mine.join(theirs, "g").select(
+        "g", agg.spark_finish([F.col(c) for c in agg.field_columns()]).alias("v"), "spark").collect()}
+    for g, (v, want) in got.items():
+        if want is None:
+            assert v is None, g
+        else:
+            assert v == pytest.approx(want, rel=1e-9, abs=1e-12), g
+        if g in groups:  # and bit for bit the oracle's
+            partial = agg.empty()
+            for x in groups[g]:
+                partial = agg.accumulate(partial, x)
+            assert v == agg.finish(partial), g
+
+
+def test_moments_beyond_exact_decimals_are_rounded_from_shifted_sums(spark):
+    # 10**7.5 cubed times n overflows no sum, but n**3 * t4 of spread 10**4 leaves 38 digits
+    values = [31_622_776 + d for d in range(-9000, 9000, 7)] + [31_622_776 + 9000] * 40
+    agg = aggregation("kurtosis")
+    partial = agg.empty()
+    for v in values:
+        partial = agg.accumulate(partial, v)
+    got = _merged(spark, agg, [(i % 13, T0, v) for i, v in enumerate(values)], 13)
+    assert got == pytest.approx(agg.finish(partial), rel=1e-9)
+
+
+@pytest.mark.parametrize("kind, params", [("first_k", {"k": 3}), ("last_k", {"k": 4}), ("top_k", {"k": 3}),
+                                          ("bottom_k", {"k": 2}), ("unique_count", {}), ("histogram", {})])
+def test_collections_merge_as_the_oracle_over_frames_and_window_frames(spark, kind, params):
+    rng = random.Random(7)
+    rows = [(rng.randrange(6), T0 + timedelta(seconds=rng.randrange(40)), rng.choice([None, -2, 0, 3, 3, 8]))
+            for _ in range(120)]
+    agg = aggregation(kind, **params)
+    partial = agg.empty()
+    for _, at, v in rows:
+        if v is not None:
+            partial = agg.accumulate(partial, v, at)
+    assert _merged(spark, agg, rows, 6) == agg.finish(partial)
+    # over a running window frame, as the two stacks merge a tile's frames
+    df = spark.createDataFrame(rows, "frame int, at timestamp, value bigint")
+    partials = df.groupBy("frame").agg(*[c.alias(n) for c, n in zip(
+        agg.spark_accumulate(F.col("value"), F.col("at")), agg.field_columns())])
+    upto = Window.orderBy("frame").rowsBetween(Window.unboundedPreceding, 0)
+    running = partials.select("frame", *[c.alias(n) for c, n in zip(
+        agg.spark_merge([F.col(c) for c in agg.field_columns()], upto), agg.field_columns())])
+    finished = running.select("frame", agg.spark_finish([F.col(c) for c in agg.field_columns()]).alias("v"))
+    assert finished.orderBy(F.col("frame").desc()).first()["v"] == agg.finish(partial)
+
+
+def test_running_merges_of_lists_take_them_element_by_element(spark):
+    """The two stacks' running merge (``sliding_windows._running_merge``) explodes list and set
+    partials and merges their elements; beside them a scalar partial (max) and a sketch still
+    merge each frame once. Frames 0..5 of one tile, a query after frame 2 and after frame 5."""
+    from jobs.sliding_windows import _running_merge
+    from windowing_core.config import PipelineConfig
+
+    config = PipelineConfig(aggregations=(aggregation("top_k", "top", k=2), aggregation("first_k", "early", k=2),
+                                          aggregation("unique_count", "distinct"), aggregation("max", "high"),
+                                          aggregation("approx_percentile", "p", percentiles=[0.5])))
+    rng = random.Random(2)
+    frames = {f: [(T0 + timedelta(seconds=rng.randrange(9)), rng.choice([None, 1, 4, 4, 9])) for _ in range(rng.randrange(0, 4))]
+              for f in range(6)}
+    rows = [(f, at, v) for f, vs in frames.items() for at, v in vs] + [(5, T0, None)]
+    df = spark.createDataFrame(rows, "pos int, at timestamp, value bigint")
+    partials = df.groupBy("pos").agg(*[c.alias(n) for a in config.aggregations for c, n in zip(
+        a.spark_accumulate(F.col("value"), F.col("at")), a.field_columns())])
+    queries = spark.createDataFrame([(2, 100), (5, 200)], "pos int, end long")
+    union = (partials.select("*", F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
+             .unionByName(queries.select("pos", "end", F.lit(True).alias("is_query")), allowMissingColumns=True)
+             .withColumn("key", F.lit("k")).withColumn("tile", F.lit(0)))
+    merged = _running_merge(union, config, [F.col("pos").asc(), F.col("is_query").asc()])
+    got = {r["end"]: r for r in merged.select("end", *[a.spark_finish([F.col(c) for c in a.field_columns()]).alias(a.name)
+                                                        for a in config.aggregations]).collect()}
+    for end, upto in ((100, 2), (200, 5)):
+        partial = [a.empty() for a in config.aggregations]
+        for f in range(upto + 1):
+            for at, v in frames[f]:
+                partial = [a.accumulate(p, v, at) for a, p in zip(config.aggregations, partial)]
+        assert [got[end][a.name] for a in config.aggregations] == [a.finish(p) for a, p in zip(config.aggregations, partial)]
