@@ -94,6 +94,9 @@ CASES = [
          WindowSpec.of("cumulating", "3h", offset="10m", step="20m"),
          WindowSpec.of("all_today", "1d", step="6h", keyed=False)), True,
      EVERY_AGGREGATION, {"late_policy": "drop", "max_out_of_orderness": 7200}),
+    # cumulating periods longer than a day: their whole days before a run are day tiles
+    (7, (WindowSpec.of("cum3d", "3d", offset="-8h", step="4h"), WindowSpec.of("all_2d", "2d", step="12h", keyed=False)),
+     True, EVERY_AGGREGATION, {}),
 ]
 
 
