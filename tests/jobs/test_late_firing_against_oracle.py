@@ -42,13 +42,15 @@ def expected(events, config, first, last):
     """The oracle's change points and snapshots: event-time windows by the reference, arrival-time
     ones by ``windowing_core.arrival``."""
     by_event = replace(config, windows=tuple(w for w in config.windows if w.time == "event"))
+    by_arrival = bool(config.arrival_windows)
     changes = [(r.key, r.window, r.window_end.replace(tzinfo=None), *r.values)
                for r in (*reference.window_changes(events, by_event, first, last),
-                         *arrival.window_changes(events, config, first, last))]
+                         *(arrival.window_changes(events, config, first, last) if by_arrival else ()))]
     snapshots = []
     for i in range((last - first).days + 1):
         day = first + timedelta(days=i)
-        for source in (reference.snapshot(events, by_event, day), arrival.snapshot(events, config, day)):
+        for source in (reference.snapshot(events, by_event, day),
+                       arrival.snapshot(events, config, day) if by_arrival else {}):
             snapshots += [(key, window, day, *values) for (window, key), values in source.items()]
     return sorted(changes), sorted(snapshots)
 
