@@ -27,7 +27,7 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
                           metadata=column_schema(MINUTE_PARTIALS, config),
                           description=f"One row per key and {config.bucket}s frame: event_count and the "
                                       f"partials of {aggregations}.")]
-    if config.arrival_windows:
+    if config.places_by_arrival:
         specs.append(dg.AssetSpec(ARRIVAL_PARTIALS.name, group_name="windows", kinds={"spark", "delta"},
                                   deps=[arrivals], metadata=column_schema(ARRIVAL_PARTIALS, config),
                                   description="The same partials per key and frame of arrival time, for the "
@@ -68,7 +68,7 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
             "writer": written["writer"],
             "path": dg.MetadataValue.path(MINUTE_PARTIALS.path(lakehouse.lakehouse_root)),
         })
-        if config.arrival_windows:
+        if config.places_by_arrival:
             yield dg.MaterializeResult(asset_key=ARRIVAL_PARTIALS.name, metadata={
                 "dagster/row_count": written["arrival_rows_written"], **shared,
                 "path": dg.MetadataValue.path(ARRIVAL_PARTIALS.path(lakehouse.lakehouse_root)),

@@ -36,7 +36,7 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
     reach = frames_of_window_day(config)
     frames = [dg.AssetDep(t.name, partition_mapping=reach)
               for t in (MINUTE_PARTIALS, *([DAILY_PARTIALS] if reads_day_tiles(config) else []))]
-    if config.arrival_windows:  # arrival frames of day D were written by the partials of D - L .. D
+    if config.places_by_arrival:  # arrival frames of day D were written by the partials of D - L .. D
         frames.append(dg.AssetDep(ARRIVAL_PARTIALS.name, partition_mapping=frames_of_window_day(
             config, extra_days=config.allowed_lateness_days)))
     windows = "; ".join(w.describe() for w in (*config.windows, *config.sessions))
@@ -78,10 +78,12 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         for table in (WINDOW_CHANGES, WINDOW_SNAPSHOT):
             add_day_metadata(context, table.name, {
                 day: {"dagster/row_count": rows} for day, rows in rows_by_day(table.path(root), "date", window_days).items()})
-        if config.arrival_windows:
+        if config.places_by_arrival:
             shared["arrival_time_windows"] = (
-                f"{', '.join(w.name for w in config.arrival_windows)}: never late; final once their arrival "
-                "day is ingested and the partials of the event days it reaches have run")
+                f"{', '.join(w.name for w in (*config.arrival_windows, *config.arrival_sessions))}: never late; "
+                "final once their arrival day is ingested and the partials of the event days it reaches have run"
+                + (" (a session by arrival time: once the arrival day holding its end is)"
+                   if config.arrival_sessions else ""))
         yield dg.MaterializeResult(asset_key=WINDOW_CHANGES.name, metadata={
             "rows_written_in_run": result["changes"]["rows_written"], **shared,
             "path": dg.MetadataValue.path(WINDOW_CHANGES.path(lakehouse.lakehouse_root)),
@@ -91,12 +93,15 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
             "path": dg.MetadataValue.path(WINDOW_SNAPSHOT.path(lakehouse.lakehouse_root)),
         })
         if config.sessions:
-            mark = result["session_watermark"]
+            marks = {clock: "none (no frames)" if mark is None else
+                     datetime.fromtimestamp(mark / 1_000_000, timezone.utc).isoformat()
+                     for clock, mark in result["session_watermark"].items()}
             yield dg.MaterializeResult(asset_key=SESSION_STATE.name, metadata={
                 "dagster/row_count": result["session_state"]["rows_written"], **shared,
-                # sessions ending at or before it are closed (one final row each in window_changes)
-                "session_watermark": "none (no frames)" if mark is None else
-                datetime.fromtimestamp(mark / 1_000_000, timezone.utc).isoformat(),
+                # sessions ending at or before it are closed (one final row each in window_changes);
+                # by arrival time it is the newest arrival: such a session is final once it passes
+                **({"session_watermark": marks["event"]} if "event" in marks else {}),
+                **({"session_watermark_by_arrival": marks["arrival"]} if "arrival" in marks else {}),
                 "path": dg.MetadataValue.path(SESSION_STATE.path(lakehouse.lakehouse_root)),
             })
 

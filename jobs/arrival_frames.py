@@ -23,7 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs import delta_io
-from jobs.tables import ARRIVAL_PARTIALS, partial_columns
+from jobs.tables import ARRIVAL_PARTIALS, frame_times, partial_columns
 from windowing_core.config import PipelineConfig
 
 
@@ -34,17 +34,24 @@ def arrival_partials(unique: DataFrame, config: PipelineConfig) -> DataFrame:
     seconds = F.unix_seconds("arrival_time")
     framed = unique.withColumn("frame_start", F.timestamp_seconds(seconds - F.pmod(seconds, F.lit(config.bucket))))
     folds = [F.count(F.lit(1)).alias("event_count")]
+    if frame_times(config, "arrival"):  # arrival sessions: the frame's first and last arrival
+        folds += [F.min("arrival_time").alias("first_arrival_time"), F.max("arrival_time").alias("last_arrival_time")]
     for agg in config.aggregations:
         folds += [c.alias(name) for c, name in
                   zip(agg.spark_accumulate(F.col(agg.field), F.col("arrival_time")), agg.field_columns(), strict=True)]
     return (framed.groupBy("key", "frame_start", "event_date").agg(*folds)
-            .select("key", "frame_start", "event_count", *partial_columns(config), "event_date",
+            .select("key", "frame_start", *frame_times(config, "arrival"), "event_count", *partial_columns(config),
+                    "event_date",
                     F.to_date("frame_start").alias("frame_date")))
 
 
-def merged(frames: DataFrame, config: PipelineConfig, *by: str | Column) -> DataFrame:
-    """A key's arrival frame (or tile) merged over the event days holding parts of it."""
+def merged(frames: DataFrame, config: PipelineConfig, *by: str | Column, times: bool = False) -> DataFrame:
+    """A key's arrival frame (or tile) merged over the event days holding parts of it (with
+    ``times``, also its first and last arrival time, for sessions)."""
     merges = [F.sum("event_count").alias("event_count")]
+    if times:
+        merges += [F.min("first_arrival_time").alias("first_arrival_time"),
+                   F.max("last_arrival_time").alias("last_arrival_time")]
     for agg in config.aggregations:
         columns = agg.field_columns()
         merges += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns]), columns, strict=True)]
@@ -63,3 +70,15 @@ def read_day_tiles(spark: SparkSession, lakehouse: str, days: list[str], config:
     day's arrival frames, since no table keeps them."""
     rows = delta_io.read_table(spark, ARRIVAL_PARTIALS.path(lakehouse), partition_filters=[("frame_date", "in", days)])
     return merged(rows, config, "key", F.col("frame_date").alias("event_date"))
+
+
+def read_session_frames(spark: SparkSession, lakehouse: str, filters: list, config: PipelineConfig) -> DataFrame:
+    """Arrival frames for session windows by arrival time (partition ``filters`` on
+    ``frame_date``): one row per key and frame, with its first and last arrival time."""
+    path = ARRIVAL_PARTIALS.path(lakehouse)
+    missing = set(frame_times(config, "arrival")) - set(delta_io.table_columns(path))
+    if missing:
+        raise ValueError(f"{path} has no {', '.join(sorted(missing))}: it was written before a session window by "
+                         "arrival time was configured; move it aside and materialise minute_partials again (a backfill)")
+    rows = delta_io.read_table(spark, path, partition_filters=filters)
+    return merged(rows, config, "key", "frame_start", times=True)

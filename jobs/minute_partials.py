@@ -154,7 +154,7 @@ def frame_sets(events: DataFrame, config: PipelineConfig, first: date,
         is_late = F.coalesce(F.col("event_time") < F.col("watermark"), F.lit(False))
     else:
         measured = sorted({a.field for a in config.aggregations})  # only the fields aggregated
-        carried = ["key", "event_time", *measured, *(["arrival_time"] if config.arrival_windows else [])]
+        carried = ["key", "event_time", *measured, *(["arrival_time"] if config.places_by_arrival else [])]
         is_late = F.lit(False)
     unique = events.transform(filter_event_days, first, last).transform(deduplicate_across_arrivals, carried)
     partials = (
@@ -169,7 +169,7 @@ def frame_sets(events: DataFrame, config: PipelineConfig, first: date,
     else:  # nothing is late: the same schema, and no second pass over the events
         shape = events.withColumn("event_date", F.to_date("event_time")).select(*late_columns)
         late = events.sparkSession.createDataFrame([], shape.schema)
-    arrival = arrival_frames.arrival_partials(unique.where(~is_late), config) if config.arrival_windows else None
+    arrival = arrival_frames.arrival_partials(unique.where(~is_late), config) if config.places_by_arrival else None
     return partials, late, arrival
 
 

@@ -21,12 +21,24 @@ day as materialised under the window's gap and max_length; where the day before 
 mark (the first run, a day skipped, a window redefined) the state is bootstrapped once from
 every earlier frame, which is exact either way.
 
-Emission: a session's row goes to the partition of its ``window_end``'s date once the watermark
-has passed its end (``window_end <= watermark``), the watermark being the newest frame's last
-event time in ``minute_partials`` minus ``max_out_of_orderness``. The same sessions are closed
-in a daily run and in a range run over the same tables. A late event re-materialises its event
-day and the window days after it (late firing): sessions it bridges are merged into one row,
-a session it extends moves its end, and the replaced days lose the rows that no longer exist.
+Emission ``final``: a session's row goes to the partition of its ``window_end``'s date once the
+watermark has passed its end (``window_end <= watermark``), the watermark being the newest
+frame's last event time in ``minute_partials`` minus ``max_out_of_orderness``. The same sessions
+are closed in a daily run and in a range run over the same tables. A late event re-materialises
+its event day and the window days after it (late firing): sessions it bridges are merged into
+one row, a session it extends moves its end, and the replaced days lose the rows that no longer
+exist.
+
+Emission ``changes``: each piece is a change point at the end of its last frame (the session
+so far: the same running merge that makes the carried state), and each session steps back to
+empty at the first bucket end after its end, unless the key's next session's first change
+falls on that same bucket end (``windowing_core.sessions`` states the rule). A session whose
+step back falls on a later day than its end is carried into the state of its end's day too,
+so that day's run still writes it; the state is the same under both emissions.
+
+Sessions by arrival time (``time: arrival``) run the same way over the frames by arrival time
+(``arrival_partials``, with each frame's first and last arrival time), with the newest arrival
+time as their watermark: processing time runs in order.
 """
 
 from __future__ import annotations
@@ -37,10 +49,10 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io
+from jobs import arrival_frames, delta_io
 from jobs.tables import (
-    MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter, declared_columns, frame_times,
-    partial_columns,
+    ARRIVAL_PARTIALS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter, declared_columns,
+    frame_times, partial_columns,
 )
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
@@ -71,9 +83,16 @@ def session_end(start: Column, last: Column, spec: SessionSpec) -> Column:
     return end if spec.max_length is None else F.least(end, _cell_end(start, spec))
 
 
-def frame_pieces(frames: DataFrame, config: PipelineConfig) -> DataFrame:
-    """A frame as a piece of a session: its first and last event time in microseconds."""
-    return frames.select("key", _micros("first_event_time").alias("first"), _micros("last_event_time").alias("last"),
+def _bucket_end(micros: Column, spec: SessionSpec) -> Column:
+    """The first bucket end after an instant: the end of the frame holding it."""
+    size = F.lit(spec.bucket * MICROS)
+    return micros - F.pmod(micros, size) + size
+
+
+def frame_pieces(frames: DataFrame, config: PipelineConfig, clock: str = "event") -> DataFrame:
+    """A frame as a piece of a session: its first and last event (or arrival) time in microseconds."""
+    first, last = frame_times(config, clock)
+    return frames.select("key", _micros(first).alias("first"), _micros(last).alias("last"),
                          "event_count", *partial_columns(config))
 
 
@@ -88,17 +107,17 @@ def with_session_numbers(pieces: DataFrame, spec: SessionSpec) -> DataFrame:
 
     A key's pieces never overlap in time (frames are disjoint; a carried session ends before
     the run's first day), so ordering by ``first`` orders them by ``last`` too. ``next_first``
-    is the next piece's first event time, for the state's last day.
+    is the first event time of the session's next piece, for the state's last day.
     """
     by_key = Window.partitionBy("key").orderBy("first")
     previous = F.lag("last").over(by_key)
     starts = previous.isNull() | (F.col("first") - previous >= F.lit(spec.gap * MICROS))
     if spec.max_length is not None:
         starts = starts | (_cell_end(F.col("first"), spec) != _cell_end(previous, spec))
-    return (pieces.withColumn("starts", starts.cast("long"))
-            .withColumn("session", F.sum("starts").over(by_key.rowsBetween(Window.unboundedPreceding, 0)))
-            .withColumn("next_first", F.lead("first").over(by_key))
-            .drop("starts"))
+    numbered = (pieces.withColumn("starts", starts.cast("long"))
+                .withColumn("session", F.sum("starts").over(by_key.rowsBetween(Window.unboundedPreceding, 0))))
+    return numbered.withColumn("next_first", F.lead("first").over(Window.partitionBy("key", "session").orderBy("first"))
+                               ).drop("starts")
 
 
 def _merges(config: PipelineConfig, over=None) -> list[Column]:
@@ -110,45 +129,83 @@ def _merges(config: PipelineConfig, over=None) -> list[Column]:
     return merged
 
 
+def _change_rows(rows: DataFrame, spec: SessionSpec, config: PipelineConfig, end: str) -> DataFrame:
+    """``window_changes`` rows from ``start``, ``end`` (microseconds) and finished values."""
+    return rows.select(
+        "key", F.lit(spec.name).alias("window"), F.timestamp_micros("start").alias("window_start"),
+        F.timestamp_micros(end).alias("window_end"), "event_count", *[a.name for a in config.aggregations],
+        _date(F.col(end)).alias("date"), F.lit(WINDOW_CHANGES.name).alias(TABLE_COLUMN))
+
+
+def _on_days(micros: Column, first: date, last: date) -> Column:
+    return (_date(micros) >= F.lit(first)) & (_date(micros) <= F.lit(last))
+
+
+def _sessions(numbered: DataFrame, config: PipelineConfig) -> DataFrame:
+    return numbered.groupBy("key", "session").agg(F.min("first").alias("start"), F.max("last").alias("last"),
+                                                  *_merges(config))
+
+
 def closed_sessions(numbered: DataFrame, spec: SessionSpec, config: PipelineConfig, first: date, last: date,
                     watermark: int | None) -> DataFrame:
-    """``window_changes`` rows: each session whose end lies on ``first .. last`` and is at or
+    """``emit: final`` rows: each session whose end lies on ``first .. last`` and is at or
     behind the watermark (microseconds; None: no events, nothing closed)."""
     from jobs.sliding_windows import with_finished_values
 
-    sessions = numbered.groupBy("key", "session").agg(
-        F.min("first").alias("start"), F.max("last").alias("last"), *_merges(config))
     end = session_end(F.col("start"), F.col("last"), spec)
-    closed = (sessions.withColumn("end", end)
-              .where((_date(F.col("end")) >= F.lit(first)) & (_date(F.col("end")) <= F.lit(last))
+    closed = (_sessions(numbered, config).withColumn("end", end)
+              .where(_on_days(F.col("end"), first, last)
                      & (F.col("end") <= F.lit(watermark if watermark is not None else -(2 ** 62)))))
-    return with_finished_values(closed, config).select(
-        "key", F.lit(spec.name).alias("window"), F.timestamp_micros("start").alias("window_start"),
-        F.timestamp_micros("end").alias("window_end"), "event_count", *[a.name for a in config.aggregations],
-        _date(F.col("end")).alias("date"), F.lit(WINDOW_CHANGES.name).alias(TABLE_COLUMN))
+    return _change_rows(with_finished_values(closed, config), spec, config, "end")
+
+
+def session_changes(numbered: DataFrame, spec: SessionSpec, config: PipelineConfig, first: date,
+                    last: date) -> DataFrame:
+    """``emit: changes`` rows on days ``first .. last``: the session so far at the end of each
+    piece's last frame (a running merge over the session's pieces, as the carried state is),
+    and the step back to empty at the first bucket end after each session's end, unless the
+    key's next session starts in the frame holding that end (its first change is then there)."""
+    from jobs.sliding_windows import with_finished_values
+
+    running = Window.partitionBy("key", "session").orderBy("first").rowsBetween(Window.unboundedPreceding, 0)
+    so_far = numbered.select("key", F.min("first").over(running).alias("start"),
+                             _bucket_end(F.col("last"), spec).alias("at"), *_merges(config, running))
+    joins = with_finished_values(so_far.where(_on_days(F.col("at"), first, last)), config)
+    sessions = numbered.groupBy("key", "session").agg(F.min("first").alias("start"), F.max("last").alias("last"))
+    step_back = _bucket_end(session_end(F.col("start"), F.col("last"), spec), spec)
+    next_start = F.lead("start").over(Window.partitionBy("key").orderBy("start"))
+    empty = [F.lit(a.finish(a.empty())).cast(a.output_type).alias(a.name) for a in config.aggregations]
+    closes = (sessions.select("key", "start", step_back.alias("at"), next_start.alias("next_start"))
+              .where(_on_days(F.col("at"), first, last)
+                     & (F.col("next_start").isNull() | (_bucket_end(F.col("next_start"), spec) != F.col("at"))))
+              .select("key", "start", "at", F.lit(0).cast("long").alias("event_count"), *empty))
+    return _change_rows(joins, spec, config, "at").unionByName(_change_rows(closes, spec, config, "at"))
 
 
 def open_sessions(numbered: DataFrame, spec: SessionSpec, config: PipelineConfig, first: date,
                   last: date) -> DataFrame:
-    """``session_state`` rows: per key and day of ``first .. last``, its session not yet
-    emitted at the day's end (``window_end``'s date after the day), with its partials so far.
+    """``session_state`` rows: per key and day of ``first .. last``, its sessions not yet
+    emitted at the day's end, with their partials so far.
 
     Each piece carries the running merge of its session up to itself. It stands for the days
-    from its own day to the day before the key's next piece, and for no day from its session's
-    ``window_end``'s date on. A session ending exactly at midnight is carried into the day it
-    ends on: its row belongs to that day's partition, which reads none of its frames.
+    from its own day to the day before its session's next piece, and for no day from the date
+    of the first bucket end after its session's end on (where ``emit: changes`` steps back to
+    empty; ``final`` emits at the end itself, a day earlier at most, and the extra day's state
+    is then read and not emitted again). A session ending exactly at midnight is carried into
+    the day it ends on: its row belongs to that day's partition, which reads none of its frames.
     """
     running = Window.partitionBy("key", "session").orderBy("first").rowsBetween(Window.unboundedPreceding, 0)
     states = numbered.select("key", F.min("first").over(running).alias("start"), "last", "next_first",
                              *_merges(config, running))
     end = session_end(F.col("start"), F.col("last"), spec)
     since = F.greatest(_date(F.col("last")), F.lit(first))
-    until = F.least(F.lit(last), F.date_sub(_date(end), 1), F.date_sub(_date(F.col("next_first")), 1))
+    until = F.least(F.lit(last), F.date_sub(_date(_bucket_end(end, spec)), 1),
+                    F.date_sub(_date(F.col("next_first")), 1))
     return states.where(since <= until).select(
         "key", F.lit(spec.name).alias("window"), F.timestamp_micros("start").alias("window_start"),
         F.timestamp_micros("last").alias("last_event_time"), "event_count", *partial_columns(config),
         F.lit(spec.gap).cast("long").alias("gap_seconds"),
-        F.lit(spec.max_length).cast("long").alias("max_length_seconds"),
+        F.lit(spec.max_length).cast("long").alias("max_length_seconds"), F.lit(spec.time).alias("time"),
         F.explode(F.sequence(since, until)).alias("date"), F.lit(SESSION_STATE.name).alias(TABLE_COLUMN))
 
 
@@ -157,36 +214,51 @@ def day_marks(spark: SparkSession, spec: SessionSpec, first: date, last: date) -
     return spark.createDataFrame([(spec.name, day) for day in day_list(first, last)], "window string, date date").select(
         F.lit(None).cast("string").alias("key"), "window", F.lit(0).cast("long").alias("event_count"),
         F.lit(spec.gap).cast("long").alias("gap_seconds"), F.lit(spec.max_length).cast("long").alias("max_length_seconds"),
-        "date", F.lit(SESSION_STATE.name).alias(TABLE_COLUMN))
+        F.lit(spec.time).alias("time"), "date", F.lit(SESSION_STATE.name).alias(TABLE_COLUMN))
 
 
 # -- reading ----------------------------------------------------------------------------------------
 
 
-def _frames(spark: SparkSession, lakehouse: str, filters: list, config: PipelineConfig) -> DataFrame:
+def _frames(spark: SparkSession, lakehouse: str, first: date | None, last: date, config: PipelineConfig,
+            clock: str) -> DataFrame:
+    """The frames of days ``first .. last`` (``first`` None: every day up to ``last``) as
+    pieces: of event time from ``minute_partials``, or of arrival time merged over the event
+    days holding them (``jobs.arrival_frames``)."""
+    column = "event_date" if clock == "event" else "frame_date"
+    filters = (day_filter(column, first, last) if first is not None
+               else [(column, "<=", last.isoformat())])
+    if clock == "arrival":
+        return frame_pieces(arrival_frames.read_session_frames(spark, lakehouse, filters, config), config, clock)
     path = MINUTE_PARTIALS.path(lakehouse)
     missing = set(frame_times(config)) - set(delta_io.table_columns(path))
     if missing:
         raise ValueError(f"{path} has no {', '.join(sorted(missing))}: it was written before a session window "
                          "was configured; materialise minute_partials again (a backfill) first")
-    return delta_io.read_table(spark, path, partition_filters=filters)
+    return frame_pieces(delta_io.read_table(spark, path, partition_filters=filters), config, clock)
 
 
-def watermark(spark: SparkSession, lakehouse: str, config: PipelineConfig) -> int | None:
+def watermark(spark: SparkSession, lakehouse: str, config: PipelineConfig, clock: str = "event") -> int | None:
     """The newest last event time in ``minute_partials`` minus ``max_out_of_orderness``, in
-    microseconds. The Delta log's statistics say which day holds it (they are widened to whole
-    milliseconds, so both days around the widened value are read); that day's frames give it
-    exactly."""
-    path = MINUTE_PARTIALS.path(lakehouse)
-    widened = delta_io.column_max(path, "last_event_time")
+    microseconds; by arrival time the newest last arrival time in ``arrival_partials`` (processing
+    time is in order: nothing is subtracted). The Delta log's statistics say which day holds it
+    (they are widened to whole milliseconds, so both days around the widened value are read);
+    that day's frames give it exactly."""
+    table, column, partition = ((MINUTE_PARTIALS, "last_event_time", "event_date") if clock == "event"
+                                else (ARRIVAL_PARTIALS, "last_arrival_time", "frame_date"))
+    path = table.path(lakehouse)
+    if not delta_io.table_exists(path):
+        return None
+    widened = delta_io.column_max(path, column)
     filters = None
     if isinstance(widened, datetime):
         widened = widened if widened.tzinfo else widened.replace(tzinfo=timezone.utc)
         around = {(widened - timedelta(milliseconds=d)).astimezone(timezone.utc).date().isoformat() for d in (-1, 1)}
-        filters = [("event_date", "in", sorted(around))]
-    newest = delta_io.read_table(spark, path, partition_filters=filters).agg(
-        F.max(_micros("last_event_time"))).first()[0]
-    return None if newest is None else newest - config.max_out_of_orderness * MICROS
+        filters = [(partition, "in", sorted(around))]
+    newest = delta_io.read_table(spark, path, partition_filters=filters).agg(F.max(_micros(column))).first()[0]
+    if newest is None:
+        return None
+    return newest - config.max_out_of_orderness * MICROS if clock == "event" else newest
 
 
 def carried_state(spark: SparkSession, lakehouse: str, spec: SessionSpec, config: PipelineConfig,
@@ -194,15 +266,14 @@ def carried_state(spark: SparkSession, lakehouse: str, spec: SessionSpec, config
     """The open sessions at the end of ``first - 1`` as pieces, and where they came from."""
     day = first - timedelta(days=1)
     path = SESSION_STATE.path(lakehouse)
-    if delta_io.table_exists(path):
+    if delta_io.table_exists(path) and "time" in delta_io.table_columns(path):
         state = delta_io.read_table(spark, path, partition_filters=day_filter("date", day, day)).where(
             F.col("window") == spec.name)
-        same = ((F.col("gap_seconds") == spec.gap)
+        same = ((F.col("gap_seconds") == spec.gap) & (F.col("time") == spec.time)
                 & F.col("max_length_seconds").eqNullSafe(F.lit(spec.max_length).cast("long")))
         if state.where(F.col("key").isNull() & same).limit(1).count():
             return state_pieces(state.where(F.col("key").isNotNull()), config), "state"
-    earlier = _frames(spark, lakehouse, [("event_date", "<", first.isoformat())], config)
-    numbered = with_session_numbers(frame_pieces(earlier, config), spec)
+    numbered = with_session_numbers(_frames(spark, lakehouse, None, day, config, spec.time), spec)
     return state_pieces(open_sessions(numbered, spec, config, day, day), config), "bootstrap"
 
 
@@ -213,19 +284,22 @@ def session_windows(spark: SparkSession, lakehouse: str, first: date, last: date
                     config: PipelineConfig) -> tuple[DataFrame | None, dict]:
     """The rows of ``window_changes`` and ``session_state`` (``TABLE_COLUMN``) of every session
     window for days ``first .. last``; ``info["baseline"]`` says per window whether it continued
-    from the state of the day before or was bootstrapped."""
+    from the state of the day before or was bootstrapped, ``info["watermark"]`` per time (event,
+    arrival) the watermark that closed ``final`` sessions."""
     if not config.sessions:
-        return None, {"baseline": {}}
-    frames = frame_pieces(_frames(spark, lakehouse, day_filter("event_date", first, last), config), config)
-    mark = watermark(spark, lakehouse, config)
+        return None, {"baseline": {}, "watermark": {}}
+    clocks = sorted({spec.time for spec in config.sessions})
+    frames = {clock: _frames(spark, lakehouse, first, last, config, clock) for clock in clocks}
+    marks = {clock: watermark(spark, lakehouse, config, clock) for clock in clocks}
     rows, baseline = [], {}
     for spec in config.sessions:
         carried, baseline[spec.name] = carried_state(spark, lakehouse, spec, config, first)
-        numbered = with_session_numbers(frames.unionByName(carried), spec)
-        rows += [closed_sessions(numbered, spec, config, first, last, mark),
-                 open_sessions(numbered, spec, config, first, last), day_marks(spark, spec, first, last)]
+        numbered = with_session_numbers(frames[spec.time].unionByName(carried), spec)
+        emitted = (closed_sessions(numbered, spec, config, first, last, marks[spec.time]) if spec.emit == "final"
+                   else session_changes(numbered, spec, config, first, last))
+        rows += [emitted, open_sessions(numbered, spec, config, first, last), day_marks(spark, spec, first, last)]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), rows)
-    return union, {"baseline": baseline, "watermark": mark}
+    return union, {"baseline": baseline, "watermark": marks}
 
 
 def state_target(lakehouse: str, first: date, last: date, config: PipelineConfig) -> delta_io.Target:

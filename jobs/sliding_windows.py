@@ -43,7 +43,7 @@ from jobs.tables import (
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
-from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, tile_size
+from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, slides_over_day_tiles, tile_size
 
 EPOCH = date(1970, 1, 1)
 
@@ -312,15 +312,23 @@ def exact_values(frames: DataFrame, tiles: DataFrame, ends: DataFrame, spec: Win
     return merge_non_invertible(head.unionByName(tail).unionByName(middle), config, "key", "end")
 
 
-def exact_cumulating_values(frames: DataFrame, ends: DataFrame, spec: WindowSpec,
+def exact_cumulating_values(frames: DataFrame, tiles: DataFrame | None, ends: DataFrame, spec: WindowSpec,
                             config: PipelineConfig) -> DataFrame:
     """Non-invertible partials of a cumulating window at each (key, end): a running merge of
-    the frames of the end's period before the end (frames sort after a query at their own
-    position), one Window over the period's frames and never a refold per end."""
+    the frames (and whole-day ``tiles``, where the plan reads them: ``_Plan``) of the end's
+    period before the end (a frame or tile sorts after a query at its own position; a tile
+    lies wholly before every end of the run), one Window over the period's frames and never a
+    refold per end. Day tiles keep a long period's read to its whole days' tiles plus the frames
+    of at most two partial days, whatever the length."""
     fields = partial_columns(config, invertible=False)
     f = _seconds()
     frame_rows = frames.select("key", f.alias("pos"), window_start_of(f + spec.step, spec).alias("tile"), *fields,
                                F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
+    if tiles is not None:
+        at = F.col("tile")
+        frame_rows = frame_rows.unionByName(tiles.select(
+            "key", at.alias("pos"), window_start_of(at + spec.step, spec).alias("tile"), *fields,
+            F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end")))
     nulls = [F.lit(None).cast(t).alias(c) for a in config.aggregations if not a.invertible
              for c, t in zip(a.field_columns(), [x.spark_type for x in a.fields])]
     queries = ends.select("key", F.col("end").alias("pos"), window_start_of(F.col("end"), spec).alias("tile"),
@@ -470,8 +478,18 @@ class _Plan:
         self.tile_days: list[str] = []
         if spec.cumulating:
             self.delta_ranges = [(self.after, self.last_end)]
-            if any(not a.invertible for a in config.aggregations):  # the period's frames so far
-                self.exact_ranges = [(spec.window_start(self.after), self.last_end)]
+            if any(not a.invertible for a in config.aggregations):  # the period so far
+                # Every end from ``after`` on merges its period before it: the period of
+                # ``after`` starts at ``start`` and the later ones within the run. Its whole days
+                # before the day holding ``after`` are day tiles; the partial day at its start
+                # and the days from ``after``'s on are frames (``exact_cumulating_values``).
+                start = spec.window_start(self.after)
+                whole = (-(-start // DAY_SECONDS) * DAY_SECONDS, self.after // DAY_SECONDS * DAY_SECONDS)
+                if slides_over_day_tiles(spec) and whole[1] > whole[0]:
+                    self.exact_ranges = [(start, whole[0]), (whole[1], self.last_end)]
+                    self.tile_days = _days_of(whole)
+                else:
+                    self.exact_ranges = [(start, self.last_end)]
         elif any(not a.invertible for a in config.aggregations):
             size = tile_size(spec)
             head = (self.after - length) // size * size
@@ -621,7 +639,7 @@ def window_values(frames: DataFrame, baseline: DataFrame, tiles: DataFrame | Non
     if plan.exact_ranges:
         exact_frames = frames.where(_in_ranges(_seconds(), plan.exact_ranges))
         if spec.cumulating:
-            exact = exact_cumulating_values(exact_frames, running.select("key", "end"), spec, config)
+            exact = exact_cumulating_values(exact_frames, tiles, running.select("key", "end"), spec, config)
         else:
             exact = exact_values(exact_frames, tiles, running.select("key", "end"), spec, config)
         running = running.join(exact, ["key", "end"], "left")
@@ -665,7 +683,7 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
             else:
                 baseline = baseline_from_frames(spec_frames, spec, config, plan.after)
             tiles = None
-            if plan.exact_ranges and not spec.cumulating and plan.tile_days:
+            if plan.exact_ranges and plan.tile_days:
                 tiles = _read_day_tiles(spark, lakehouse, plan.tile_days, config, clock)
                 tiles = tiles if spec.keyed else with_all_keys(tiles, config, "tile", "event_date")
             elif plan.exact_ranges and not spec.cumulating:

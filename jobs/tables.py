@@ -77,11 +77,15 @@ def partial_columns(config: PipelineConfig, *, invertible: bool | None = None) -
     return [c for a in config.aggregations if invertible in (None, a.invertible) for c in a.field_columns()]
 
 
-def frame_times(config: PipelineConfig) -> list[str]:
+def frame_times(config: PipelineConfig, clock: str = "event") -> list[str]:
     """The frame's first and last event time, kept in minute_partials only where a session
-    window is configured: sessions need them, nothing else reads them, and leaving them out
-    elsewhere keeps the table (and every table already written) as it was."""
-    return ["first_event_time", "last_event_time"] if config.sessions else []
+    window by event time is configured: sessions need them, nothing else reads them, and leaving
+    them out elsewhere keeps the table (and every table already written) as it was. With
+    ``clock="arrival"``: the first and last arrival time of an arrival frame, kept in
+    arrival_partials where a session window by arrival time is configured."""
+    if clock == "arrival":
+        return ["first_arrival_time", "last_arrival_time"] if config.arrival_sessions else []
+    return ["first_event_time", "last_event_time"] if any(s.time == "event" for s in config.sessions) else []
 
 
 def frame_stamp(config: PipelineConfig) -> dict[str, str]:
@@ -137,15 +141,16 @@ def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]
                 ("event_count", "bigint"),
                 *_fields(a for a in config.aggregations if a.invertible), *_outputs(config), ("date", "date")]
     if table == ARRIVAL_PARTIALS.name:
-        return [("key", "string"), ("frame_start", "timestamp"), ("event_count", "bigint"),
+        return [("key", "string"), ("frame_start", "timestamp"),
+                *[(c, "timestamp") for c in frame_times(config, "arrival")], ("event_count", "bigint"),
                 *_fields(config.aggregations), ("event_date", "date"), ("frame_date", "date")]
     if table == SESSION_STATE.name:
         # Per session window and day: each key's session still open at the day's end (its
         # running partials, every aggregation's), and one row with a null key saying the day
-        # was materialised under this gap and max_length, so that the next day continues.
+        # was materialised under this gap, max_length and time, so that the next day continues.
         return [("key", "string"), ("window", "string"), ("window_start", "timestamp"),
                 ("last_event_time", "timestamp"), ("event_count", "bigint"), *_fields(config.aggregations),
-                ("gap_seconds", "bigint"), ("max_length_seconds", "bigint"), ("date", "date")]
+                ("gap_seconds", "bigint"), ("max_length_seconds", "bigint"), ("time", "string"), ("date", "date")]
     raise ValueError(f"no declared schema for table {table!r}")
 
 
@@ -170,6 +175,9 @@ _NOTES = {
     "last_event_time": "the frame's (or open session's) last event time",
     "gap_seconds": "the session window's gap the row was made with",
     "max_length_seconds": "the session window's max_length the row was made with (null: none)",
+    "time": "the session window's time the row was made with: event, or arrival (its times are arrival times)",
+    "first_arrival_time": "the arrival frame's first arrival time (kept where a session window by arrival time is configured)",
+    "last_arrival_time": "the arrival frame's last arrival time (kept where a session window by arrival time is configured)",
     "frame_date": "partition: the day of frame_start (UTC); in arrival_partials the frame is of arrival time",
     "as_of": "the state is of [window_start, as_of): the day's last window end",
     "arrival_date": "partition: the day the record landed (UTC)",

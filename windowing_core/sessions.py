@@ -11,13 +11,32 @@ Bounds, once for the whole module:
   the epoch: an event in another cell than the one before it starts a new session, and a
   window ends at the latest at the end of its cell (``[first, min(last + gap, cell end))``). So
   no window is longer than ``max_length`` and a never-ending session is emitted cell by cell.
-  A grid and not "``max_length`` after the session's first event" because the grid's cell
-  boundaries are frame boundaries, so the minute frames still decide it exactly; a cut at
-  ``first + max_length`` would fall inside a frame.
-- A session is closed, and its one final row emitted, once the watermark has passed its end:
-  ``window_end <= watermark``, where the watermark is the largest accepted event time minus
-  ``max_out_of_orderness``. A session still open at the end of the data is not emitted. Its
-  row belongs to the daily partition of its ``window_end``'s UTC date.
+  Not Flink users' "``max_length`` after the session's first event", for two reasons. That cut
+  falls inside a frame (at the first event's own microsecond plus ``max_length``), and a
+  frame's partials cannot be split there: a frame's max or sketch does not say which of its
+  events came before the cut, so only the raw events could decide it. And each cut depends on
+  the start of the session before it, so one late event would move every later cut of the
+  key, to the end of the data (a month of daily pieces rewritten); on the grid a late event
+  changes only its own cell.
+- ``emit: final`` (the default): a session is closed, and its one final row emitted, once the
+  watermark has passed its end: ``window_end <= watermark``, where the watermark is the largest
+  accepted event time minus ``max_out_of_orderness``. A session still open at the end of the
+  data is not emitted. Its row belongs to the daily partition of its ``window_end``'s UTC date.
+- ``emit: changes``: provisional change points, as a sliding window's, on the bucket grid. A
+  key's value at a bucket end ``T`` is its session ``S`` with ``start(S) < T <= end(S)`` (the
+  session holding ``T``, its end included: the window ending at ``end(S)`` is the session),
+  folded over its events before ``T``; at any other ``T`` the key is empty. So a session writes
+  one row at the end of each frame holding its events (``floor(e) + bucket``: the session so
+  far, ``window_start`` its first event), and one row at the first bucket end after its end
+  (``floor(end) + bucket``: event_count 0 and every aggregation's empty value, the step back to
+  empty, ``window_start`` still the closed session's), unless the key's next session already
+  holds a value there. ``window_end`` is that bucket end, and its date the row's partition.
+  These rows need no watermark: a day's frames decide them (late data re-fires the day).
+- ``time: arrival`` places each event by its ``arrival_time`` instead (processing-time
+  sessions, Flink's ``ProcessingTimeSessionWindows``): the same accepted events, and the
+  watermark is the newest arrival time (processing time runs in order: no out-of-orderness).
+  Such sessions are never late; they are final once the arrival day holding their end is
+  ingested.
 
 Why sessions can be computed from minute frames exactly: two events of one frame are less than
 one bucket apart, so with ``gap >= bucket`` no session boundary can fall inside a frame. A
@@ -31,13 +50,14 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 from windowing_core.window_spec import DAY_SECONDS, check_time, format_duration, parse_duration
 
 SESSION_FIELDS = {"gap", "max_length", "emit", "time"}
+EMITS = ("final", "changes")
 """What a session window may declare; ``length``, ``slide``, ``offset`` are a sliding window's."""
 
 
@@ -45,8 +65,9 @@ SESSION_FIELDS = {"gap", "max_length", "emit", "time"}
 class SessionSpec:
     """A named session window: ``gap`` and (optional) ``max_length`` in whole seconds.
 
-    ``emit`` is ``final``: one row per closed session. Provisional change points of open
-    sessions (``emit: changes``) are not built yet, and refused rather than ignored.
+    ``emit``: ``final`` (one row per closed session) or ``changes`` (provisional change points
+    while a session is open, and the step back to empty after it). ``time``: ``event`` or
+    ``arrival`` (processing-time sessions).
     """
 
     name: str
@@ -54,16 +75,17 @@ class SessionSpec:
     bucket: int = 60
     max_length: int | None = None
     emit: str = "final"
+    time: str = "event"
 
     @classmethod
     def of(cls, name: str, gap: str | int, bucket: str | int = "1m", max_length: str | int | None = None,
-           emit: str = "final") -> SessionSpec:
+           emit: str = "final", time: str = "event") -> SessionSpec:
         """Build from duration strings: ``SessionSpec.of("visits", "30m")``."""
         return cls(name=name, gap=parse_duration(gap, field_name=f"windows.{name}.gap"),
                    bucket=parse_duration(bucket, field_name="bucket"),
                    max_length=None if max_length is None else parse_duration(
                        max_length, field_name=f"windows.{name}.max_length"),
-                   emit=emit)
+                   emit=emit, time=time)
 
     @classmethod
     def from_dict(cls, name: str, spec: dict[str, Any], bucket: int) -> SessionSpec:
@@ -75,10 +97,8 @@ class SessionSpec:
         unknown = set(spec) - SESSION_FIELDS
         if unknown:
             raise ValueError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-        check_time(where, spec.get("time", "event"))
-        if spec.get("time", "event") != "event":
-            raise ValueError(f"{where}.time: session windows by arrival time are not built yet; use 'event'")
-        return cls.of(str(name), spec["gap"], bucket, spec.get("max_length"), spec.get("emit", "final"))
+        return cls.of(str(name), spec["gap"], bucket, spec.get("max_length"), spec.get("emit", "final"),
+                      spec.get("time", "event"))
 
     def __post_init__(self) -> None:
         where = f"windows.{self.name}"
@@ -94,8 +114,9 @@ class SessionSpec:
             if self.max_length % DAY_SECONDS and DAY_SECONDS % self.max_length:
                 raise ValueError(f"{where}.max_length ({format_duration(self.max_length)}) must divide a day "
                                  "or be whole days, so that its grid is the same every day")
-        if self.emit != "final":
-            raise ValueError(f"{where}.emit: a session window emits 'final' rows only, got {self.emit!r}")
+        if self.emit not in EMITS:
+            raise ValueError(f"{where}.emit must be 'final' or 'changes', got {self.emit!r}")
+        check_time(where, self.time)
 
     def cell_end(self, micros: int) -> int | None:
         """The end of the ``max_length`` cell holding this instant (microseconds), or None."""
@@ -108,6 +129,10 @@ class SessionSpec:
         text = f"{self.name}: sessions with gap {format_duration(self.gap)}"
         if self.max_length:
             text += f", cut every {format_duration(self.max_length)}"
+        if self.emit == "changes":
+            text += ", provisional changes"
+        if self.time == "arrival":
+            text += ", by arrival time"
         return text
 
 
@@ -150,23 +175,74 @@ def _end(first: datetime, last: datetime, spec: SessionSpec) -> datetime:
 
 
 def session_rows(events: Iterable, config, first: date, last: date) -> list[SessionRow]:
-    """Final rows of every configured session window whose ``window_end`` lies on days
-    ``first .. last`` and is at or behind the watermark (the largest accepted event time minus
-    ``max_out_of_orderness``). Each row's values are folded again from the raw events inside it."""
-    from windowing_core.reference import accepted_events, fold  # the reference imports the specs
+    """The rows of every configured session window whose ``window_end`` lies on days
+    ``first .. last``: under ``emit: final`` the sessions at or behind the watermark, under
+    ``changes`` the change points (the module's bounds). Each row's values are folded again
+    from the raw events inside it."""
+    from windowing_core.reference import accepted_events  # the reference imports the specs
 
     accepted = accepted_events(events, config)
-    if not accepted:
-        return []
-    watermark = max(e.event_time for e in accepted) - timedelta(seconds=config.max_out_of_orderness)
-    by_key: dict[str, list] = defaultdict(list)
-    for e in accepted:
-        by_key[e.key].append(e)
-    rows = []
+    rows: list[SessionRow] = []
     for spec in config.sessions:
-        for key, mine in by_key.items():
-            for start, end in sessions([e.event_time for e in mine], spec):
-                if end <= watermark and first <= end.date() <= last:
-                    inside = [e for e in mine if start <= e.event_time < end]
-                    rows.append(SessionRow(key, spec.name, start, end, len(inside), fold(config, inside)))
+        placed = accepted if spec.time == "event" else [replace(e, event_time=e.arrival_time) for e in accepted]
+        if not placed:
+            continue
+        if spec.time == "event":
+            watermark = max(e.event_time for e in placed) - timedelta(seconds=config.max_out_of_orderness)
+        else:
+            watermark = max(e.event_time for e in placed)
+        by_key: dict[str, list] = defaultdict(list)
+        for e in placed:
+            by_key[e.key].append(e)
+        for key, mine in sorted(by_key.items()):
+            emitted = _final_rows if spec.emit == "final" else _change_rows
+            rows += emitted(key, mine, spec, config, watermark, first, last)
     return rows
+
+
+def _runs(mine: list, spec: SessionSpec) -> list[tuple[datetime, datetime, list]]:
+    """One key's sessions: ``(window_start, window_end, the events inside)``."""
+    return [(start, end, [e for e in mine if start <= e.event_time < end])
+            for start, end in sessions([e.event_time for e in mine], spec)]
+
+
+def _final_rows(key, mine, spec, config, watermark, first, last) -> list[SessionRow]:
+    from windowing_core.reference import fold
+
+    return [SessionRow(key, spec.name, start, end, len(inside), fold(config, inside))
+            for start, end, inside in _runs(mine, spec)
+            if end <= watermark and first <= end.date() <= last]
+
+
+def _change_rows(key, mine, spec, config, watermark, first, last) -> list[SessionRow]:
+    """Brute force over the bucket ends where the key's value can change: the end of each
+    event's frame and the first bucket end after each session's end. At each, the value is
+    refolded from the events of the session holding it (``start < T <= end``)."""
+    from windowing_core.change_points import change_points
+    from windowing_core.reference import fold
+
+    bucket = timedelta(seconds=spec.bucket)
+
+    def after(moment: datetime) -> datetime:  # the first bucket end after the instant
+        return moment - timedelta(microseconds=micros(moment) % (spec.bucket * 1_000_000)) + bucket
+
+    runs = _runs(mine, spec)
+
+    def state(at: datetime) -> tuple:
+        holding = [(start, inside) for start, end, inside in runs if start < at <= end]
+        if not holding:
+            closed = [start for start, end, _ in runs if end < at]
+            return (closed[-1] if closed else None), 0, fold(config, [])
+        start, inside = holding[0]
+        before = [e for e in inside if e.event_time < at]
+        return start, len(before), fold(config, before)
+
+    def value(s: tuple) -> tuple:  # what a change compares: the empty state is one, whatever its start
+        return ("empty",) if s[1] == 0 else s
+
+    lo = datetime(first.year, first.month, first.day, tzinfo=timezone.utc)
+    hi = datetime(last.year, last.month, last.day, tzinfo=timezone.utc) + timedelta(days=1)
+    candidates = sorted({after(e.event_time) for e in mine} | {after(end) for _, end, _ in runs})
+    states = {t: state(t) for t in candidates if lo <= t < hi}
+    changed = change_points(((t, value(states[t])) for t in sorted(states)), value(state(lo - bucket)))
+    return [SessionRow(key, spec.name, states[t][0], t, states[t][1], states[t][2]) for t, _ in changed]

@@ -304,4 +304,15 @@ def tile_size(spec: WindowSpec) -> int:
     return max(t for t in range(spec.bucket, spec.length + 1, spec.bucket) if DAY_SECONDS % t == 0)
 
 
+def slides_over_day_tiles(spec: WindowSpec) -> bool:
+    """Whether the window's non-invertible aggregations read whole days as tiles
+    (``daily_partials``): a sliding window whose tile is a day, or a cumulating window whose
+    period is longer than a day (its ends merge the period's whole days before the run as day
+    tiles and the frames of the days around them; a period of a day or less holds no whole day
+    before its last end that a daily run would not read anyway)."""
+    if spec.cumulating:
+        return spec.length > DAY_SECONDS
+    return tile_size(spec) == DAY_SECONDS
+
+
 DEFAULT_WINDOW = WindowSpec.of("7d", "7d", "1m")

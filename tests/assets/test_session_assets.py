@@ -14,7 +14,9 @@ from windowing_core.window_spec import WindowSpec
 
 FIRST = date(2025, 1, 28)
 LAST = FIRST + timedelta(days=3)
-CONFIG = PipelineConfig(windows=(WindowSpec.of("1h", "1h", "10m"),), sessions=(SessionSpec.of("visits", "2h"),))
+CONFIG = PipelineConfig(windows=(WindowSpec.of("1h", "1h", "10m"),),
+                        sessions=(SessionSpec.of("visits", "2h"), SessionSpec.of("live", "1h", emit="changes"),
+                                  SessionSpec.of("arrived", "2h", time="arrival")))
 
 
 def test_a_range_run_materialises_sessions_beside_sliding_windows_and_their_checks_pass(tmp_path, spark):
@@ -30,7 +32,8 @@ def test_a_range_run_materialises_sessions_beside_sliding_windows_and_their_chec
     assert result.success
     state = [m for m in result.asset_materializations_for_node("sliding_windows")
              if m.asset_key.to_user_string() == SESSION_STATE.name]
-    assert state and "session_watermark" in state[0].metadata
+    assert state and {"session_watermark", "session_watermark_by_arrival", "arrival_time_windows"} <= set(
+        state[0].metadata)
     evaluations = result.get_asset_check_evaluations()
     window_checks = {e.check_name for e in evaluations if e.asset_key.to_user_string() == WINDOW_CHANGES.name}
     assert {"window_ends_on_grid", "window_length_matches_spec", "no_repeated_change_points",
@@ -39,9 +42,10 @@ def test_a_range_run_materialises_sessions_beside_sliding_windows_and_their_chec
               for e in evaluations if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
     assert failed == []  # warnings may fire: random_landing has malformed lines and negative values
 
-    expected = sorted((r.key, r.window_start.replace(tzinfo=None), r.window_end.replace(tzinfo=None), *r.values)
+    expected = sorted((r.key, r.window, r.window_start.replace(tzinfo=None), r.window_end.replace(tzinfo=None),
+                       *r.values)
                       for r in session_rows([e for e in landing.events if e.arrival_date <= LAST], CONFIG, FIRST, LAST))
-    rows = delta_io.read_table(spark, WINDOW_CHANGES.path(lake)).where("window = 'visits'")
-    assert sorted(tuple(r) for r in rows.select("key", "window_start", "window_end", "count", "sum").collect()) \
-        == expected
-    assert expected, "the case must close sessions"
+    rows = delta_io.read_table(spark, WINDOW_CHANGES.path(lake)).where("window != '1h'")
+    assert sorted(tuple(r) for r in rows.select("key", "window", "window_start", "window_end", "count", "sum")
+                  .collect()) == expected
+    assert {r[1] for r in expected} == {"visits", "live", "arrived"}, "every session window must write rows"

@@ -73,6 +73,6 @@ def test_bad_time_names_the_field():
         PipelineConfig.from_dict({"windows": {"w": {"length": "1h", "time": "wall"}}})
     with pytest.raises(ValueError, match=r"windows\.s\.time must be 'event' or 'arrival'"):
         PipelineConfig.from_dict({"windows": {"s": {"gap": "1h", "time": "wall"}}})
-    with pytest.raises(ValueError, match=r"windows\.s\.time: session windows by arrival time are not built"):
-        PipelineConfig.from_dict({"windows": {"s": {"gap": "1h", "time": "arrival"}}})
     assert PipelineConfig.from_dict({"windows": {"w": {"length": "1h", "time": "arrival"}}}).arrival_windows
+    sessions = PipelineConfig.from_dict({"windows": {"s": {"gap": "1h", "time": "arrival"}}})
+    assert sessions.arrival_sessions and sessions.places_by_arrival and not sessions.arrival_windows

@@ -155,6 +155,9 @@ CASES = [
     # before's snapshot): a 2-day window over day tiles, and a non-keyed cumulating one
     (8, (WindowSpec.of("2d", "2d", "1h", offset="30m"), WindowSpec.of("all_today", "1d", step="6h", keyed=False)),
      True, EVERY_TYPED_KIND, {"fields": TYPED_FIELDS}),
+    # cumulating periods longer than a day: their whole days before a run are day tiles
+    (7, (WindowSpec.of("cum3d", "3d", offset="-8h", step="4h"), WindowSpec.of("all_2d", "2d", step="12h", keyed=False)),
+     True, EVERY_AGGREGATION, {}),
 ]
 
 

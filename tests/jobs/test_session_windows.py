@@ -146,7 +146,15 @@ CASES = [
     (31, (SessionSpec.of("s30m", "30m"), SessionSpec.of("s6h", "6h")), (), None, True),
     (32, (SessionSpec.of("s2h", "2h"), SessionSpec.of("cut", "1d", max_length="6h")),
      (WindowSpec.of("1h", "1h", "1m"),), EVERY_AGGREGATION, False),
-    (33, (SessionSpec.of("s1h", "1h"),), (), SOME_TYPED_AGGREGATIONS, False),  # typed fields
+    # provisional change points, beside final rows of the same gap
+    (33, (SessionSpec.of("c30m", "30m", emit="changes"), SessionSpec.of("c6h", "6h", max_length="1d", emit="changes"),
+          SessionSpec.of("f6h", "6h")), (), EVERY_AGGREGATION, True),
+    # sessions by arrival time (final and changes) beside event-time ones and a sliding window
+    (34, (SessionSpec.of("a2h", "2h", time="arrival"), SessionSpec.of("ac1h", "1h", time="arrival", emit="changes"),
+          SessionSpec.of("e2h", "2h")), (WindowSpec.of("ar1h", "1h", "10m", time="arrival"),), None, False),
+    (35, (SessionSpec.of("a30m", "30m", time="arrival", max_length="6h"),
+          SessionSpec.of("ac6h", "6h", time="arrival", emit="changes")), (), EVERY_AGGREGATION, True),
+    (36, (SessionSpec.of("s1h", "1h"),), (), SOME_TYPED_AGGREGATIONS, False),  # typed fields
 ]
 
 
@@ -186,3 +194,7 @@ def test_sessions_equal_the_oracle_as_arrivals_land(spark, tmp_path, seed, sessi
         assert_rows_equal(actual, expected, config, lead=5)
     assert expected, "the case must close sessions"
     assert any(r[3].date() > r[2].date() for r in expected), "the case must have a session crossing midnight"
+    for spec in sessions:
+        assert any(r[1] == spec.name for r in expected), f"the case must write rows of {spec.name}"
+        if spec.emit == "changes":
+            assert any(r[1] == spec.name and r[4] == 0 for r in expected), "a session must step back to empty"

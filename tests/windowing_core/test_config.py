@@ -1,6 +1,6 @@
 import pytest
 
-from windowing_core.config import PipelineConfig
+from windowing_core.config import PipelineConfig, reads_day_tiles
 
 
 def test_defaults_are_one_7d_window_with_count_and_sum():
@@ -216,3 +216,16 @@ def test_bad_typed_configuration_names_the_field(raw, message):
 def test_one_declared_field_is_the_default_of_the_short_form():
     config = PipelineConfig.from_dict({"fields": {"amount": "decimal(12,2)"}, "aggregations": {"n": "count", "t": "sum"}})
     assert [(a.field, a.value_type) for a in config.aggregations] == [("amount", "decimal(12,2)")] * 2
+
+
+@pytest.mark.parametrize("window, aggregations, kept", [
+    ({"length": "7d", "slide": "1m"}, {"low": "min"}, True),     # a day tile slides
+    ({"length": "1h", "slide": "1m"}, {"low": "min"}, False),    # tiles under a day, from frames
+    ({"length": "7d", "slide": "1m"}, {"total": "sum"}, False),  # invertible: the running sum alone
+    ({"length": "2d", "step": "1h"}, {"low": "min"}, True),      # a period's whole days as tiles
+    ({"length": "1d", "step": "1h"}, {"low": "min"}, False),     # a period of a day holds no whole day before a run
+    ({"length": "2d", "step": "1h", "time": "arrival"}, {"low": "min"}, False),  # merged from arrival frames
+])
+def test_day_tiles_are_kept_only_where_a_window_reads_them(window, aggregations, kept):
+    config = PipelineConfig.from_dict({"windows": {"w": window}, "aggregations": aggregations})
+    assert reads_day_tiles(config) is kept

@@ -1,3 +1,4 @@
+from dataclasses import replace
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
@@ -64,6 +65,55 @@ def test_only_sessions_behind_the_watermark_are_final_in_their_end_day():
         ("a", at(0), at(45), 3, (3, 3)), ("a", at(50), at(90), 2, (2, 2))]
 
 
+def test_changes_follow_bytewax_sessions_frame_by_frame_and_step_back_to_empty():
+    # emit: changes, gap 30m, bucket 1m: a row at the end of each frame holding events (the
+    # session so far) and one at the first bucket end after the session's end (empty), unless
+    # the next session's first row falls there (01:31: the third session starts at 01:30).
+    #
+    #   00:00   00:30   01:00   01:30   02:00
+    #   x  x x        x  x       x
+    #   [0:00 ----- 0:45)                          rows 00:01 1, 00:11 2, 00:16 3, 00:46 empty
+    #                 [0:50 ----- 1:30)            rows 00:51 1, 01:01 2
+    #                            [1:30 ----- 2:00) rows 01:31 1, 02:01 empty
+    config = PipelineConfig(sessions=(SessionSpec.of("visits", "30m", emit="changes"),))
+    events = [_event("a", at(m)) for m in (0, 10, 15, 50, 60, 90)]
+    rows = session_rows(events, config, ZERO.date(), ZERO.date())
+    assert [(r.window_start, r.window_end, r.event_count, r.values) for r in rows] == [
+        (at(0), at(1), 1, (1, 1)), (at(0), at(11), 2, (2, 2)), (at(0), at(16), 3, (3, 3)),
+        (at(0), at(46), 0, (0, 0)),
+        (at(50), at(51), 1, (1, 1)), (at(50), at(61), 2, (2, 2)),
+        (at(90), at(91), 1, (1, 1)), (at(90), at(121), 0, (0, 0))]
+
+
+def test_changes_of_one_frame_and_a_session_ending_on_a_bucket_end():
+    # gap = bucket = 1m, events at 00:00:00 and 00:01:00 (whole minutes): two sessions
+    # [00:00, 00:01) and [00:01, 00:02). The first's row is at 00:01, the end of its frame and
+    # its own end (included: the window ending there is the session). Its step back to empty
+    # would be at 00:02, where the second session's first row is: the second takes its place.
+    #
+    #   00:00  00:01  00:02  00:03
+    #   x      x
+    #   [------)                      row 00:01: 1 event
+    #          [------)               row 00:02: the second session, 1 event
+    #                                 row 00:03: empty
+    config = PipelineConfig(bucket=60, sessions=(SessionSpec.of("s", "1m", emit="changes"),))
+    rows = session_rows([_event("a", at(0)), _event("a", at(1), 5)], config, ZERO.date(), ZERO.date())
+    assert [(r.window_start, r.window_end, r.event_count, r.values) for r in rows] == [
+        (at(0), at(1), 1, (1, 1)), (at(1), at(2), 1, (1, 5)), (at(1), at(3), 0, (0, 0))]
+    alone = session_rows([_event("a", at(0))], config, ZERO.date(), ZERO.date())
+    assert [(r.window_start, r.window_end, r.event_count) for r in alone] == [(at(0), at(1), 1), (at(0), at(2), 0)]
+
+
+def test_sessions_by_arrival_time_use_the_arrival_and_the_newest_arrival_as_watermark():
+    # a arrives at 00:00 and 00:20 (event times a day earlier), b at 01:00: a's session by
+    # arrival is [00:00, 00:50), closed by the newest arrival (01:00); b's is still open.
+    config = PipelineConfig(sessions=(SessionSpec.of("s", "30m", time="arrival"),), max_out_of_orderness=0)
+    events = [replace(_event("a", at(m) - timedelta(days=1), arrival=ZERO.date()), arrival_time=at(m))
+              for m in (0, 20)] + [_event("b", at(60))]
+    rows = session_rows(events, config, ZERO.date(), ZERO.date())
+    assert [(r.key, r.window_start, r.window_end, r.event_count) for r in rows] == [("a", at(0), at(50), 2)]
+
+
 @pytest.mark.parametrize(
     "raw, message",
     [
@@ -72,7 +122,8 @@ def test_only_sessions_behind_the_watermark_are_final_in_their_end_day():
         ({"windows": {"s": {"gap": "30m", "slide": "1m"}}}, r"windows\.s\.gap .* takes no slide"),
         ({"windows": {"s": {"gap": "30m", "max_length": "90s"}}}, r"windows\.s\.max_length .* bucket"),
         ({"windows": {"s": {"gap": "30m", "max_length": "7h"}}}, r"windows\.s\.max_length .* divide a day"),
-        ({"windows": {"s": {"gap": "30m", "emit": "changes"}}}, r"windows\.s\.emit"),
+        ({"windows": {"s": {"gap": "30m", "emit": "all"}}}, r"windows\.s\.emit must be 'final' or 'changes'"),
+        ({"windows": {"s": {"gap": "30m", "time": "wall"}}}, r"windows\.s\.time must be 'event' or 'arrival'"),
         ({"windows": {"s": {"gap": "30m", "gapp": 1}}}, r"windows\.s: unknown field.*gapp"),
         ({"windows": {"s": {"gap": "soon"}}}, r"windows\.s\.gap: cannot parse"),
         ({"windows": {"s": {"gap": "30m"}, "t": {"length": "1h"}}, "bucket": "1h"}, r"windows\.s\.gap"),
