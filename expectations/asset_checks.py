@@ -92,6 +92,10 @@ def tables_written_whole(inputs: Inputs, table: Table) -> dict[date, Outcome]:
 def evaluate_events(inputs: Inputs) -> Results:
     results = ({"tables_written_whole": tables_written_whole(inputs, EVENTS)}
                if "tables_written_whole" in inputs.selected else {})
+    if "schema_matches_declared" in inputs.selected:
+        events = inputs.read(EVENTS, "arrival_date", inputs.first, inputs.last)
+        results.update(suites.run_suite(events, events, suites.events_suite(inputs.config), inputs.days,
+                                        {"schema_matches_declared"}))
     if "input_records_reconcile" not in inputs.selected:
         return results
     reports = {d: ingest_report(inputs.instance, d) for d in inputs.days}
@@ -111,11 +115,16 @@ def evaluate_events(inputs: Inputs) -> Results:
 
 
 def evaluate_quarantine(inputs: Inputs) -> Results:
-    return {"quarantine_share_below_limit": reconciliation.quarantine_share_below_limit(
-        inputs.read(QUARANTINE, "arrival_date", inputs.first, inputs.last),
-        inputs.tally(EVENTS, "arrival_date", inputs.first, inputs.last),
-        inputs.tally(LATE_EVENTS, "arrival_date", inputs.first, inputs.last, ("reason", "=", LATE_REASON)),
-        inputs.days)}
+    quarantine = inputs.read(QUARANTINE, "arrival_date", inputs.first, inputs.last)
+    results = suites.run_suite(quarantine, quarantine, suites.quarantine_suite(inputs.config), inputs.days,
+                               inputs.selected & {"quarantine_reasons_known"})
+    if "quarantine_share_below_limit" in inputs.selected:
+        results["quarantine_share_below_limit"] = reconciliation.quarantine_share_below_limit(
+            quarantine,
+            inputs.tally(EVENTS, "arrival_date", inputs.first, inputs.last),
+            inputs.tally(LATE_EVENTS, "arrival_date", inputs.first, inputs.last, ("reason", "=", LATE_REASON)),
+            inputs.days)
+    return results
 
 
 def evaluate_minute_partials(inputs: Inputs) -> Results:

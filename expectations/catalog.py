@@ -64,6 +64,12 @@ def of_kinds(config: PipelineConfig, *kinds: str) -> list[Aggregation]:
 VARIANCE_KINDS = ("var_pop", "var_samp", "stddev_pop", "stddev_samp")
 
 
+def counts_of_fields(config: PipelineConfig) -> list[Aggregation]:
+    """The counts of a declared field's values, which may be below the event count (a field's
+    nulls); the default value is never null, so its count is the event count."""
+    return [a for a in of_kinds(config, "count") if config.fields]
+
+
 def has_mean_min_max(config: PipelineConfig) -> bool:
     return all(of_kinds(config, kind) for kind in ("mean", "min", "max"))
 
@@ -83,6 +89,13 @@ def catalog(config: PipelineConfig) -> list[Check]:
               "events and quarantine from different runs: a run stopped between their commits left "
               "one with its rows of a day and the other with an earlier run's, so the day's records "
               "are counted in two versions. Read from the Delta logs' write ids."),
+        Check("schema_matches_declared", EVENTS.name, ERROR,
+              "Columns renamed, dropped, reordered or retyped (a declared field's type, a decimal's "
+              "precision and scale): the partials job reads each measured field in its type."),
+        Check("quarantine_reasons_known", QUARANTINE.name, ERROR,
+              "A record quarantined for a reason ingest does not give under this configuration: each "
+              "bad value must name its field (<field>_<problem>, as amount_beyond_scale), so a "
+              "producer's broken field can be found. Reports the unknown reasons."),
         Check("quarantine_share_below_limit", QUARANTINE.name, WARN,
               f"A producer that changed its format: more than {QUARANTINE_SHARE_LIMIT:.0%} of an arrival "
               "day's records rejected. Reports the count per reason and a few rejected records."),
@@ -185,6 +198,11 @@ def catalog(config: PipelineConfig) -> list[Check]:
             checks.append(Check("sums_non_negative", table, WARN,
                                 "Negative sums: legal when inputs are negative (values are signed "
                                 "integers), otherwise a deduction without its entry. Reports the keys."))
+    if counts_of_fields(config):
+        for table in (WINDOW_CHANGES.name, WINDOW_SNAPSHOT.name):
+            checks.append(Check("counts_within_event_count", table, ERROR,
+                                "A count of a field's values above the window's event count: a "
+                                "count that took null values in, or partials from other events."))
     if mean_min_max:
         for table in (WINDOW_CHANGES.name, WINDOW_SNAPSHOT.name):
             checks.append(Check("mean_between_min_and_max", table, ERROR,

@@ -28,9 +28,12 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
-from expectations.catalog import Outcome, VARIANCE_KINDS, has_mean_min_max, of_kinds
+from expectations.catalog import Outcome, VARIANCE_KINDS, counts_of_fields, has_mean_min_max, of_kinds
+from jobs.ingest_events import quarantine_reasons
 from jobs.sliding_windows import window_start_of
-from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
+from jobs.tables import (
+    DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
+)
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec
@@ -94,6 +97,9 @@ def _value_checks(config: PipelineConfig) -> Pairs:
     pairs: Pairs = [("sums_non_negative", e) for e in _not_negative(a.name for a in of_kinds(config, "sum"))]
     variances = [a.name for a in of_kinds(config, *VARIANCE_KINDS)]
     pairs += [("variances_non_negative", e) for e in _not_negative(variances)]
+    pairs += [("counts_within_event_count", gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+        column_A="event_count", column_B=a.name, or_equal=True, ignore_row_if="either_value_is_missing"))
+        for a in counts_of_fields(config)]
     if has_mean_min_max(config):
         low, high = of_kinds(config, "min")[0].name, of_kinds(config, "max")[0].name
         for mean in of_kinds(config, "mean"):  # an empty window has no mean, min or max: not judged
@@ -112,6 +118,24 @@ def _window_name_checks(config: PipelineConfig) -> Pairs:
         ("windows_declared", gxe.ExpectColumnValuesToBeInSet(column="window",
                                                              value_set=config.window_names)),
     ]
+
+
+def events_suite(config: PipelineConfig) -> Suite:
+    """The events' declared columns (each measured field in its type); the reconciliation with
+    the landing files is ``reconciliation.input_records_reconcile``."""
+    declared = declared_columns(EVENTS.name, config)
+    return Suite(EVENTS.name, "arrival_date", _samples(declared), declared, lambda: [])
+
+
+def quarantine_suite(config: PipelineConfig) -> Suite:
+    declared = declared_columns(QUARANTINE.name, config)
+
+    def build() -> Pairs:
+        gxe = _gx()
+        return [("quarantine_reasons_known", gxe.ExpectColumnValuesToBeInSet(
+            column="reason", value_set=quarantine_reasons(config)))]
+
+    return Suite(QUARANTINE.name, "arrival_date", ["source_file", "reason"], declared, build)
 
 
 def minute_partials_suite(config: PipelineConfig) -> Suite:
@@ -439,6 +463,10 @@ def schema_outcome(table: DataFrame, suite: Suite) -> Outcome:
     for e in expectations:
         e.meta = {"check": "schema_matches_declared"}
     summary = _summaries(_validate(table.limit(0), expectations, [], suite.name))["schema_matches_declared"]
+    # Great Expectations compares type classes only: a decimal's precision and scale are compared here
+    actual = {f.name: f.dataType.simpleString() for f in table.schema.fields}
+    retyped = [n for n, t in suite.declared if n in actual and actual[n] != DataType.fromDDL(t).simpleString()]
+    summary["passed"] = summary["passed"] and not retyped
     outcome = _outcome(summary, 0, suite)
     outcome.metadata.pop("rows_checked")
     outcome.metadata["declared"] = [f"{n} {t}" for n, t in suite.declared]

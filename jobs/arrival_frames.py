@@ -36,7 +36,7 @@ def arrival_partials(unique: DataFrame, config: PipelineConfig) -> DataFrame:
     folds = [F.count(F.lit(1)).alias("event_count")]
     for agg in config.aggregations:
         folds += [c.alias(name) for c, name in
-                  zip(agg.spark_accumulate(F.col("value"), F.col("arrival_time")), agg.field_columns(), strict=True)]
+                  zip(agg.spark_accumulate(F.col(agg.field), F.col("arrival_time")), agg.field_columns(), strict=True)]
     return (framed.groupBy("key", "frame_start", "event_date").agg(*folds)
             .select("key", "frame_start", "event_count", *partial_columns(config), "event_date",
                     F.to_date("frame_start").alias("frame_date")))

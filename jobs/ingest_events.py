@@ -38,9 +38,10 @@ from pyspark.sql import functions as F
 from jobs import delta_io, pipes
 from jobs.errors import MissingInputError
 from jobs.tables import (
-    EVENT_COLUMNS, EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, Table, day_filter, days, declared_columns,
-    written_together,
+    EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, Table, day_filter, days, declared_columns,
+    event_columns, written_together,
 )
+from windowing_core import field_types
 from windowing_core.config import PipelineConfig
 
 REASONS = (
@@ -54,11 +55,27 @@ REASONS = (
     "missing_timestamp",       # timestamp absent or null
     "unparseable_timestamp",   # not an ISO-8601 instant
     "timestamp_out_of_range",  # before 1970, or after the end of its arrival day
-    "value_not_numeric",
-    "value_not_integer",       # values are integers (counts, bytes, cents): never rounded, sums stay exact
-    "value_out_of_range",      # beyond a 64-bit integer (beyond 2^53 where read as a double)
+    "value_not_numeric",       # the default value field's reasons; a declared field's are
+    "value_not_integer",       # <field>_<problem> (``measured_field``), value_not_integer among them:
+    "value_out_of_range",      # values are integers, never rounded; beyond 64 bits (2^53 as a double)
 )
 LATE_REASON = "beyond_allowed_lateness"
+FIELD_PROBLEMS = {
+    field_types.INTEGER: ("not_numeric", "not_integer", "out_of_range"),
+    field_types.DECIMAL: ("not_numeric", "beyond_scale", "out_of_range"),
+    field_types.DOUBLE: ("not_numeric", "out_of_range"),
+    field_types.STRING: ("not_string",),
+    field_types.BOOLEAN: ("not_boolean",),
+}
+"""What can be wrong with a declared field's value, by its type (``measured_field``)."""
+
+
+def quarantine_reasons(config: PipelineConfig) -> list[str]:
+    """Every reason ingest can give under this configuration: the record's own (``REASONS``
+    but the default value's) and ``<field>_<problem>`` for each measured field."""
+    own = [r for r in REASONS if not r.startswith("value_")]
+    return own + [f"{name}_{problem}" for name, ddl in config.measured_fields
+                  for problem in FIELD_PROBLEMS[field_types.family(ddl)]]
 
 
 @dataclass
@@ -298,45 +315,108 @@ where the integer it names is exactly the one read."""
 
 
 def fields_of(parsed: Column, config: PipelineConfig) -> list[Column]:
-    """The columns ``with_reason`` checks, from a parsed line (``parsed_line``).
-
-    The value is kept as its JSON kind (``schema_of_variant``: ``BIGINT``, ``DECIMAL(11,10)``,
-    ``DOUBLE`` ...), so an integer is told from a fraction without rounding either: a decimal
-    is whole when its scale is 0 (the variant strips trailing zeros, so ``4.0`` is
-    ``DECIMAL(1,0)``), a double when it has no fractional part. A value given as a JSON string
-    (``"7"``) is read as the number the string holds.
+    """The columns ``with_reason`` checks, from a parsed line (``parsed_line``): the record's
+    shape, key and times, and per measured field (``measured_field``) its typed value and what
+    is wrong with it, if anything.
     """
     line = F.try_variant_get(parsed, "$[0]", "variant")
     whole_line = ((F.size(F.try_variant_get(parsed, "$", "array<variant>")) == 2)
                   & (F.try_variant_get(parsed, "$[1]", "string") == END_OF_LINE))
     key = F.try_variant_get(line, _path(config.key_field), "variant")
-    given = F.try_variant_get(line, _path(config.value_field), "variant")
-    value = F.when(F.schema_of_variant(given) == "STRING",
-                   F.try_parse_json(F.trim(F.try_variant_get(given, "$", "string")))).otherwise(given)
     event_id = F.try_variant_get(line, "$.event_id", "string")
     timestamp = F.try_variant_get(line, "$.timestamp", "string")
+    measured = []
+    for i, (column, ddl) in enumerate(config.measured_fields):
+        typed, problem = measured_field(line, column, ddl, config)
+        measured += [typed.alias(f"_typed_{i}"), problem.alias(f"_problem_{i}")]
     return [
         F.coalesce(whole_line & F.schema_of_variant(line).startswith("OBJECT"), F.lit(False)).alias("is_object"),
         F.schema_of_variant(key).alias("key_kind"),
         F.try_variant_get(key, "$", "string").alias("key"),
         timestamp.alias("timestamp_text"),
         timestamp.try_cast("timestamp").alias("event_time"),
-        (F.schema_of_variant(given).isNotNull() & (F.schema_of_variant(given) != "VOID")).alias("value_given"),
-        F.schema_of_variant(value).alias("value_kind"),
-        F.try_variant_get(value, "$", "double").alias("value_double"),
-        F.try_variant_get(value, "$", "decimal(38,0)").alias("value_number"),
+        *measured,
         F.when(F.trim(event_id) != "", event_id).alias("given_event_id"),  # "" is no id
         F.try_variant_get(line, "$.arrival_time", "string").try_cast("timestamp").alias("given_arrival_time"),
     ]
 
 
+_DECIMAL_SCALE = r"^DECIMAL\(\d+,(\d+)\)$"
+
+
+def measured_field(line: Column, column: str, ddl: str, config: PipelineConfig) -> tuple[Column, Column]:
+    """One measured field of a record: its value in its declared type, and the quarantine
+    reason ``<field>_<problem>`` where it has one (null where it is fine or missing).
+
+    The field is read as its JSON kind (``schema_of_variant``: ``BIGINT``, ``DECIMAL(11,10)``,
+    ``DOUBLE`` ...), so nothing is rounded on the way: an integer is told from a fraction
+    without rounding either (the variant strips trailing zeros, so ``4.0`` is ``DECIMAL(1,0)``,
+    and a double is whole when it has no fractional part), and a JSON number written in digits
+    (at most 38) is an exact decimal, converted to ``decimal(P,S)`` only where its scale is at
+    most S and its value fits P digits. A number written with an exponent, or with more digits,
+    is a double to JSON parsers: a long or decimal field takes it only where it is whole and
+    within 2**53, where the double still holds that integer exactly. A number given as a JSON
+    string (``"7"``, ``"12.50"``) is read as the number the string holds; a string field takes
+    JSON strings only, a boolean field ``true`` and ``false`` only.
+
+    Problems: ``not_numeric``, ``not_integer`` and ``out_of_range`` (a long: beyond 64 bits),
+    ``beyond_scale`` and ``out_of_range`` (a decimal: more than S digits after the point, or
+    more than P - S before it), ``out_of_range`` (a double: not finite), ``not_string``,
+    ``not_boolean``. A missing or null field is null, which aggregations skip; the one
+    ``value`` of a configuration without declared fields is 1 where missing, as always, and is
+    read from ``value_field``.
+    """
+    default_value = not config.fields
+    given = F.try_variant_get(line, _path(config.value_field if default_value else column), "variant")
+    given_kind = F.schema_of_variant(given)
+    present = given_kind.isNotNull() & (given_kind != "VOID")
+    kind_of = field_types.family(ddl)
+    problems: list[tuple[Column, str]]
+    if kind_of == field_types.STRING:
+        typed = F.try_variant_get(given, "$", "string")
+        problems = [(given_kind != "STRING", "not_string")]
+    elif kind_of == field_types.BOOLEAN:
+        typed = F.try_variant_get(given, "$", "boolean")
+        problems = [(given_kind != "BOOLEAN", "not_boolean")]
+    else:
+        value = F.when(given_kind == "STRING",
+                       F.try_parse_json(F.trim(F.try_variant_get(given, "$", "string")))).otherwise(given)
+        kind = F.coalesce(F.schema_of_variant(value), F.lit(""))
+        as_double = F.try_variant_get(value, "$", "double")
+        is_double = kind.isin("FLOAT", "DOUBLE")
+        numeric = kind.rlike(_NUMBER_KINDS)
+        exact_whole = F.abs(as_double) <= F.lit(float(EXACT_DOUBLE))
+        if kind_of == field_types.DOUBLE:
+            typed = as_double
+            finite = ~F.isnan(as_double) & (F.abs(as_double) < F.lit(float("inf")))
+            problems = [(~numeric, "not_numeric"), (~F.coalesce(finite, F.lit(False)), "out_of_range")]
+        elif kind_of == field_types.INTEGER:
+            number = F.try_variant_get(value, "$", "decimal(38,0)")
+            whole = kind.rlike(_WHOLE_NUMBER_KINDS) | (is_double & (as_double % 1 == 0))
+            in_range = F.when(is_double, exact_whole).otherwise(number.between(-(2**63), 2**63 - 1))
+            # try_cast: a quarantined line's value may lie beyond a long (its reason says so), and a
+            # plain cast of it would fail the whole day (CAST_OVERFLOW) instead.
+            typed = number.try_cast("bigint")
+            problems = [(~numeric, "not_numeric"), (~whole, "not_integer"),
+                        (~F.coalesce(in_range, F.lit(False)), "out_of_range")]
+        else:  # decimal(P,S)
+            _, scale = field_types.precision_and_scale(ddl)
+            given_scale = F.coalesce(F.regexp_extract(kind, _DECIMAL_SCALE, 1).try_cast("int"), F.lit(0))
+            within_scale = F.when(is_double, as_double % 1 == 0).otherwise(given_scale <= scale)
+            typed = F.when(~is_double | exact_whole, F.try_variant_get(value, "$", ddl))
+            problems = [(~numeric, "not_numeric"), (~F.coalesce(within_scale, F.lit(False)), "beyond_scale"),
+                        (typed.isNull(), "out_of_range")]
+    problem = F.lit(None).cast("string")
+    for condition, name in reversed(problems):
+        problem = F.when(condition, F.lit(f"{column}_{name}")).otherwise(problem)
+    typed = F.when(present, typed)
+    if default_value:
+        typed = F.coalesce(typed, F.lit(1).cast("bigint"))
+    return typed.cast(ddl), F.when(present, problem)
+
+
 def _reason(config: PipelineConfig) -> Column:
     arrival_day_end = F.date_add("arrival_date", 1).cast("timestamp")
-    given, kind = F.col("value_given"), F.coalesce(F.col("value_kind"), F.lit(""))
-    is_double = kind.isin("FLOAT", "DOUBLE")
-    whole = kind.rlike(_WHOLE_NUMBER_KINDS) | (is_double & (F.col("value_double") % 1 == 0))
-    in_range = F.when(is_double, F.abs("value_double") <= F.lit(float(EXACT_DOUBLE))).otherwise(
-        F.abs("value_number") <= F.lit(2**63 - 1))
     checks = [
         (~F.col("is_object"), "malformed_json"),
         (F.col("key_kind").isNull() | (F.col("key_kind") == "VOID")
@@ -346,11 +426,9 @@ def _reason(config: PipelineConfig) -> Column:
         (F.col("event_time").isNull(), "unparseable_timestamp"),
         ((F.col("event_time") < F.lit("1970-01-01").cast("timestamp"))
          | (F.col("event_time") >= arrival_day_end), "timestamp_out_of_range"),
-        (given & ~kind.rlike(_NUMBER_KINDS), "value_not_numeric"),
-        (given & ~whole, "value_not_integer"),
-        (given & ~F.coalesce(in_range, F.lit(False)), "value_out_of_range"),
     ]
-    reason = F.lit(None).cast("string")
+    reason = F.coalesce(*[F.col(f"_problem_{i}") for i in range(len(config.measured_fields))],
+                        F.lit(None).cast("string"))  # the first field with a problem
     for condition, name in reversed(checks):
         reason = F.when(condition, F.lit(name)).otherwise(reason)
     return F.coalesce(F.col("read_problem"), reason)  # a file or line that could not be read
@@ -365,17 +443,16 @@ def with_reason(parsed: DataFrame, config: PipelineConfig) -> DataFrame:
         "raw", "source_file", "line", "arrival_date", "reason",
         F.when(F.col("key_kind") == "STRING", F.col("key")).alias("key"),
         "event_time",
-        # try_cast: a quarantined line's value may lie beyond a long (its reason says so), and a
-        # plain cast of it would fail the whole day (CAST_OVERFLOW) instead.
-        F.coalesce(F.col("value_number").try_cast("bigint"), F.lit(1).cast("bigint")).alias("value"),
+        *[F.col(f"_typed_{i}").alias(column) for i, column in enumerate(config.measured_columns)],
         F.coalesce("given_event_id", F.substring(F.sha2(F.trim("raw"), 256), 1, 32)).alias("event_id"),
         F.coalesce("given_arrival_time", "file_time").alias("arrival_time"),
     )
 
 
-def deduplicate_per_arrival_day(good: DataFrame) -> DataFrame:
+def deduplicate_per_arrival_day(good: DataFrame, config: PipelineConfig) -> DataFrame:
     """One row per (arrival day, event_id): the first by (source_file, raw), plus its copy count."""
-    first = F.min(F.struct("source_file", "raw", "line", "key", "event_time", "value", "arrival_time"))
+    first = F.min(F.struct("source_file", "raw", "line", "key", "event_time", *config.measured_columns,
+                           "arrival_time"))
     return (
         good.groupBy("arrival_date", "event_id")
         .agg(first.alias("first"), F.count(F.lit(1)).alias("copies"))
@@ -402,13 +479,13 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
     try:
         deduplicated = Observation()  # a name of its own: runs may share a session
         # one sum per arrival day, observed on the way as the total was: duplicates are stored nowhere
-        unique = deduplicate_per_arrival_day(classified.where(F.col("reason").isNull())).observe(
+        unique = deduplicate_per_arrival_day(classified.where(F.col("reason").isNull()), config).observe(
             deduplicated, *[F.coalesce(F.sum(F.when(F.col("arrival_date") == F.lit(d), F.col("copies") - 1)),
                                        F.lit(0)).alias(d.isoformat()) for d in days(first, last)])
         event_date = F.to_date("event_time")
         is_late = F.col("arrival_date") > F.date_add(event_date, config.allowed_lateness_days)
         kept = unique.select(
-            *EVENT_COLUMNS, F.when(is_late, F.lit(LATE_REASON)).alias("reason"),
+            *event_columns(config), F.when(is_late, F.lit(LATE_REASON)).alias("reason"),
             event_date.alias("event_date"), "arrival_date",
             F.when(is_late, F.lit(LATE_EVENTS.name)).otherwise(F.lit(EVENTS.name)).alias(TABLE_COLUMN),
         )

@@ -29,8 +29,8 @@ from pyspark.sql import functions as F
 from jobs import arrival_frames, delta_io, pipes
 from windowing_core.config import reads_day_tiles
 from jobs.tables import (
-    ARRIVAL_PARTIALS, DAILY_PARTIALS, EVENT_COLUMNS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, Table, day_filter,
-    frame_stamp, frame_times, partial_columns,
+    ARRIVAL_PARTIALS, DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, Table, day_filter,
+    event_columns, frame_stamp, frame_times, partial_columns,
 )
 from windowing_core.config import PipelineConfig
 
@@ -116,7 +116,7 @@ def to_partials(events: DataFrame, config: PipelineConfig) -> DataFrame:
         folds += [F.min("event_time").alias("first_event_time"), F.max("event_time").alias("last_event_time")]
     for agg in config.aggregations:
         folds += [c.alias(name) for c, name in
-                  zip(agg.spark_accumulate(F.col("value"), F.col("event_time")), agg.field_columns(), strict=True)]
+                  zip(agg.spark_accumulate(F.col(agg.field), F.col("event_time")), agg.field_columns(), strict=True)]
     return events.groupBy("key", "frame_start", "event_date").agg(*folds)
 
 
@@ -150,10 +150,11 @@ def frame_sets(events: DataFrame, config: PipelineConfig, first: date,
     accepted events' frames by arrival time (``jobs.arrival_frames``), else None."""
     if config.late_policy == "drop":  # the watermark runs over every arrival, whatever its day
         events = events.transform(with_watermark, config)
-        carried = [*EVENT_COLUMNS, "watermark"]  # late events are kept whole
+        carried = [*event_columns(config), "watermark"]  # late events are kept whole
         is_late = F.coalesce(F.col("event_time") < F.col("watermark"), F.lit(False))
     else:
-        carried = ["key", "event_time", "value", *(["arrival_time"] if config.arrival_windows else [])]
+        measured = sorted({a.field for a in config.aggregations})  # only the fields aggregated
+        carried = ["key", "event_time", *measured, *(["arrival_time"] if config.arrival_windows else [])]
         is_late = F.lit(False)
     unique = events.transform(filter_event_days, first, last).transform(deduplicate_across_arrivals, carried)
     partials = (
@@ -162,7 +163,7 @@ def frame_sets(events: DataFrame, config: PipelineConfig, first: date,
         .transform(to_partials, config)
         .select("key", "frame_start", *frame_times(config), "event_count", *partial_columns(config), "event_date")
     )
-    late_columns = [*EVENT_COLUMNS, F.lit(BEHIND_WATERMARK).alias("reason"), "event_date", "arrival_date"]
+    late_columns = [*event_columns(config), F.lit(BEHIND_WATERMARK).alias("reason"), "event_date", "arrival_date"]
     if config.late_policy == "drop":
         late = unique.where(is_late).select(*late_columns)
     else:  # nothing is late: the same schema, and no second pass over the events

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from windowing_core.aggregations import Aggregation
+from windowing_core.field_types import declared_name
 from windowing_core.config import PipelineConfig
 
 
@@ -52,9 +53,19 @@ def written_together(table: Table, config: PipelineConfig) -> tuple[Table, ...]:
     return (table,)
 
 
-_EVENT_FIELDS = [("key", "string"), ("event_time", "timestamp"), ("value", "bigint"), ("event_id", "string"),
-                 ("arrival_time", "timestamp"), ("source_file", "string"), ("line", "int")]
-EVENT_COLUMNS = [c for c, _ in _EVENT_FIELDS]
+def event_fields(config: PipelineConfig) -> list[tuple[str, str]]:
+    """An event's columns: key and time, one typed column per measured field (the one
+    ``value`` without declared fields, where it always stood), and where the record came from."""
+    return [("key", "string"), ("event_time", "timestamp"), *config.measured_fields, ("event_id", "string"),
+            ("arrival_time", "timestamp"), ("source_file", "string"), ("line", "int")]
+
+
+def event_columns(config: PipelineConfig) -> list[str]:
+    return [c for c, _ in event_fields(config)]
+
+
+EVENT_COLUMNS = event_columns(PipelineConfig())
+"""The events' columns under the default configuration (benchmarks and tests of it)."""
 TABLE_COLUMN = "table"  # in a job's one write to several tables: which table a row goes to
 
 
@@ -102,11 +113,11 @@ def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]
     """The columns the README's Tables section promises, with Spark DDL types, in stored order
     (partition columns last): what the jobs write and the schema checks hold the tables to."""
     if table == EVENTS.name:
-        return [*_EVENT_FIELDS, ("arrival_date", "date")]
+        return [*event_fields(config), ("arrival_date", "date")]
     if table == QUARANTINE.name:
         return [("source_file", "string"), ("raw", "string"), ("reason", "string"), ("arrival_date", "date")]
     if table == LATE_EVENTS.name:
-        return [*_EVENT_FIELDS, ("event_date", "date"), ("arrival_date", "date"), ("reason", "string")]
+        return [*event_fields(config), ("event_date", "date"), ("arrival_date", "date"), ("reason", "string")]
     if table == MINUTE_PARTIALS.name:
         return [("key", "string"), ("frame_start", "timestamp"), *[(c, "timestamp") for c in frame_times(config)],
                 ("event_count", "bigint"), *_fields(config.aggregations), ("event_date", "date")]
@@ -139,6 +150,7 @@ _NOTES = {
     "key": "the events' key (the configuration's key_field)",
     "event_time": "when the event happened (UTC)",
     "value": "the event's integer value; 1 where the record has none",
+    # a declared field's column: see column_notes
     "event_id": "the record's id; a hash of its line where it has none",
     "arrival_time": "when the record landed: its own field, else its file's time",
     "source_file": "the landing file the record came from",
@@ -162,7 +174,10 @@ _NOTES = {
     "date": "partition: the day of window_end, or of the snapshot or open sessions (UTC)",
 }
 
-_FIELD_NOTES = {"n": "number of values", "s": "sum of the values", "ss": "sum of the squared values",
+_FIELD_NOTES = {"n": "number of (non-null) values", "s": "sum of the values",
+                "sa": "sum of the high 32-bit limbs a of the unscaled values u = a * 2**32 + b",
+                "sb": "sum of the low 32-bit limbs b", "aa": "sum of a * a", "ab": "sum of a * b",
+                "bb": "sum of b * b", "mean": "mean of the values", "m2": "sum of squared deviations from the mean",
                 "m": "the extreme value", "at": "event time of the value kept", "v": "the value kept",
                 "sketch": "HyperLogLog sketch of the values"}
 
@@ -170,8 +185,10 @@ _FIELD_NOTES = {"n": "number of values", "s": "sum of the values", "ss": "sum of
 def column_notes(table: str, config: PipelineConfig) -> dict[str, str]:
     """What each declared column of ``table`` holds, for catalogs and the Dagster UI."""
     notes = dict(_NOTES)
+    for name, ddl in config.fields:
+        notes[name] = f"the declared field {name} ({declared_name(ddl)}); null where the record has none"
     for a in config.aggregations:
-        notes[a.name] = f"the {a.kind} of the values of the window's events"
+        notes[a.name] = f"the {a.kind} of the window's events' {a.field}"
         for column, f in zip(a.field_columns(), a.fields):
             notes[column] = f"partial of {a.name} ({a.kind}): {_FIELD_NOTES[f.name]}"
     return {c: notes[c] for c, _ in declared_columns(table, config)}

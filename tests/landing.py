@@ -8,7 +8,9 @@ import json
 import random
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from windowing_core.reference import Event
 
@@ -21,12 +23,46 @@ class Landing:
     malformed: int = 0
 
 
+def random_value(ddl: str, rng: random.Random) -> Any:
+    """A random value of a declared field's Spark type, as ingest reads it from its JSON text:
+    negatives, repeats, longs whose sums pass 2**63, decimals at their scale, doubles on a grid
+    of quarters (whose sums no order of addition rounds, so windows compare exactly)."""
+    if ddl == "bigint":
+        return rng.choice([rng.randrange(-3, 10), rng.randrange(-3, 10), 2**62 + rng.randrange(5)])
+    if ddl.startswith("decimal"):
+        scale = int(ddl.rstrip(")").split(",")[1])
+        return Decimal(rng.randrange(-10**4, 10**5)).scaleb(-scale)
+    if ddl == "double":
+        return rng.randrange(-400, 400) / 4
+    if ddl == "string":
+        return rng.choice(["home", "cart", "", "Zürich", "a b", "home"])
+    return rng.random() < 0.5
+
+
+def _json_text(value: Any) -> str:
+    """A JSON value as written: a decimal in its own digits, never through a float."""
+    return str(value) if isinstance(value, Decimal) else json.dumps(value)
+
+
+def _line(record: dict) -> str:
+    return "{" + ", ".join(f"{json.dumps(k)}: {_json_text(v)}" for k, v in record.items()) + "}"
+
+
+BAD_TYPED_VALUES = {"bigint": 1.5, "double": "fast", "string": 7, "boolean": "yes"}
+"""A value each type's field quarantines (decimals: one digit beyond their scale)."""
+
+
 def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys: int = 4,
                    events_per_day: int = 40, max_delay_days: int = 3,
-                   key_names: tuple[str, ...] | None = None) -> Landing:
+                   key_names: tuple[str, ...] | None = None,
+                   fields: dict[str, str] | None = None) -> Landing:
     """Events over ``event_days`` days, arriving up to ``max_delay_days`` late, with duplicates
     (same and different payloads, on the same and later arrival days), events without an
-    event_id, and a few malformed lines. Keys are ``k0 .. k<keys - 1>``, or ``key_names``."""
+    event_id, and a few malformed lines. Keys are ``k0 .. k<keys - 1>``, or ``key_names``.
+
+    With ``fields`` (declared name to Spark type), each record carries those fields instead of
+    ``value``: each one missing, null or a ``random_value``, and some days hold a record with
+    a value its field quarantines."""
     names = key_names or tuple(f"k{i}" for i in range(keys))
     rng = random.Random(seed)
     landing = Landing(root)
@@ -43,7 +79,14 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
                 moment = moment.replace(hour=rng.choice([0, 23]))
             delay = rng.choices(range(max_delay_days + 1), weights=[80, 12, 5, 3][: max_delay_days + 1])[0]
             record = {"user_id": names[rng.randrange(len(names))], "timestamp": moment.strftime("%Y-%m-%dT%H:%M:%SZ")}
-            if rng.random() < 0.7:
+            if fields:
+                for name, ddl in fields.items():
+                    roll = rng.random()
+                    if roll < 0.85:
+                        record[name] = random_value(ddl, rng)
+                    elif roll < 0.92:
+                        record[name] = None
+            elif rng.random() < 0.7:
                 record["value"] = rng.randrange(-3, 10)
             if rng.random() < 0.8:
                 record["event_id"] = f"e{serial}"
@@ -57,22 +100,28 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
             if roll < 0.1:  # same payload again, same or a later day
                 copies.append((day + timedelta(days=delay + rng.randrange(2)), record))
             elif roll < 0.15 and "event_id" in record:  # same id, another value
-                copies.append((day + timedelta(days=delay), {**record, "value": 100}))
+                copies.append((day + timedelta(days=delay), _altered(record, 100, fields, rng)))
             elif roll < 0.18 and "event_id" in record:  # re-sent a day later, smaller: the first arrival wins
-                copies.append((day + timedelta(days=delay + 1), {**record, "value": -100}))
+                copies.append((day + timedelta(days=delay + 1), _altered(record, -100, fields, rng)))
             for arrival, rec in copies:
                 file_no = rng.randrange(2)
-                line = json.dumps(rec)
+                line = _line(rec)
                 in_file = files.setdefault((arrival, file_no), [])
                 in_file.append(line)
                 landing.events.append(Event(
-                    key=rec["user_id"], event_time=moment, value=rec.get("value", 1),
+                    key=rec["user_id"], event_time=moment, value=None if fields else rec.get("value", 1),
+                    fields=tuple((name, rec.get(name)) for name in fields or ()),
                     event_id=rec.get("event_id") or hashlib.sha256(line.strip().encode()).hexdigest()[:32],
                     arrival_date=arrival,
                     source_file=_file_name(arrival, file_no), raw=line, line=len(in_file),
                     arrival_time=datetime.strptime(rec["arrival_time"], "%Y-%m-%dT%H:%M:%SZ").replace(
                         tzinfo=timezone.utc)))
-        for bad in ('{"user_id": "k1", "timestamp": "soon"}', "not json", '{"timestamp": "2025-01-01T00:00:00Z"}'):
+        bad_lines = ['{"user_id": "k1", "timestamp": "soon"}', "not json", '{"timestamp": "2025-01-01T00:00:00Z"}']
+        for name, ddl in (fields or {}).items():
+            bad = (Decimal(1).scaleb(-int(ddl.rstrip(")").split(",")[1]) - 1) if ddl.startswith("decimal")
+                   else BAD_TYPED_VALUES[ddl])
+            bad_lines.append(_line({"user_id": "k1", "timestamp": f"{day.isoformat()}T12:00:00Z", name: bad}))
+        for bad in bad_lines:
             if rng.random() < 0.5:
                 files.setdefault((day, 0), []).append(bad)
                 landing.malformed += 1
@@ -84,6 +133,13 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
         path.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
         landing.lines += len(lines)
     return landing
+
+
+def _altered(record: dict, value: int, fields: dict[str, str] | None, rng: random.Random) -> dict:
+    """The record with other values: ``value`` without declared fields, else each field drawn again."""
+    if not fields:
+        return {**record, "value": value}
+    return {**record, **{name: random_value(ddl, rng) for name, ddl in fields.items()}}
 
 
 def _file_name(arrival: date, file_no: int) -> str:

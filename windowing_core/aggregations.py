@@ -1,25 +1,46 @@
 """The aggregation algebra: one small class per aggregation, one factory, one place.
 
-Every aggregation turns the events of a frame into a fixed-size *partial* and defines
+An aggregation reads one measured field of the events (``field``, of Spark type
+``value_type``) and turns the events of a frame into a fixed-size *partial*. It defines
 
-- ``accumulate(partial, value, at)``: fold one event in (Chronon's ``update``);
+- ``accumulate(partial, value, at)``: fold one event's value in (Chronon's ``update``); a
+  ``None`` value (the field is null) leaves the partial as it is, as SQL aggregates ignore
+  nulls, while the event still counts in ``event_count``;
 - ``combine(a, b)``: merge two partials (``merge``);
 - ``deduct(a, b)``: take ``b`` back out of ``a`` (``delete``), only when ``invertible``;
 - ``finish(partial)``: the value a user sees (``finalize``).
 
-The jobs never branch on an aggregation's name; they read ``invertible`` to choose the
+An aggregation is built by the factory from its configuration, ``aggregation(kind, name,
+field, value_type, **params)``; its class refuses, with one line naming it, a field type it
+does not apply to (``aggregations.total: sum needs a numeric field, page is string``) or a bad
+parameter (``aggregations.<name>.<param>: ...``). Its partial's layout (``fields``), its
+``output_type`` and ``invertible`` are the instance's: they may depend on the value type and
+the parameters, so every caller reads them from the instance.
+
+The jobs never branch on an aggregation's kind or type; they read ``invertible`` to choose the
 sliding method:
 
 - Invertible aggregations roll a window forward by combining the frame that enters and
-  deducting the frame that leaves. In panes every invertible partial is a vector of sums (an
-  abelian group under component-wise addition), so combine is ``+`` and deduct is ``-`` on each
-  field, and a running sum over integer fields is exact.
-- The others (min, max, first, last, approximate distinct) cannot deduct. They slide exactly
-  over hierarchical frames, as Chronon does: a window is the suffix of the tile its start falls
-  in, the whole tiles in between, and the prefix of the tile its end falls in. Suffix and prefix
-  are the two stacks of the two-stacks queue (Hirzel et al., "Sliding-window aggregation
-  algorithms"), computed as running aggregates over the frames of one tile; the tiles in
-  between are read as coarser partials. No window is ever refolded from its frames.
+  deducting the frame that leaves. In panes every invertible partial is a vector of exact sums
+  (integers, or decimals of one scale: an abelian group under component-wise addition), so
+  combine is ``+`` and deduct is ``-`` on each field, and a running sum is exact.
+- The others (min, max, first, last, approximate distinct, and every sum, mean and variance of
+  a ``double``) cannot deduct exactly. They slide exactly over hierarchical frames, as Chronon
+  does: a window is the suffix of the tile its start falls in, the whole tiles in between, and
+  the prefix of the tile its end falls in. Suffix and prefix are the two stacks of the
+  two-stacks queue (Hirzel et al., "Sliding-window aggregation algorithms"), computed as
+  running aggregates over the frames of one tile; the tiles in between are read as coarser
+  partials. No window is ever refolded from its frames.
+
+Why a double sum does not deduct: a running sum of +/- deltas in floating point cancels against
+its whole history. After 1e15 has entered and left a window among values near 0.1, the window's
+sum keeps an error of about ulp(1e15) = 0.125, a million times the values it holds, and a
+window that empties keeps that residue instead of 0. Folding only the frames inside the window
+bounds the error by the window's own magnitude (sum of |x| of its events) times its event count
+times 2**-53. Kahan's compensated running sum shrinks the residue but does not remove it (the
+compensation is itself a double); an exact representation of every double (a superaccumulator
+of about 2100 bits) is no Spark type. Measured: ``tests/jobs/test_typed_fields.py`` drives both
+past 1e15 and back.
 
 Each class states its partial in Spark too: ``spark_accumulate`` folds a frame's events,
 ``spark_merge`` combines partials (a plain aggregate, so it serves ``groupBy`` and running
@@ -31,8 +52,15 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Context, Decimal
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from windowing_core.field_types import (
+    ANY, DECIMAL, DOUBLE, EXACT, INTEGER, NUMERIC, STRING, declared_name, family, precision_and_scale,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -40,9 +68,18 @@ if TYPE_CHECKING:
 
 Partial = tuple
 
+DEFAULT_FIELD = "value"
+"""The events column an aggregation reads when its configuration names no field: the one
+integer ``value`` of a configuration without declared ``fields``."""
+
+_EXACT = Context(prec=120)
+"""Decimal arithmetic wide enough that no sum or difference of partials rounds (Python's
+default context keeps 28 digits)."""
+
 
 def _over(aggregate: Column, window: WindowSpec | None) -> Column:
     return aggregate if window is None else aggregate.over(window)
+
 
 HLL_LG_K = 12
 """Sketch size of ``approx_distinct``: 2**12 registers, relative standard error about 1.6%."""
@@ -55,23 +92,51 @@ class PartialField:
 
 
 class Aggregation(ABC):
-    """An aggregation named ``name`` (its output column) over the event value."""
+    """An aggregation named ``name`` (its output column) over the event field ``field``.
 
-    invertible: ClassVar[bool]
-    fields: ClassVar[tuple[PartialField, ...]]
-    output_type: ClassVar[str]  # Spark SQL DDL type of the finished value
+    Subclasses say which field families they apply to (``applies_to``, described in errors
+    by ``needs``) and which parameters they take (``parameters``: name to default), and set
+    ``fields``, ``output_type`` and ``invertible`` (class attributes where they never vary,
+    else in ``__init__`` from ``value_type`` and ``params``).
+    """
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    applies_to: ClassVar[frozenset[str]] = ANY
+    needs: ClassVar[str] = "a"
+    parameters: ClassVar[Mapping[str, Any]] = {}
+
+    invertible: bool
+    fields: tuple[PartialField, ...]
+    output_type: str  # Spark SQL DDL type of the finished value
+
+    def __init__(self, name: str, field: str = DEFAULT_FIELD, value_type: str = "bigint", **params: Any) -> None:
+        self.name, self.field, self.value_type = name, field, value_type
+        self.family = family(value_type)
+        if self.family not in self.applies_to:
+            raise ValueError(f"aggregations.{name}: {self.kind} needs {self.needs} field, "
+                             f"{field} is {declared_name(value_type)}")
+        unknown = sorted(set(params) - set(self.parameters))
+        if unknown:
+            known = ", ".join(sorted(self.parameters)) or "none"
+            raise ValueError(f"aggregations.{name}.{unknown[0]}: {self.kind} takes no parameter "
+                             f"{unknown[0]!r} (its parameters: {known})")
+        self.params = {**self.parameters, **params}
+
+    def parameter_error(self, param: str, problem: str) -> ValueError:
+        """The one-line error for a bad parameter: ``aggregations.<name>.<param>: <problem>``."""
+        return ValueError(f"aggregations.{self.name}.{param}: {problem}")
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r})"
+        params = "".join(f", {k}={v!r}" for k, v in sorted(self.params.items()))
+        return f"{type(self).__name__}({self.name!r}, {self.field!r}, {self.value_type!r}{params})"
+
+    def _identity(self) -> tuple:
+        return (type(self), self.name, self.field, self.value_type, repr(sorted(self.params.items())))
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.name == other.name  # type: ignore[attr-defined]
+        return isinstance(other, Aggregation) and self._identity() == other._identity()
 
     def __hash__(self) -> int:
-        return hash((type(self), self.name))
+        return hash(self._identity())
 
     @property
     def kind(self) -> str:
@@ -86,20 +151,21 @@ class Aggregation(ABC):
     def empty(self) -> Partial: ...
 
     @abstractmethod
-    def accumulate(self, partial: Partial, value: int, at: Any) -> Partial: ...
+    def accumulate(self, partial: Partial, value: Any, at: Any) -> Partial: ...
 
     @abstractmethod
     def combine(self, a: Partial, b: Partial) -> Partial: ...
 
     def deduct(self, a: Partial, b: Partial) -> Partial:
-        raise TypeError(f"{type(self).__name__} is not invertible: it cannot deduct a frame")
+        raise TypeError(f"{type(self).__name__} over {self.value_type} is not invertible: it cannot deduct a frame")
 
     @abstractmethod
     def finish(self, partial: Partial) -> Any: ...
 
     @abstractmethod
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
-        """Aggregate expressions folding one frame's events into the partial's fields."""
+        """Aggregate expressions folding one frame's events into the partial's fields
+        (``value`` is the field's column; null values leave the partial unchanged)."""
 
     @abstractmethod
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
@@ -109,37 +175,87 @@ class Aggregation(ABC):
     def spark_finish(self, fields: list[Column]) -> Column: ...
 
 
-# -- invertible: vectors of sums ---------------------------------------------------------------
+# -- exact arithmetic shared by the Python side -------------------------------------------------
+
+
+def _add(x: Any, y: Any) -> Any:
+    """``x + y`` without rounding, ``None`` being nothing: ints as ints, decimals in a context
+    wide enough, doubles as exact fractions (the oracle's double sums are exact, then rounded
+    once)."""
+    if x is None or y is None:
+        return y if x is None else x
+    if isinstance(x, (float, Fraction)) or isinstance(y, (float, Fraction)):
+        return Fraction(x) + Fraction(y)
+    if isinstance(x, Decimal) or isinstance(y, Decimal):
+        return _EXACT.add(Decimal(x), Decimal(y))
+    return x + y
+
+
+def _negate(x: Any) -> Any:
+    return None if x is None else -x
+
+
+def _unscaled(value: Any, scale: int) -> int:
+    """A long, or a decimal of ``scale`` digits as the integer of its last digit's unit."""
+    return int(value) if scale == 0 else int(Decimal(value).scaleb(scale))
+
+
+def _spark_unscaled(value: Column, value_type: str) -> Column:
+    """``_unscaled`` in Spark, as a bigint: a decimal(P,S) times 10**S is exact (P + S + 2 <= 38
+    digits, as ``field_types.MAX_DECIMAL_PRECISION`` keeps P <= 18) and fits 64 bits."""
+    from pyspark.sql import functions as F
+
+    _, scale = precision_and_scale(value_type)
+    return value.cast("bigint") if scale == 0 else (value * F.lit(10**scale)).cast("bigint")
+
+
+def _sum_type(value_type: str) -> str:
+    """The type of an exact sum: 38 digits at the values' scale (``SUM_TYPE`` for longs)."""
+    return f"decimal(38,{precision_and_scale(value_type)[1]})"
+
+
+def _ordered_sum(values: Column) -> Column:
+    """The sum of a group's doubles added in ascending order: the same bits on every run, which
+    Spark's ``sum`` (adding in whatever order rows arrive from a shuffle) does not promise.
+    Nulls are skipped; an empty group sums to 0.0."""
+    from pyspark.sql import functions as F
+
+    return F.aggregate(F.array_sort(F.collect_list(values)), F.lit(0.0), lambda acc, x: acc + x)
+
+
+# -- invertible: vectors of exact sums -----------------------------------------------------------
 
 
 class Additive(Aggregation):
-    """An invertible aggregation whose partial is a vector of sums."""
+    """An invertible aggregation whose partial is a vector of exact sums: ``contributions`` of
+    one event, summed (Python integers and wide decimals, Spark ``decimal``/``bigint``)."""
 
     invertible = True
 
     def empty(self) -> Partial:
         return (0,) * len(self.fields)
 
-    def accumulate(self, partial: Partial, value: int, at: Any = None) -> Partial:
-        return self.combine(partial, self.contributions(value))
+    def accumulate(self, partial: Partial, value: Any, at: Any = None) -> Partial:
+        return partial if value is None else self.combine(partial, self.contributions(value))
 
     def combine(self, a: Partial, b: Partial) -> Partial:
-        return tuple(x + y for x, y in zip(a, b, strict=True))
+        return tuple(_add(x, y) for x, y in zip(a, b, strict=True))
 
     def deduct(self, a: Partial, b: Partial) -> Partial:
-        return tuple(x - y for x, y in zip(a, b, strict=True))
+        return tuple(_add(x, _negate(y)) for x, y in zip(a, b, strict=True))
 
     @abstractmethod
-    def contributions(self, value: int) -> Partial:
-        """What one event adds to each field (the Python twin of ``spark_contributions``)."""
+    def contributions(self, value: Any) -> Partial:
+        """What one (non-null) value adds to each field (the Python twin of ``spark_contributions``)."""
 
     @abstractmethod
-    def spark_contributions(self, value: Column) -> list[Column]: ...
+    def spark_contributions(self, value: Column) -> list[Column]:
+        """Per event, what it adds to each field; null where the value is null (ignored)."""
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
         from pyspark.sql import functions as F
 
-        return [F.sum(c).cast(f.spark_type)
+        return [F.coalesce(F.sum(c), F.lit(0)).cast(f.spark_type)
                 for c, f in zip(self.spark_contributions(value), self.fields, strict=True)]
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
@@ -149,10 +265,13 @@ class Additive(Aggregation):
 
 
 class Count(Additive):
+    """The number of events whose field is not null (every event for the default ``value``,
+    which is 1 where a record has none)."""
+
     fields = (PartialField("n", "bigint"),)
     output_type = "bigint"
 
-    def contributions(self, value: int) -> Partial:
+    def contributions(self, value: Any) -> Partial:
         return (1,)
 
     def finish(self, partial: Partial) -> int:
@@ -161,106 +280,370 @@ class Count(Additive):
     def spark_contributions(self, value: Column) -> list[Column]:
         from pyspark.sql import functions as F
 
-        return [F.lit(1).cast("bigint")]
+        return [F.when(value.isNotNull(), F.lit(1)).cast("bigint")]
 
     def spark_finish(self, fields: list[Column]) -> Column:
         return fields[0]
 
 
 SUM_TYPE = "decimal(38,0)"
-"""The type of every sum of values: values are 64-bit integers, and a sum of two of them can
-leave that range (two of 2**63 - 1), where a bigint sum would fail the day (ANSI mode's
-ARITHMETIC_OVERFLOW) or, without ANSI mode, wrap. 38 digits hold 10**19 such values: an
-integer still, exact, never a wrap (Python's integers, the oracle's, agree)."""
+"""The type of every sum of long values: a sum of two longs can leave their range (two of
+2**63 - 1), where a bigint sum would fail the day (ANSI mode's ARITHMETIC_OVERFLOW) or, without
+ANSI mode, wrap. 38 digits hold 10**19 such values: an integer still, exact, never a wrap
+(Python's integers, the oracle's, agree). A decimal(P,S) field sums in decimal(38,S) alike."""
 
 
-class Sum(Additive):
-    """Sum of integer values: stays an integer, so running sums carry no floating error; 38
-    digits wide (``SUM_TYPE``), so no sum of 64-bit values overflows."""
+class _DoubleSums:
+    """The non-invertible side shared by sum and mean of doubles: partial sums folded in Spark
+    in a fixed order (``_ordered_sum``), exactly in Python (fractions)."""
 
-    fields = (PartialField("s", SUM_TYPE),)
-    output_type = SUM_TYPE
-
-    def contributions(self, value: int) -> Partial:
-        return (value,)
-
-    def finish(self, partial: Partial) -> int:
-        return partial[0]
-
-    def spark_contributions(self, value: Column) -> list[Column]:
-        return [value.cast(SUM_TYPE)]
-
-    def spark_finish(self, fields: list[Column]) -> Column:
-        return fields[0]
-
-
-class Mean(Additive):
-    """Mean as (n, sum): both exact integers, divided once when finished (null when empty)."""
-
-    fields = (PartialField("n", "bigint"), PartialField("s", SUM_TYPE))
-    output_type = "double"
-
-    def contributions(self, value: int) -> Partial:
-        return (1, value)
-
-    def finish(self, partial: Partial) -> float | None:
-        n, s = partial
-        return float(s) / float(n) if n else None
-
-    def spark_contributions(self, value: Column) -> list[Column]:
+    @staticmethod
+    def merge(column: Column, over: WindowSpec | None) -> Column:
         from pyspark.sql import functions as F
 
-        return [F.lit(1).cast("bigint"), value.cast(SUM_TYPE)]
+        return _ordered_sum(column) if over is None else F.sum(column).over(over)
+
+
+class Sum(Aggregation):
+    """Sum of a numeric field.
+
+    ``long`` and ``decimal(P,S)``: an exact sum in ``decimal(38,S)``, invertible, so running
+    sums carry no error. ``double``: not invertible (see the module's docstring), so a window's
+    sum is folded from its own frames only; the empty window's sum is 0 for every type.
+    """
+
+    applies_to = NUMERIC
+    needs = "a numeric"
+
+    def __init__(self, name: str, field: str = DEFAULT_FIELD, value_type: str = "bigint", **params: Any) -> None:
+        super().__init__(name, field, value_type, **params)
+        self.invertible = self.family in EXACT
+        self.output_type = _sum_type(value_type) if self.invertible else "double"
+        self.fields = (PartialField("s", self.output_type),)
+
+    def empty(self) -> Partial:
+        return (0,) if self.invertible else (None,)
+
+    def accumulate(self, partial: Partial, value: Any, at: Any = None) -> Partial:
+        return partial if value is None else self.combine(partial, (value,))
+
+    def combine(self, a: Partial, b: Partial) -> Partial:
+        return (_add(a[0], b[0]),)
+
+    def deduct(self, a: Partial, b: Partial) -> Partial:
+        if not self.invertible:
+            return super().deduct(a, b)
+        return (_add(a[0], _negate(b[0])),)
+
+    def finish(self, partial: Partial) -> Any:
+        if self.invertible:
+            return partial[0] if partial[0] is not None else 0
+        return float(partial[0]) if partial[0] is not None else 0.0
+
+    def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        if not self.invertible:
+            return [_ordered_sum(value)]
+        return [F.coalesce(F.sum(value.cast(self.output_type)), F.lit(0)).cast(self.output_type)]
+
+    def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        if not self.invertible:
+            return [_DoubleSums.merge(fields[0], over)]
+        return [_over(F.sum(fields[0]), over).cast(self.output_type)]
+
+    def spark_finish(self, fields: list[Column]) -> Column:
+        from pyspark.sql import functions as F
+
+        return F.coalesce(fields[0], F.lit(0).cast(self.output_type))
+
+
+class Mean(Aggregation):
+    """Mean as (n, sum), divided once when finished (null when empty).
+
+    ``long``: both exact integers, the mean a double (as before). ``decimal(P,S)``: the exact
+    quotient rounded half up to S digits, a ``decimal(P,S)`` (``_spark_decimal_mean``).
+    ``double``: not invertible, as its sum.
+    """
+
+    applies_to = NUMERIC
+    needs = "a numeric"
+
+    def __init__(self, name: str, field: str = DEFAULT_FIELD, value_type: str = "bigint", **params: Any) -> None:
+        super().__init__(name, field, value_type, **params)
+        self.invertible = self.family in EXACT
+        self.fields = (PartialField("n", "bigint"),
+                       PartialField("s", _sum_type(value_type) if self.invertible else "double"))
+        self.output_type = value_type if self.family == DECIMAL else "double"
+
+    def empty(self) -> Partial:
+        return (0, 0)
+
+    def accumulate(self, partial: Partial, value: Any, at: Any = None) -> Partial:
+        return partial if value is None else self.combine(partial, (1, value))
+
+    def combine(self, a: Partial, b: Partial) -> Partial:
+        return (_add(a[0], b[0]), _add(a[1], b[1]))
+
+    def deduct(self, a: Partial, b: Partial) -> Partial:
+        if not self.invertible:
+            return super().deduct(a, b)
+        return (_add(a[0], _negate(b[0])), _add(a[1], _negate(b[1])))
+
+    def finish(self, partial: Partial) -> Any:
+        n, s = partial
+        if not n:
+            return None
+        if self.family == DECIMAL:
+            scale = precision_and_scale(self.value_type)[1]
+            return Decimal(_round_half_up(_unscaled(s, scale), int(n))).scaleb(-scale)
+        if self.family == DOUBLE:
+            return float(Fraction(s) / int(n))
+        return float(s) / float(n)
+
+    def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        n = F.count(value).cast("bigint")
+        if not self.invertible:
+            return [n, _ordered_sum(value)]
+        return [n, F.coalesce(F.sum(value.cast(self.fields[1].spark_type)), F.lit(0)).cast(self.fields[1].spark_type)]
+
+    def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        n = _over(F.sum(fields[0]), over).cast("bigint")
+        if not self.invertible:
+            return [n, _DoubleSums.merge(fields[1], over)]
+        return [n, _over(F.sum(fields[1]), over).cast(self.fields[1].spark_type)]
 
     def spark_finish(self, fields: list[Column]) -> Column:
         from pyspark.sql import functions as F
 
         n, s = fields
-        return F.when(n != 0, s.cast("double") / n.cast("double"))
+        if self.family == DECIMAL:
+            return F.when(n > 0, _spark_decimal_mean(s, n, self.value_type))
+        return F.when(n > 0, s.cast("double") / n.cast("double"))
 
 
-class Variance(Additive):
-    """Variance from exact integer moments (n, sum, sum of squares).
+def _round_half_up(numerator: int, denominator: int) -> int:
+    """``numerator / denominator`` (denominator > 0) rounded to an integer, halves away from
+    zero (Spark's and SQL's rounding of decimals)."""
+    q, r = divmod(numerator, denominator)  # floor division: 0 <= r < denominator
+    up = 2 * r >= denominator if numerator >= 0 else 2 * r > denominator
+    return q + 1 if up else q
 
-    ``n**2 * variance = n * sum(x**2) - sum(x)**2`` is computed exactly in integers (decimal(38,0)
-    in Spark) and divided once, so large values suffer no catastrophic cancellation, which the
-    textbook ``E[x**2] - E[x]**2`` in floating point does. Welford's update is stable too, but is
-    not invertible; exact integer moments are both.
+
+def _spark_floor_div(numerator: Column, divisor: Column) -> tuple[Column, Column]:
+    """``divmod`` of two decimal(38,0) integers (divisor > 0) in exact decimal arithmetic: the
+    floor quotient and the remainder, ``0 <= remainder < divisor``.
+
+    Spark's own decimal division rounds its quotient at whatever scale its precision rules
+    leave (6 digits here), so its floor is only a guess, off by one where the quotient rounded
+    up to the next integer; the exact remainder tells, and corrects it."""
+    from pyspark.sql import functions as F
+
+    whole = "decimal(38,0)"
+    guess = F.floor(numerator / divisor).cast(whole)
+    remainder = F.try_subtract(numerator, F.try_multiply(guess, divisor)).cast(whole)
+    floor = (F.when(remainder < 0, guess - 1).when(remainder >= divisor, guess + 1).otherwise(guess)).cast(whole)
+    return floor, F.try_subtract(numerator, F.try_multiply(floor, divisor)).cast(whole)
+
+
+def _spark_decimal_mean(s: Column, n: Column, value_type: str) -> Column:
+    """``_round_half_up(s * 10**S, n) / 10**S`` in exact decimal arithmetic: Spark's division
+    would round once at its own scale and again at S (``_spark_floor_div``)."""
+    from pyspark.sql import functions as F
+
+    precision, scale = precision_and_scale(value_type)
+    numerator = (s * F.lit(10**scale)).cast("decimal(38,0)")  # an integer: exact at any scale Spark keeps
+    count = n.cast("decimal(20,0)")
+    floor, r = _spark_floor_div(numerator, count)
+    up = F.when(numerator >= 0, r * 2 >= count).otherwise(r * 2 > count)
+    rounded = (floor + F.when(up, F.lit(1)).otherwise(F.lit(0))).cast(f"decimal({precision},0)")
+    unit = F.lit(Decimal(1).scaleb(-scale)).cast(f"decimal({max(scale, 1)},{scale})")
+    return (rounded * unit).cast(value_type)
+
+
+class Variance(Aggregation):
+    """Population or sample variance (``sample``), or its root (``root``), of a numeric field.
+
+    ``long`` and ``decimal(P,S)`` (invertible): exact integer moments of the unscaled values u
+    (a decimal's value times 10**S). ``n**2 * variance = n * sum(u**2) - sum(u)**2`` is computed
+    exactly and divided once, so large values suffer no catastrophic cancellation, which the
+    textbook ``E[x**2] - E[x]**2`` in floating point does; Welford's update is stable too, but
+    is not invertible; exact integer moments are both. ``sum(u**2)`` of 64-bit values overflows
+    38 digits after two of them, so each u is split into 32-bit limbs, ``u = a * 2**32 + b``,
+    and the partial holds n, sum(a), sum(b), sum(a*a), sum(a*b), sum(b*b): every one fits
+    decimal(38,0) for 10**18 events. The finish recombines them exactly in decimal(38,0) wherever
+    the result fits there, and otherwise without cancellation to within two roundings
+    (``_spark_exact_numerator``): never an overflow, never a wrap, exact where it can be.
+
+    ``double`` (not invertible): the partial is (n, mean, M2), merged by Chan, Golub and
+    LeVeque's pairwise update ("Algorithms for computing the sample variance", 1979), in a
+    fixed order in Spark (``_chan_merge``); the Python side does the same arithmetic in exact
+    fractions.
     """
 
-    fields = (PartialField("n", "bigint"), PartialField("s", "decimal(38,0)"),
-              PartialField("ss", "decimal(38,0)"))
-    output_type = "double"
+    applies_to = NUMERIC
+    needs = "a numeric"
     sample: ClassVar[bool] = False
     root: ClassVar[bool] = False
 
-    def contributions(self, value: int) -> Partial:
-        return (1, value, value * value)
+    def __init__(self, name: str, field: str = DEFAULT_FIELD, value_type: str = "bigint", **params: Any) -> None:
+        super().__init__(name, field, value_type, **params)
+        self.invertible = self.family in EXACT
+        self.scale = precision_and_scale(value_type)[1]
+        self.output_type = "double"
+        if self.invertible:
+            self.fields = (PartialField("n", "bigint"), *[PartialField(f, "decimal(38,0)")
+                                                          for f in ("sa", "sb", "aa", "ab", "bb")])
+        else:
+            self.fields = (PartialField("n", "bigint"), PartialField("mean", "double"), PartialField("m2", "double"))
+
+    # -- Python --
+
+    def empty(self) -> Partial:
+        return (0,) * 6 if self.invertible else (0, 0, 0)
+
+    def accumulate(self, partial: Partial, value: Any, at: Any = None) -> Partial:
+        if value is None:
+            return partial
+        if not self.invertible:
+            return self.combine(partial, (1, Fraction(value), 0))
+        u = _unscaled(value, self.scale)
+        a, b = u >> 32, u & 0xFFFFFFFF  # floor: a * 2**32 + b == u, 0 <= b < 2**32
+        return self.combine(partial, (1, a, b, a * a, a * b, b * b))
+
+    def combine(self, a: Partial, b: Partial) -> Partial:
+        if self.invertible:
+            return tuple(_add(x, y) for x, y in zip(a, b, strict=True))
+        (na, ma, qa), (nb, mb, qb) = ((int(n or 0), Fraction(m or 0), Fraction(q or 0)) for n, m, q in (a, b))
+        if not nb:
+            return (na, ma, qa)
+        if not na:
+            return (nb, mb, qb)
+        n, delta = na + nb, mb - ma
+        return (n, ma + delta * nb / n, qa + qb + delta * delta * na * nb / n)
+
+    def deduct(self, a: Partial, b: Partial) -> Partial:
+        if not self.invertible:
+            return super().deduct(a, b)
+        return tuple(_add(x, _negate(y)) for x, y in zip(a, b, strict=True))
 
     def _denominator(self, n: int) -> int:
         return n * (n - 1) if self.sample else n * n
 
     def finish(self, partial: Partial) -> float | None:
-        n, s, ss = (int(x) for x in partial)
+        n = int(partial[0] or 0)
         if n < (2 if self.sample else 1):
             return None
-        variance = float(n * ss - s * s) / float(self._denominator(n))
+        if self.invertible:
+            sa, sb, aa, ab, bb = (int(x) for x in partial[1:])
+            s, ss = sa * 2**32 + sb, aa * 2**64 + ab * 2**33 + bb
+            variance = float(n * ss - s * s) / (float(self._denominator(n)) * float(10 ** (2 * self.scale)))
+        else:
+            variance = float(Fraction(partial[2]) / (n - 1 if self.sample else n))
         return math.sqrt(variance) if self.root else variance
 
-    def spark_contributions(self, value: Column) -> list[Column]:
+    # -- Spark --
+
+    def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
         from pyspark.sql import functions as F
 
-        big = value.cast("decimal(38,0)")
-        return [F.lit(1).cast("bigint"), big, big * big]
+        if not self.invertible:
+            one = F.when(value.isNotNull(), F.struct(F.lit(1).cast("bigint").alias("n"),
+                                                       value.cast("double").alias("mean"), F.lit(0.0).alias("m2")))
+            return _chan_merge(one, None)
+        u = _spark_unscaled(value, self.value_type)
+        a, b = F.shiftright(u, 32), u.bitwiseAND(F.lit(0xFFFFFFFF))
+        whole = "decimal(38,0)"
+        parts = [F.when(value.isNotNull(), F.lit(1)), a, b, a.cast(whole) * a, a.cast(whole) * b, b.cast(whole) * b]
+        return [F.coalesce(F.sum(p), F.lit(0)).cast(f.spark_type) for p, f in zip(parts, self.fields, strict=True)]
+
+    def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        if not self.invertible:
+            n, mean, m2 = fields
+            return _chan_merge(F.when(n > 0, F.struct(n.cast("bigint").alias("n"), mean.alias("mean"),
+                                                      m2.alias("m2"))), over)
+        return [_over(F.sum(c), over).cast(f.spark_type) for c, f in zip(fields, self.fields, strict=True)]
 
     def spark_finish(self, fields: list[Column]) -> Column:
         from pyspark.sql import functions as F
 
-        n, s, ss = fields
-        numerator = (n.cast("decimal(38,0)") * ss - s * s).cast("double")
-        denominator = (n * (n - 1) if self.sample else n * n).cast("double")
-        variance = numerator / denominator
+        n = fields[0]
+        if self.invertible:  # as ``finish``: the exact numerator rounded once, divided once
+            count = n.cast("double")
+            denominator = (count * (count - 1) if self.sample else count * count) * F.lit(float(10 ** (2 * self.scale)))
+            variance = _spark_exact_numerator(fields) / denominator
+        else:
+            variance = fields[2] / (n - 1 if self.sample else n).cast("double")
         return F.when(n >= (2 if self.sample else 1), F.sqrt(variance) if self.root else variance)
+
+
+def _spark_exact_numerator(fields: list[Column]) -> Column:
+    """``N = n * sum(u**2) - sum(u)**2`` from the limbs, as a double.
+
+    Where every step fits decimal(38,0), N is computed exactly and rounded once, as ``finish``
+    does (``try_*`` gives null where a step does not fit). Otherwise N is recombined without
+    cancellation: with ``X = n*aa - sa**2``, ``Y = n*ab - sa*sb``, ``Z = n*bb - sb**2`` (exact
+    for up to 2 * 10**9 events), ``N = 2**64 X + W`` where ``W = 2**33 Y + Z``; writing
+    ``W = q 2**64 + r`` (``0 <= r < 2**64``), ``N = 2**64 (X + q) + r`` is a sum of two
+    non-negative terms (N >= 0 and r >= 0 make X + q >= 0), so the double it gives is within two
+    roundings of N, however close the values. Beyond that, the limbs' moments in doubles.
+    """
+    from pyspark.sql import functions as F
+
+    n, sa, sb, aa, ab, bb = fields
+    whole = "decimal(38,0)"
+
+    def big(value: int) -> Column:
+        return F.lit(Decimal(value)).cast(whole)
+
+    nn = n.cast(whole)
+    s = F.try_add(F.try_multiply(sa, big(2**32)), sb)
+    ss = F.try_add(F.try_add(F.try_multiply(aa, big(2**64)), F.try_multiply(ab, big(2**33))), bb)
+    exact = F.try_subtract(F.try_multiply(nn, ss), F.try_multiply(s, s))
+
+    def moment(x: Column, y: Column, xy: Column) -> Column:
+        return F.try_subtract(F.try_multiply(nn, xy), F.try_multiply(x, y))
+
+    x, y, z = moment(sa, sa, aa), moment(sa, sb, ab), moment(sb, sb, bb)
+    w = F.try_add(F.try_multiply(y, big(2**33)), z)
+    q, r = _spark_floor_div(w, big(2**64))
+    recombined = F.try_add(x, q).cast("double") * float(2**64) + r.cast("double")
+
+    d = [c.cast("double") for c in fields]
+    mean_a, mean_b = d[1] / d[0], d[2] / d[0]
+    var_a, var_b, cov = (d[3] / d[0] - mean_a * mean_a, d[5] / d[0] - mean_b * mean_b,
+                         d[4] / d[0] - mean_a * mean_b)
+    rough = (var_a * float(2**64) + cov * float(2**33) + var_b) * (d[0] * d[0])
+    return F.coalesce(exact.cast("double"), recombined, rough)
+
+
+def _chan_merge(states: Column, over: WindowSpec | None) -> list[Column]:
+    """(n, mean, M2) of the non-null ``states`` (structs of n, mean, m2), merged pairwise by
+    Chan et al.'s update: over a window frame in its order, in ``groupBy`` in ascending order
+    of the states, so that every run folds them alike."""
+    from pyspark.sql import functions as F
+
+    collected = F.collect_list(states)
+    ordered = collected.over(over) if over is not None else F.array_sort(collected)
+    zero = F.struct(F.lit(0).cast("bigint").alias("n"), F.lit(0.0).alias("mean"), F.lit(0.0).alias("m2"))
+
+    def merge(acc: Column, x: Column) -> Column:
+        n = acc["n"] + x["n"]
+        delta = x["mean"] - acc["mean"]
+        merged = F.struct(n.alias("n"), (acc["mean"] + delta * x["n"] / n).alias("mean"),
+                          (acc["m2"] + x["m2"] + delta * delta * acc["n"] * x["n"] / n).alias("m2"))
+        return F.when(acc["n"] == 0, x).otherwise(merged)
+
+    folded = F.aggregate(ordered, zero, merge)
+    return [folded["n"], folded["mean"], folded["m2"]]
 
 
 class VariancePop(Variance):
@@ -284,24 +667,28 @@ class StddevSample(Variance):
 
 
 class Extreme(Aggregation):
-    """Min or max: a partial of one field, empty as None; not invertible (a max cannot leave)."""
+    """Min or max: a partial of one field of the value's own type, empty as None; not
+    invertible (a max cannot leave). Strings compare by code point, booleans false < true."""
 
     invertible = False
-    fields = (PartialField("m", "bigint"),)
-    output_type = "bigint"
     pick: ClassVar[Any]
+
+    def __init__(self, name: str, field: str = DEFAULT_FIELD, value_type: str = "bigint", **params: Any) -> None:
+        super().__init__(name, field, value_type, **params)
+        self.fields = (PartialField("m", value_type),)
+        self.output_type = value_type
 
     def empty(self) -> Partial:
         return (None,)
 
-    def accumulate(self, partial: Partial, value: int, at: Any = None) -> Partial:
-        return self.combine(partial, (value,))
+    def accumulate(self, partial: Partial, value: Any, at: Any = None) -> Partial:
+        return partial if value is None else self.combine(partial, (value,))
 
     def combine(self, a: Partial, b: Partial) -> Partial:
         present = [x[0] for x in (a, b) if x[0] is not None]
         return (type(self).pick(present) if present else None,)
 
-    def finish(self, partial: Partial) -> int | None:
+    def finish(self, partial: Partial) -> Any:
         return partial[0]
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
@@ -325,19 +712,22 @@ class Max(Extreme):
 
 
 class Ordered(Aggregation):
-    """First or last value by event time; ties between equal times go to the smaller (first) or
-    larger (last) value, so the result never depends on how Spark ordered the rows."""
+    """First or last non-null value by event time; ties between equal times go to the smaller
+    (first) or larger (last) value, so the result never depends on how Spark ordered the rows."""
 
     invertible = False
-    fields = (PartialField("at", "timestamp"), PartialField("v", "bigint"))
-    output_type = "bigint"
     latest: ClassVar[bool]
+
+    def __init__(self, name: str, field: str = DEFAULT_FIELD, value_type: str = "bigint", **params: Any) -> None:
+        super().__init__(name, field, value_type, **params)
+        self.fields = (PartialField("at", "timestamp"), PartialField("v", value_type))
+        self.output_type = value_type
 
     def empty(self) -> Partial:
         return (None, None)
 
-    def accumulate(self, partial: Partial, value: int, at: Any) -> Partial:
-        return self.combine(partial, (at, value))
+    def accumulate(self, partial: Partial, value: Any, at: Any) -> Partial:
+        return partial if value is None else self.combine(partial, (at, value))
 
     def combine(self, a: Partial, b: Partial) -> Partial:
         present = [x for x in (a, b) if x[0] is not None]
@@ -345,11 +735,13 @@ class Ordered(Aggregation):
             return (None, None)
         return (max if self.latest else min)(present)
 
-    def finish(self, partial: Partial) -> int | None:
+    def finish(self, partial: Partial) -> Any:
         return partial[1]
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
-        return self.spark_merge([at, value])
+        from pyspark.sql import functions as F
+
+        return self.spark_merge([F.when(value.isNotNull(), at), value])
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
         from pyspark.sql import functions as F
@@ -372,9 +764,11 @@ class Last(Ordered):
 
 
 class ApproxDistinct(Aggregation):
-    """Approximate count of distinct values: a mergeable HyperLogLog sketch (Apache DataSketches,
-    built into Spark), relative standard error about 1.6% with 2**12 registers and exact for
-    small counts. Sketches merge but cannot deduct. The Python side keeps the exact set: it is
+    """Approximate count of distinct non-null values: a mergeable HyperLogLog sketch (Apache
+    DataSketches, built into Spark), relative standard error about 1.6% with 2**12 registers
+    and exact for small counts. Sketches merge but cannot deduct. Spark sketches longs and
+    strings as they are, other types by their text (``cast`` to string: one text per value of
+    a double, a decimal of fixed scale, a boolean). The Python side keeps the exact set: it is
     the oracle the sketch is measured against."""
 
     invertible = False
@@ -385,8 +779,8 @@ class ApproxDistinct(Aggregation):
     def empty(self) -> Partial:
         return (frozenset(),)
 
-    def accumulate(self, partial: Partial, value: int, at: Any = None) -> Partial:
-        return (partial[0] | {value},)
+    def accumulate(self, partial: Partial, value: Any, at: Any = None) -> Partial:
+        return partial if value is None else (partial[0] | {value},)
 
     def combine(self, a: Partial, b: Partial) -> Partial:
         return (a[0] | b[0],)
@@ -397,7 +791,8 @@ class ApproxDistinct(Aggregation):
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
         from pyspark.sql import functions as F
 
-        return [F.hll_sketch_agg(value, HLL_LG_K)]
+        sketched = value if self.family in (INTEGER, STRING) else value.cast("string")
+        return [F.hll_sketch_agg(sketched, HLL_LG_K)]
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
         from pyspark.sql import functions as F
@@ -426,14 +821,16 @@ AGGREGATIONS: dict[str, type[Aggregation]] = {
 }
 
 
-def aggregation(kind: str, name: str | None = None) -> Aggregation:
-    """The factory: an aggregation kind (``count``, ``sum``, ...) under an output name."""
+def aggregation(kind: str, name: str | None = None, field: str = DEFAULT_FIELD, value_type: str = "bigint",
+                **params: Any) -> Aggregation:
+    """The factory: an aggregation kind (``count``, ``sum``, ...) under an output name, over the
+    event field ``field`` of Spark type ``value_type``, with the kind's parameters."""
     try:
         cls = AGGREGATIONS[kind]
     except (KeyError, TypeError):
         known = ", ".join(sorted(AGGREGATIONS))
         raise ValueError(f"aggregations.{name or kind}: unknown aggregation {kind!r}; known: {known}") from None
-    return cls(name or kind)
+    return cls(name or kind, field, value_type, **params)
 
 
 DEFAULT_AGGREGATIONS: tuple[Aggregation, ...] = (aggregation("count"), aggregation("sum"))

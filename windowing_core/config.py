@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from windowing_core.aggregations import DEFAULT_AGGREGATIONS, Aggregation, aggregation
+from windowing_core import field_types
+from windowing_core.aggregations import DEFAULT_AGGREGATIONS, DEFAULT_FIELD, Aggregation, aggregation
 from windowing_core.sessions import SessionSpec
 from windowing_core.window_spec import (
     DAY_SECONDS, DEFAULT_WINDOW, MAX_DURATION, WindowSpec, format_duration, parse_duration, tile_size,
 )
 
-_TOP_LEVEL = {"key_field", "value_field", "bucket", "allowed_lateness", "windows", "aggregations",
+_TOP_LEVEL = {"key_field", "value_field", "fields", "bucket", "allowed_lateness", "windows", "aggregations",
               "late_policy", "max_out_of_orderness", "watermark_scope", "watermark_clock", "freshness_slack"}
 LATE_POLICIES = ("include", "drop")
 WATERMARK_SCOPES = ("global", "key")
@@ -37,6 +38,12 @@ RESERVED_COLUMNS = frozenset({
 """Column names of the window and partial tables (and of a job's routed write) that an
 aggregation's output column may not take. Spark resolves column names case-insensitively, so
 ``Date`` and ``KEY`` collide with them too."""
+EVENT_TABLE_COLUMNS = frozenset({
+    "key", "event_time", "event_id", "arrival_time", "source_file", "line", "arrival_date", "event_date",
+    "reason", "raw", "table", "timestamp",
+})
+"""Columns of ``events``, ``late_events`` and ``quarantine`` (and a record's own fields) that a
+declared field's column may not take."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,9 @@ class PipelineConfig:
 
     key_field: str = "user_id"
     value_field: str = "value"
+    # Declared measured fields, ``(name, Spark DDL type)``: each is a column of ``events`` of
+    # that name. None declared: the one integer ``value`` read from ``value_field``.
+    fields: tuple[tuple[str, str], ...] = ()
     bucket: int = 60
     allowed_lateness_days: int = 2
     windows: tuple[WindowSpec, ...] = (DEFAULT_WINDOW,)
@@ -105,6 +115,15 @@ class PipelineConfig:
                 raise ValueError(f"{label} {name!r}: a record's {name} field has that name")
         if self.key_field == self.value_field:
             raise ValueError(f"key_field and value_field are both {self.key_field!r}")
+        _check_field_names(self.fields, self.key_field)
+        measured = dict(self.measured_fields)
+        for a in self.aggregations:
+            if a.field not in measured:
+                raise ValueError(f"aggregations.{a.name}: no field {a.field!r}; "
+                                 f"fields declares {', '.join(measured)}")
+            if a.value_type != measured[a.field]:
+                raise ValueError(f"aggregations.{a.name}: field {a.field} is {measured[a.field]}, "
+                                 f"not {a.value_type}")
         if self.allowed_lateness_days > MAX_LATENESS_DAYS:
             raise ValueError(f"allowed_lateness must be at most {MAX_LATENESS_DAYS}d, got {self.allowed_lateness_days}d")
         for label, seconds in (("max_out_of_orderness", self.max_out_of_orderness),
@@ -121,6 +140,16 @@ class PipelineConfig:
             if a.name.lower() in RESERVED_COLUMNS:
                 raise ValueError(f"aggregations.{a.name}: the name is reserved for a column "
                                  f"(names are compared without case: {', '.join(sorted(RESERVED_COLUMNS))})")
+
+    @property
+    def measured_fields(self) -> tuple[tuple[str, str], ...]:
+        """The events' measured columns with their Spark types: the declared ``fields``, or the
+        one ``value`` (bigint) of a configuration without them."""
+        return self.fields or ((DEFAULT_FIELD, "bigint"),)
+
+    @property
+    def measured_columns(self) -> list[str]:
+        return [name for name, _ in self.measured_fields]
 
     @property
     def longest_window(self) -> int:
@@ -170,14 +199,20 @@ class PipelineConfig:
         if not isinstance(aggs, dict):
             raise ValueError("aggregations: expected a mapping of output name to kind, "
                              "for example {count: count, total: sum}")
+        value_field = _field_name("value_field", raw.get("value_field", "value"))
+        fields = _fields(raw.get("fields"))
+        _check_field_names(fields, raw.get("key_field", "user_id"))
+        default = _default_field(fields, value_field, "value_field" in raw)
         return cls(
             key_field=_field_name("key_field", raw.get("key_field", "user_id")),
-            value_field=_field_name("value_field", raw.get("value_field", "value")),
+            value_field=value_field,
+            fields=fields,
             bucket=bucket,
             allowed_lateness_days=lateness // 86400,
             windows=windows,
             sessions=sessions,
-            aggregations=tuple(aggregation(kind, _name("aggregations", name)) for name, kind in aggs.items()),
+            aggregations=tuple(_aggregation(_name("aggregations", name), spec, fields, value_field, default)
+                               for name, spec in aggs.items()),
             late_policy=raw.get("late_policy", "include"),
             max_out_of_orderness=parse_duration(raw.get("max_out_of_orderness", "5m"),
                                                 field_name="max_out_of_orderness"),
@@ -245,6 +280,70 @@ def _window(name: str, spec: Any, bucket: int) -> WindowSpec | SessionSpec:
     return WindowSpec.of(str(name), spec["length"], spec.get("slide"), spec.get("offset"),
                          bucket, spec.get("emit", "changes"), align_to=spec.get("align_to"),
                          step=spec.get("step"), keyed=spec.get("keyed", True), time=spec.get("time", "event"))
+
+
+def _fields(declared: Any) -> tuple[tuple[str, str], ...]:
+    """``fields: {amount: decimal(12,2), page: string}`` as ``(name, Spark type)`` pairs."""
+    if declared is None:
+        return ()
+    if not isinstance(declared, dict) or not declared:
+        raise ValueError("fields: expected a mapping of field name to type, for example "
+                         "{amount: decimal(12,2), latency_ms: double, page: string}")
+    return tuple((str(name), field_types.spark_type(ddl, f"fields.{name}")) for name, ddl in declared.items())
+
+
+def _check_field_names(fields: tuple[tuple[str, str], ...], key_field: str) -> None:
+    _unique("fields (names compared without case, as Spark does)", [f.lower() for f, _ in fields])
+    for name, ddl in fields:
+        if not isinstance(name, str) or not _COLUMN_NAME.fullmatch(name):
+            raise ValueError(f"fields.{name}: a field's name uses letters, digits and underscores, "
+                             "starting with a letter or underscore (it names a column of events)")
+        if name.lower() in EVENT_TABLE_COLUMNS or name.lower() == str(key_field).lower():
+            raise ValueError(f"fields.{name}: the name is taken by the key or a column of events "
+                             f"({', '.join(sorted(EVENT_TABLE_COLUMNS))})")
+        field_types.family(ddl)
+
+
+def _default_field(fields: tuple[tuple[str, str], ...], value_field: str, given: bool) -> str | None:
+    """The field an aggregation reads when it names none (the short form ``NAME: KIND``): the
+    one ``value`` without declared fields; with them, ``value_field`` where given (it must be
+    declared), else the only declared field, else none."""
+    if not fields:
+        return DEFAULT_FIELD
+    names = [n for n, _ in fields]
+    if given:
+        if value_field not in names:
+            raise ValueError(f"value_field {value_field!r} is not among fields ({', '.join(names)})")
+        return value_field
+    return names[0] if len(names) == 1 else None
+
+
+def _aggregation(name: str, spec: Any, fields: tuple[tuple[str, str], ...], value_field: str,
+                 default: str | None) -> Aggregation:
+    """``NAME: KIND`` (the kind over the default field) or ``NAME: {kind: KIND, field: FIELD,
+    ...parameters}``."""
+    if isinstance(spec, dict):
+        params = {str(k): v for k, v in spec.items()}
+        if "kind" not in params:
+            raise ValueError(f"aggregations.{name}.kind is required in the long form "
+                             "{kind: KIND, field: FIELD, ...parameters}")
+        kind, field = params.pop("kind"), params.pop("field", None)
+    else:
+        kind, field, params = spec, None, {}
+    if not fields:  # the one integer value, whatever its JSON name
+        if field is not None and field not in (value_field, DEFAULT_FIELD):
+            raise ValueError(f"aggregations.{name}.field: no field {field!r}; without declared fields "
+                             f"the one field is value_field ({value_field})")
+        return aggregation(kind, name, DEFAULT_FIELD, "bigint", **params)
+    declared = dict(fields)
+    if field is None:
+        if default is None:
+            raise ValueError(f"aggregations.{name}: name its field, {{kind: {kind}, field: ...}}: "
+                             f"fields declares {', '.join(declared)} and no value_field")
+        field = default
+    if field not in declared:
+        raise ValueError(f"aggregations.{name}.field: no field {field!r}; fields declares {', '.join(declared)}")
+    return aggregation(kind, name, field, declared[field], **params)
 
 
 def _field_name(label: str, value: Any) -> str:

@@ -23,7 +23,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
+from typing import Any
 
+from windowing_core.aggregations import DEFAULT_FIELD
 from windowing_core.change_points import change_points
 from windowing_core.config import PipelineConfig
 from windowing_core.watermark import is_late, watermarks
@@ -32,15 +34,28 @@ from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, from_e
 
 @dataclass(frozen=True)
 class Event:
+    """An accepted record as the oracle sees it. ``value`` is the one integer field of a
+    configuration without declared ``fields``; ``fields`` holds the declared fields' values as
+    ``(name, value)`` pairs (Python ``int``, ``Decimal``, ``float``, ``str``, ``bool``; a
+    missing field is absent or ``None``)."""
+
     key: str
     event_time: datetime
-    value: int
+    value: int | None
     event_id: str
     arrival_date: date
     source_file: str = ""
     raw: str = ""
     arrival_time: datetime | None = None
     line: int = 0
+    fields: tuple[tuple[str, Any], ...] = ()
+
+    def field(self, name: str) -> Any:
+        """The value of the events column ``name`` (an aggregation's ``field``)."""
+        for field_name, value in self.fields:
+            if field_name == name:
+                return value
+        return self.value if name == DEFAULT_FIELD else None
 
     @property
     def event_date(self) -> date:
@@ -112,7 +127,7 @@ def fold(config: PipelineConfig, events: Iterable[Event]) -> tuple:
     """The finished value of every aggregation over the given events."""
     partials = [a.empty() for a in config.aggregations]
     for e in events:
-        partials = [a.accumulate(p, e.value, e.event_time) for a, p in zip(config.aggregations, partials)]
+        partials = [a.accumulate(p, e.field(a.field), e.event_time) for a, p in zip(config.aggregations, partials)]
     return tuple(a.finish(p) for a, p in zip(config.aggregations, partials))
 
 
@@ -130,7 +145,7 @@ class _KeyTimeline:
     """One key's accepted events sorted by time, to fold any ``[start, stop)`` by bisection."""
 
     def __init__(self, events: list[Event]) -> None:
-        self.events = sorted(events, key=lambda e: (e.event_time, e.value))
+        self.events = sorted(events, key=lambda e: e.event_time)
         self.times = [e.epoch_second for e in self.events]
 
     def between(self, start: int, stop: int) -> list[Event]:

@@ -11,7 +11,9 @@ import pytest
 
 from expectations import suites
 from expectations.catalog import checks_of
-from jobs.tables import DAILY_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
+from jobs.tables import (
+    DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
+)
 from tests.expectations.frames import BEFORE, DAY, NEXT, at, table
 from windowing_core.aggregations import AGGREGATIONS, aggregation
 from windowing_core.config import PipelineConfig
@@ -288,3 +290,52 @@ def test_catalog_names_are_predicates_and_unique_per_table():
     only_counts = replace(CONFIG, aggregations=(aggregation("count"),))
     assert "sums_non_negative" not in {c.name for c in checks_of(only_counts, WINDOW_CHANGES.name)}
     assert "mean_between_min_and_max" not in {c.name for c in checks_of(only_counts, WINDOW_SNAPSHOT.name)}
+
+
+# -- typed fields (issue 29) ----------------------------------------------------------------------
+
+TYPED = PipelineConfig.from_dict({
+    "fields": {"amount": "decimal(12,2)", "page": "string"},
+    "windows": {"1h": {"length": "1h", "slide": "15m"}},
+    "aggregations": {"pages": {"kind": "count", "field": "page"}, "revenue": {"kind": "sum", "field": "amount"}},
+})
+
+
+def test_quarantine_reasons_must_be_ones_ingest_gives_naming_the_field(spark):
+    rows = [{"reason": "amount_beyond_scale", "arrival_date": DAY},
+            {"reason": "value_not_integer", "source_file": "old.json", "arrival_date": DAY},  # no field value
+            {"reason": "page_not_string", "arrival_date": NEXT}, {"reason": "malformed_json", "arrival_date": NEXT}]
+    frame = table(spark, declared_columns(QUARANTINE.name, TYPED), rows)
+    results = suites.run_suite(frame, frame, suites.quarantine_suite(TYPED), DAYS)
+    assert not results["quarantine_reasons_known"][DAY].passed
+    assert results["quarantine_reasons_known"][NEXT].passed
+    assert {c.name for c in checks_of(TYPED, QUARANTINE.name)} == {"quarantine_reasons_known",
+                                                                  "quarantine_share_below_limit"}
+
+
+@pytest.mark.parametrize("table_name", [WINDOW_CHANGES.name, WINDOW_SNAPSHOT.name])
+def test_a_count_of_a_field_above_the_window_event_count_fails(spark, table_name):
+    rows = [{"key": "good", "event_count": 3, "pages": 2, "date": DAY},
+            {"key": "over", "event_count": 1, "pages": 2, "date": DAY},
+            {"key": "good", "event_count": 2, "pages": 2, "date": NEXT}]
+    frame = table(spark, declared_columns(table_name, TYPED), rows)
+    suite = (suites.window_changes_suite if table_name == WINDOW_CHANGES.name else suites.window_snapshot_suite)(TYPED)
+    results = suites.run_suite(frame, frame, suite, DAYS, {"counts_within_event_count"})
+    assert not results["counts_within_event_count"][DAY].passed
+    assert "over" in keys_in(results["counts_within_event_count"][DAY])
+    assert results["counts_within_event_count"][NEXT].passed
+    assert "counts_within_event_count" in {c.name for c in checks_of(TYPED, table_name)}
+    assert "counts_within_event_count" not in {c.name for c in checks_of(CONFIG, table_name)}  # value is never null
+
+
+def test_schema_matches_declared_tells_a_decimal_scale_and_a_field_type(spark):
+    declared = declared_columns(WINDOW_CHANGES.name, TYPED)
+    rescaled = [(n, "decimal(38,0)" if n == "revenue" else t) for n, t in declared]
+    suite = suites.window_changes_suite(TYPED)
+    assert suites.schema_outcome(table(spark, declared, []), suite).passed
+    assert not suites.schema_outcome(table(spark, rescaled, []), suite).passed
+    events = declared_columns(EVENTS.name, TYPED)
+    assert ("amount", "decimal(12,2)") in events and ("page", "string") in events
+    retyped = [(n, "double" if n == "amount" else t) for n, t in events]
+    assert suites.schema_outcome(table(spark, events, []), suites.events_suite(TYPED)).passed
+    assert not suites.schema_outcome(table(spark, retyped, []), suites.events_suite(TYPED)).passed

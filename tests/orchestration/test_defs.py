@@ -117,7 +117,29 @@ def test_every_column_of_every_aggregation_is_listed_and_described():
         assert all(c.description for c in schema.columns), table
     partials = graph.get(dg.AssetKey("minute_partials")).metadata["dagster/column_schema"]
     described = {c.name: c.description for c in partials.columns}
-    assert described["my_var_samp__ss"] == "partial of my_var_samp (var_samp): sum of the squared values"
+    assert described["my_var_samp__bb"] == "partial of my_var_samp (var_samp): sum of b * b"
+
+
+def test_typed_fields_and_their_aggregations_are_columns_of_their_type_in_the_ui():
+    """Declared fields are typed columns of events; each aggregation one column of the window
+    tables in its own type (a decimal stays a decimal), all listed and described."""
+    config = PipelineConfig.from_dict({
+        "fields": {"amount": "decimal(12,2)", "latency_ms": "double", "page": "string"},
+        "windows": {"1d": {"length": "1d", "slide": "1h"}},
+        "aggregations": {"revenue": {"kind": "sum", "field": "amount"}, "avg": {"kind": "mean", "field": "amount"},
+                         "slowest": {"kind": "max", "field": "latency_ms"}, "last_page": {"kind": "last", "field": "page"}},
+    })
+    graph = build_definitions(config, landing_root="l", lakehouse_root="h").resolve_asset_graph()
+    columns = {}
+    for table in ("events", "window_changes", "window_snapshot"):
+        schema = graph.get(dg.AssetKey(table)).metadata["dagster/column_schema"]
+        assert [(c.name, c.type) for c in schema.columns] == declared_columns(table, config), table
+        assert all(c.description for c in schema.columns), table
+        columns[table] = {c.name: c for c in schema.columns}
+    assert columns["events"]["amount"].type == "decimal(12,2)"
+    assert "amount" in columns["events"]["amount"].description
+    assert [(n, columns["window_changes"][n].type) for n in ("revenue", "avg", "slowest", "last_page")] == [
+        ("revenue", "decimal(38,2)"), ("avg", "decimal(12,2)"), ("slowest", "double"), ("last_page", "string")]
 
 
 def test_the_spark_launch_is_a_setting_and_a_bad_one_is_refused():

@@ -121,3 +121,71 @@ def test_every_window_kind_reads_from_yaml():
 def test_bad_new_window_fields_fail_with_one_line_naming_the_field(window, message):
     with pytest.raises(ValueError, match=message):
         PipelineConfig.from_dict({"windows": {"w": window}})
+
+
+# Issue 29: declared, typed fields and the long form of an aggregation.
+TYPED = {
+    "fields": {"amount": "decimal(12,2)", "latency_ms": "double", "clicks": "long", "page": "string",
+               "ok": "boolean"},
+    "value_field": "clicks",
+    "aggregations": {
+        "clicks_total": "sum",  # the short form: the kind over value_field
+        "revenue": {"kind": "sum", "field": "amount"},
+        "p_latency": {"kind": "mean", "field": "latency_ms"},
+        "last_page": {"kind": "last", "field": "page"},
+        "any_ok": {"kind": "max", "field": "ok"},
+    },
+}
+
+
+def test_typed_fields_and_the_long_form_build_aggregations_of_their_field():
+    config = PipelineConfig.from_dict(TYPED)
+    assert config.measured_fields == (("amount", "decimal(12,2)"), ("latency_ms", "double"),
+                                      ("clicks", "bigint"), ("page", "string"), ("ok", "boolean"))
+    built = {a.name: (a.kind, a.field, a.value_type, a.output_type, a.invertible) for a in config.aggregations}
+    assert built == {
+        "clicks_total": ("sum", "clicks", "bigint", "decimal(38,0)", True),
+        "revenue": ("sum", "amount", "decimal(12,2)", "decimal(38,2)", True),
+        "p_latency": ("mean", "latency_ms", "double", "double", False),
+        "last_page": ("last", "page", "string", "string", False),
+        "any_ok": ("max", "ok", "boolean", "boolean", False),
+    }
+
+
+def test_without_fields_the_long_form_reads_the_one_value():
+    config = PipelineConfig.from_dict({"value_field": "clicks",
+                                       "aggregations": {"n": "count", "total": {"kind": "sum", "field": "clicks"}}})
+    assert [(a.field, a.value_type) for a in config.aggregations] == [("value", "bigint")] * 2
+    assert config.measured_fields == (("value", "bigint"),)
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"fields": {"page": "string"}, "aggregations": {"total": {"kind": "sum", "field": "page"}}},
+     "aggregations.total: sum needs a numeric field, page is string"),
+    ({"fields": {"ok": "boolean"}, "aggregations": {"avg": {"kind": "mean", "field": "ok"}}},
+     "aggregations.avg: mean needs a numeric field, ok is boolean"),
+    ({"fields": {"amount": "money"}}, r"fields.amount: unknown type 'money'; use one of long, double"),
+    ({"fields": {"amount": "decimal(19,2)"}}, r"fields.amount: decimal\(19,2\) needs 1 <= P <= 18"),
+    ({"fields": {"amount": "decimal(4,5)"}}, r"fields.amount: decimal\(4,5\) needs"),
+    ({"fields": {"event_id": "long"}}, "fields.event_id: the name is taken"),
+    ({"fields": {"user_id": "string"}}, "fields.user_id: the name is taken by the key"),
+    ({"fields": {"a-b": "long"}}, "fields.a-b: a field's name uses letters"),
+    ({"fields": {"Amount": "long", "amount": "double"}}, "fields .*duplicate name"),
+    ({"fields": []}, "fields: expected a mapping"),
+    ({"fields": {"a": "long", "b": "long"}, "aggregations": {"total": "sum"}},
+     r"aggregations.total: name its field, \{kind: sum, field: ...\}"),
+    ({"fields": {"a": "long"}, "aggregations": {"total": {"kind": "sum", "field": "b"}}},
+     "aggregations.total.field: no field 'b'; fields declares a"),
+    ({"fields": {"a": "long"}, "value_field": "b"}, "value_field 'b' is not among fields"),
+    ({"aggregations": {"total": {"field": "value"}}}, "aggregations.total.kind is required"),
+    ({"aggregations": {"total": {"kind": "sum", "k": 3}}}, r"aggregations.total.k: sum takes no parameter 'k'"),
+    ({"aggregations": {"total": {"kind": "sum", "field": "amount"}}}, "aggregations.total.field: no field 'amount'"),
+])
+def test_bad_typed_configuration_names_the_field(raw, message):
+    with pytest.raises(ValueError, match=message):
+        PipelineConfig.from_dict(raw)
+
+
+def test_one_declared_field_is_the_default_of_the_short_form():
+    config = PipelineConfig.from_dict({"fields": {"amount": "decimal(12,2)"}, "aggregations": {"n": "count", "t": "sum"}})
+    assert [(a.field, a.value_type) for a in config.aggregations] == [("amount", "decimal(12,2)")] * 2
