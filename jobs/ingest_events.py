@@ -318,7 +318,7 @@ def with_parsed_fields(lines: DataFrame, config: PipelineConfig) -> DataFrame:
     The parse is a column of its own, read field by field from there. Read straight off the
     parse, each field became a parse of its own (Spark's optimizer prunes a ``from_json`` to
     the one field read), so every line was parsed once per field read, and ingest took 1.3 to
-    1.4 times as long (``python -m bench.ingest``).
+    1.4 times as long (``bench/ingest.py``, since removed: git log).
     """
     parsed = lines.withColumn("parsed", parsed_line(F.col("raw")))
     return parsed.select(*lines.columns, *fields_of(F.col("parsed"), config))
