@@ -8,7 +8,7 @@ from assets.day_metadata import add_day_metadata
 from assets.partitions import daily_partitions, day_range
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource, job_days
-from assets.spark_work import SPARK_POOL, spark_work
+from assets.spark_work import SPARK_POOL
 from jobs import ingest_events
 from jobs.tables import EVENTS, QUARANTINE
 from windowing_core.config import PipelineConfig
@@ -33,14 +33,11 @@ def build_events_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                spark_launch: SparkLaunchResource):
         first, last = day_range(context)
         days = f"{first} .. {last}"
-        if spark_launch.through_pipes:
-            result = ingest_events.IngestResult.from_report(spark_launch.submit(
-                context, "ingest_events", ["--landing", lakehouse.landing_root,
-                                           *job_days(lakehouse.lakehouse_root, first, last)], config))
-        else:
-            with spark_work(context, pyspark.spark_session, f"ingest_events {days}"):
-                result = ingest_events.ingest(pyspark.spark_session, lakehouse.landing_root,
-                                              lakehouse.lakehouse_root, first, last, config)
+        result = ingest_events.IngestResult.from_report(spark_launch.run(
+            context, pyspark, f"ingest_events {days}", "ingest_events",
+            ["--landing", lakehouse.landing_root, *job_days(lakehouse.lakehouse_root, first, last)], config,
+            lambda spark: ingest_events.ingest(spark, lakehouse.landing_root, lakehouse.lakehouse_root, first,
+                                               last, config).to_report()))
         context.log.info(f"ingested arrival days {days}: {result.input_records} records, {result.accepted} "
                          f"accepted, {result.quarantined} quarantined, {result.duplicates} duplicates, "
                          f"{result.late} late beyond the allowed lateness")

@@ -11,7 +11,7 @@ from assets.day_metadata import add_day_metadata, rows_by_day
 from assets.partitions import arrivals_of_event_day, daily_partitions, day_range
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource, job_days
-from assets.spark_work import SPARK_POOL, spark_work
+from assets.spark_work import SPARK_POOL
 from jobs import delta_io
 from jobs import minute_partials as job
 from jobs.tables import ARRIVAL_PARTIALS, DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS
@@ -48,12 +48,9 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
     def partials(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource,
                  spark_launch: SparkLaunchResource):
         first, last = day_range(context)
-        if spark_launch.through_pipes:
-            written = spark_launch.submit(context, "minute_partials",
-                                          job_days(lakehouse.lakehouse_root, first, last), config)
-        else:
-            with spark_work(context, pyspark.spark_session, f"partials {first} .. {last}"):
-                written = job.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
+        written = spark_launch.run(context, pyspark, f"partials {first} .. {last}", "minute_partials",
+                                   job_days(lakehouse.lakehouse_root, first, last), config,
+                                   lambda spark: job.run(spark, lakehouse.lakehouse_root, first, last, config))
         arrival_days = job.arrival_days(first, last, config)
         shared = {"event_days": f"{first} .. {last}",
                   "arrival_days_read": f"{arrival_days[0]} .. {arrival_days[1]}"}

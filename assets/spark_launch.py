@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
 
 import dagster as dg
+from dagster_pyspark import PySparkResource
+from pyspark.sql import SparkSession
 
 import jobs
+from assets.spark_work import spark_work
 from jobs import jvm_packages
 from windowing_core.config import PipelineConfig
 
@@ -47,6 +50,17 @@ class SparkLaunchResource(dg.ConfigurableResource):
         if self.launch not in LAUNCHES:
             raise ValueError(f"PANES_SPARK_LAUNCH must be one of {', '.join(LAUNCHES)}, not {self.launch!r}")
         return self.launch == "pipes"
+
+    def run(self, context: dg.AssetExecutionContext, pyspark: PySparkResource, what: str, job: str,
+            argv: list[str], config: PipelineConfig, in_process: Callable[[SparkSession], dict]) -> dict:
+        """The result of ``jobs/<job>.py argv``: submitted through Pipes, or ``in_process`` on the
+        run's own session, its progress in the run's log as ``what`` (``spark_work``). Either way
+        the same dict, the one the job reports through Pipes, so the asset records the same
+        metadata."""
+        if self.through_pipes:
+            return self.submit(context, job, argv, config)
+        with spark_work(context, pyspark.spark_session, what):
+            return in_process(pyspark.spark_session)
 
     def submit(self, context: dg.AssetExecutionContext, job: str, argv: list[str], config: PipelineConfig) -> dict:
         """Run ``jobs/<job>.py argv`` under spark-submit through Pipes; the result it reported."""

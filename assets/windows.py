@@ -11,7 +11,7 @@ from assets.day_metadata import add_day_metadata, rows_by_day
 from assets.partitions import daily_partitions, day_range, frames_of_window_day
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource, job_days
-from assets.spark_work import SPARK_POOL, spark_work
+from assets.spark_work import SPARK_POOL
 from jobs import delta_io, sliding_windows
 from jobs.tables import (
     ARRIVAL_PARTIALS, DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, SESSION_STATE, WINDOW_CHANGES, WINDOW_SNAPSHOT,
@@ -69,12 +69,9 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                 spark_launch: SparkLaunchResource):
         first, last = day_range(context)
         days = f"{first} .. {last}"
-        if spark_launch.through_pipes:
-            result = spark_launch.submit(context, "sliding_windows",
-                                         job_days(lakehouse.lakehouse_root, first, last), config)
-        else:
-            with spark_work(context, pyspark.spark_session, f"sliding_windows {days}"):
-                result = sliding_windows.run(pyspark.spark_session, lakehouse.lakehouse_root, first, last, config)
+        result = spark_launch.run(
+            context, pyspark, f"sliding_windows {days}", "sliding_windows", job_days(lakehouse.lakehouse_root, first, last), config,
+            lambda spark: sliding_windows.run(spark, lakehouse.lakehouse_root, first, last, config))
         shared = {"window_end_days": days, "windows": windows, "baseline": result["baseline"],
                   **finality(lakehouse.lakehouse_root, last, config)}
         root, window_days = lakehouse.lakehouse_root, day_list(first, last)

@@ -300,7 +300,7 @@ def vacuum(path: str, *, retain_hours: int | None = None, dry_run: bool = False,
     options = {"retention_hours": retain_hours, "enforce_retention_duration": enforce_retention, "full": True}
     try:
         doomed = table.vacuum(dry_run=True, **options)
-        fs, root = pafs.FileSystem.from_uri(_rs_uri(path))
+        fs, root = file_system(path)
         sizes = {p: info.size or 0 for p, info in
                  zip(doomed, fs.get_file_info([f"{root}/{unquote(p)}" for p in doomed]))}
         deleted = doomed if dry_run else table.vacuum(dry_run=False, **options)
@@ -357,8 +357,8 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
     """
     resolved = [_Target.of(name, t.path, t.columns, t.partition_by, t.partition_filters, df.columns, t.stamp)
                 for name, t in targets.items()]
-    write_id = {"writeId": uuid.uuid4().hex, **({"first": days[0].isoformat(), "last": days[1].isoformat()}
-                                                 if days else {})}
+    write = {"writeId": uuid.uuid4().hex, **({"first": days[0].isoformat(), "last": days[1].isoformat()}
+                                              if days else {})}
     with _locked([t.path for t in resolved]):
         fields = {f.name: f for f in df.schema.fields}
         for t in resolved:
@@ -366,7 +366,7 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
         df = df.persist()
         try:
             _check_routes(df, route, resolved)
-            return {t.name: _write(df.where(df[route] == t.name).select(*t.columns), t, write_id)
+            return {t.name: _write(df.where(df[route] == t.name).select(*t.columns), t, write)
                     for t in resolved}
         finally:
             df.unpersist()
@@ -502,6 +502,28 @@ def _rs_uri(path: str) -> str:
     """The location as delta-rs and pyarrow name it: ``s3://`` where Hadoop says ``s3a://``."""
     uri = _uri(path)
     return "s3://" + uri[len("s3a://"):] if uri.startswith("s3a://") else uri
+
+
+def file_system(path: str) -> tuple[pafs.FileSystem, str] | None:
+    """pyarrow's file system holding ``path``, and the path inside it, for the listings Spark
+    does not make (files it hides, vacuum's sizes): local folders, S3 (``s3a://`` as ``s3://``,
+    configured by the same ``AWS_*`` variables as delta-rs, endpoint included) and whatever else
+    pyarrow knows (``gs://``, ``hdfs://``); None for a scheme it does not."""
+    uri = _rs_uri(path)
+    if uri.startswith("s3://"):
+        options: dict[str, Any] = {}
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        if endpoint:
+            parsed = urlparse(endpoint)
+            options.update(endpoint_override=parsed.netloc or endpoint, scheme=parsed.scheme or "https")
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region:
+            options["region"] = region
+        return pafs.S3FileSystem(**options), uri[len("s3://"):].rstrip("/")
+    try:
+        return pafs.FileSystem.from_uri(uri)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        return None
 
 
 def _storage_options(path: str) -> dict[str, str] | None:

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from datetime import date
 from functools import reduce
 
-import pyarrow as pa
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
@@ -172,22 +171,25 @@ def hidden_files(folder: str) -> list[tuple]:
     markers, editors' swap files), and no option turns that off, even for a file named
     explicitly. Their lines would be counted nowhere, and the reconciliation would pass without
     them, so each such file is one record, as an unreadable file is: rename it to have its lines
-    read. Empty files (``_SUCCESS``) hold no record. Listed with pyarrow's file systems (local
-    folders, ``s3://``, ``gs://``, ``hdfs://``); a scheme pyarrow does not know is not listed.
+    read. Empty files (``_SUCCESS``) hold no record. Listed with pyarrow's file systems
+    (``delta_io.file_system``: local folders, ``s3a://``, ``gs://``, ``hdfs://``); a scheme pyarrow
+    does not know is not listed. Each file is spelled as Spark spells the files it reads.
     """
     from pyarrow import fs as pafs
 
-    try:
-        filesystem, root = pafs.FileSystem.from_uri(folder if "://" in folder else os.path.abspath(folder))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+    located = delta_io.file_system(folder if "://" in folder else os.path.abspath(folder))
+    if located is None:
         return []
+    filesystem, root = located
+    scheme = folder.split("://", 1)[0] if "://" in folder and not folder.startswith("file:") else None
     records = []
     for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
         inside = info.path[len(root.rstrip("/")) + 1:].split("/")
         if info.type == pafs.FileType.File and info.size and any(_hidden(part) for part in inside):
-            # spelled as Spark spells a local file: file:/a%20b/c.json (a URI, one slash)
-            spelled = ("file:" + pathlib.Path(info.path).as_uri().removeprefix("file://")
-                       if isinstance(filesystem, pafs.LocalFileSystem) else info.path)
+            if isinstance(filesystem, pafs.LocalFileSystem):  # file:/a%20b/c.json (a URI, one slash)
+                spelled = "file:" + pathlib.Path(info.path).as_uri().removeprefix("file://")
+            else:  # s3a://bucket/key where pyarrow says bucket/key
+                spelled = f"{scheme}://{info.path}" if scheme else info.path
             records.append((None, spelled, info.mtime, HIDDEN_FILE))
     return sorted(records, key=lambda r: r[1])
 

@@ -300,3 +300,22 @@ def test_dagster_pipes_on_a_standalone_cluster_gives_the_tables_and_metadata_of_
     for job, days in [("ingest_events", LAST_ARRIVAL), ("minute_partials", LAST_ARRIVAL)]:
         assert any(line.startswith(f"jobs.{job} {FIRST} .. {days}: done in ") for line in log), job
     assert any(line.startswith("launching through Dagster Pipes: ") for line in log)
+
+
+def test_hidden_files_in_a_landing_folder_on_s3_are_listed_as_spark_spells_their_paths(s3_endpoint, monkeypatch):
+    """Spark's listing skips ``_*`` and ``.*`` files on S3 as anywhere: ingest must find them
+    there too (one ``hidden_file`` record each), through the same ``AWS_*`` settings."""
+    import boto3
+
+    for name, value in {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_REGION": "us-east-1",
+                        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        monkeypatch.setenv(name, value)
+    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
+    day = "hidden/landing/2025-01-27"
+    for key, body in {"a.json": b"{}\n", "_inflight.json": b"{}\n", ".swap": b"x", "_SUCCESS": b"",
+                      "_tmp/b.json": b"{}\n", "sub/c.json": b"{}\n"}.items():
+        client.put_object(Bucket="panes", Key=f"{day}/{key}", Body=body)
+
+    hidden = ingest_events.hidden_files(f"s3a://panes/{day}")
+    assert [(raw, path, reason) for raw, path, _, reason in hidden] == [
+        (None, f"s3a://panes/{day}/{name}", "hidden_file") for name in (".swap", "_inflight.json", "_tmp/b.json")]
