@@ -254,8 +254,11 @@ def read_and_parse(ds: DaySet) -> None:
     """Day D's landing files read and each line parsed once, with the fields' types."""
     from pyspark.sql import functions as F
 
-    schema = (f"`{ds.config.key_field}` string, timestamp timestamp, `{ds.config.value_field}` bigint, "
-              "event_id string, arrival_time timestamp")
+    config = ds.config
+    fields = ([(config.value_field, "bigint")] if not config.fields  # the JSON names of the measured fields
+              else list(config.measured_fields))
+    schema = ", ".join([f"`{config.key_field}` string", "timestamp timestamp", *[f"`{n}` {t}" for n, t in fields],
+                        "event_id string", "arrival_time timestamp"])
     lines = ds.spark.read.option("recursiveFileLookup", "true").text(f"{ds.landing}/{DAY.isoformat()}")
     _noop(lines.select(F.from_json("value", schema).alias("event"), F.col("_metadata.file_path")))
 
