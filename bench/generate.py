@@ -17,13 +17,17 @@ What the set looks like (the shape of the demo, simplified):
   re-sent with the same ``event_id`` one day after their first arrival, so the minute-partials
   job has real cross-arrival duplicates to remove.
 
-The rows have the ``events`` table's schema and land in it through ``jobs.delta_io``.
+The rows have the ``events`` table's schema and land in it through ``jobs.delta_io``; or, for
+the arrival day a benchmark ingests, they are landing files (``write_landing``): one JSON object
+per line, as producers send them, half the files gzipped.
 """
 
 from __future__ import annotations
 
 import math
+import shutil
 from datetime import date, timedelta
+from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -93,3 +97,40 @@ def write_events(spark: SparkSession, lakehouse: str, n: int, first_day: date, d
     dates = [d.isoformat() for d in arrival_dates(first_day, days)]
     return delta_io.replace_partitions(events, EVENTS.path(lakehouse), partition_by=list(EVENTS.partition_by),
                                        partition_filters=[("arrival_date", "in", dates)])
+
+
+LANDING_FILES = 4  # per arrival day: half plain, half gzipped
+MALFORMED_SHARE = 0.001  # of the landing lines: truncated JSON, quarantined by ingest
+COPY_SHARE = 0.005  # of the landing lines sent twice the same day: ingest's own duplicates
+
+
+def landing_lines(events: DataFrame, key_field: str, seed: int = 7) -> DataFrame:
+    """One JSON line per event, as a producer writes it; a few malformed, a few sent twice."""
+    iso = "yyyy-MM-dd'T'HH:mm:ss'Z'"
+    record = F.to_json(F.struct(
+        F.col("key").alias(key_field), F.date_format("event_time", iso).alias("timestamp"), "value", "event_id",
+        F.date_format("arrival_time", iso).alias("arrival_time")))
+    draw = _uniform(seed, 11)
+    line = F.when(draw < MALFORMED_SHARE, F.substring(record, 1, 20)).otherwise(record)
+    lines = events.select(F.col("line").cast("long").alias("id"), line.alias("value"))
+    copies = lines.where(_uniform(seed, 12) < COPY_SHARE)
+    return lines.unionByName(copies)
+
+
+def write_landing(events: DataFrame, landing: str, day: date, key_field: str, seed: int = 7) -> int:
+    """The events as landing files of arrival day ``day`` (``<landing>/YYYY-MM-DD/``): half
+    the files plain, half gzipped, as the demo's producers send them. Returns the lines."""
+    folder = Path(landing) / day.isoformat()
+    shutil.rmtree(folder, ignore_errors=True)
+    lines = landing_lines(events, key_field, seed).persist()
+    try:
+        half = LANDING_FILES // 2
+        for name, part, options in (("plain", 0, {}), ("gzipped", 1, {"compression": "gzip"})):
+            (lines.where(F.pmod("id", F.lit(2)) == part).select("value").repartition(half)
+             .write.options(**options).text(str(folder / name)))
+        count = lines.count()
+    finally:
+        lines.unpersist()
+    for marker in [*folder.rglob("_*"), *folder.rglob(".*")]:  # Spark's _SUCCESS and .crc files
+        marker.unlink()
+    return count

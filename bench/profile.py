@@ -1,16 +1,15 @@
 """Inside the daily run: where the driver JVM spends each job's time, from Java Flight Recorder
-and Spark's own stage metrics, on one lakehouse of ``bench.run``.
+and Spark's own stage metrics, on one lakehouse of ``python -m bench``.
 
-    .venv/bin/python -m bench.profile                         # bench/.work/n10000000, ~4 min
-    .venv/bin/python -m bench.profile --runs 6 --keep bench/.work/profile
-    .venv/bin/python -m bench.profile --spark-conf spark.sql.execution.arrow.maxBytesPerBatch=64m
+    .venv/bin/python -m bench.profile                 # the lakehouse of python -m bench --events-per-day 1e7
+    .venv/bin/python -m bench.profile --lakehouse bench/.work/day-1000000-100000keys/lakehouse --runs 6
 
-``bench.steps`` times each step from outside; this looks inside. After two untimed daily runs
-(``bench.methods.panes_day``: both jobs, their Delta writes included), each job runs ``--runs``
+``python -m bench --profile`` prints Spark's stages of every stage; this looks inside the two
+jobs. After two untimed daily runs (``bench.methods.panes_day``: both jobs, their Delta writes
+included), each job runs ``--runs``
 more times under a JFR recording of its own, started and stopped through the driver JVM, so
 only that job is sampled (JFR's ``profile`` settings: each running Java thread every 10 ms).
-On a local master the driver JVM runs every task; the Python workers that write the Delta files
-are not sampled. For each job it prints:
+On a local master the driver JVM runs every task. For each job it prints:
 
 - Spark's stages of its last run (the UI's REST API): tasks, task seconds, JVM CPU seconds,
   rows read by scans, shuffled in and out;
@@ -36,7 +35,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from bench.measure import _rest
-from bench.run import DAY
+from bench.pipeline import DAY
 
 # (class, pattern of the first non-utility frame), first match wins
 CLASSES = [
@@ -117,7 +116,8 @@ def stage_ids(spark) -> set[int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("--lakehouse", default="bench/.work/n10000000", help="a lakehouse bench.run prepared")
+    parser.add_argument("--lakehouse", default="bench/.work/day-10000000-1000000keys/lakehouse",
+                        help="a lakehouse python -m bench prepared (and ran day D in)")
     parser.add_argument("--runs", type=int, default=4, help="recorded runs of each job (default 4)")
     parser.add_argument("--keep", help="folder to keep the recordings in (default: a temporary one)")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
 
     spark, config = get_spark({"spark.ui.enabled": "true", **overrides}), PipelineConfig()
     if not Path(args.lakehouse, "window_snapshot").exists():
-        parser.error(f"{args.lakehouse} holds no lakehouse of bench.run: run `python -m bench.run --sizes 1e7` first")
+        parser.error(f"{args.lakehouse} holds no lakehouse of python -m bench: run `python -m bench --events-per-day 1e7` first")
     folder = Path(args.keep or tempfile.mkdtemp(prefix="panes-profile-"))
     folder.mkdir(parents=True, exist_ok=True)
     jvm = spark.sparkContext._jvm

@@ -31,7 +31,7 @@ from expectations import reconciliation, suites
 from expectations.catalog import Check, Outcome, checks_of
 from jobs import delta_io, point_in_time_join, progress, sliding_windows
 from jobs.errors import MissingInputError
-from jobs.ingest_events import read_landing
+from jobs.ingest_events import LATE_REASON, read_landing
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
     Table, day_filter, written_together,
@@ -66,6 +66,15 @@ class Inputs:
         return delta_io.read_table(self.spark, table.path(self.lakehouse_root),
                                    partition_filters=day_filter(column, first, last))
 
+    def tally(self, table: Table, column: str, first: date, last: date, *more: tuple) -> reconciliation.Tally:
+        """Rows per day of ``column`` (``more``: further partition filters), from the Delta log's
+        file statistics where they answer exactly (no Spark job), else the rows to count."""
+        filters = [*day_filter(column, first, last), *more]
+        counts = delta_io.partition_row_counts(table.path(self.lakehouse_root), column, partition_filters=filters)
+        if counts is None:
+            return delta_io.read_table(self.spark, table.path(self.lakehouse_root), partition_filters=filters)
+        return {date.fromisoformat(d): n for d, n in counts.items()}
+
 
 # -- evaluators, one per table ------------------------------------------------------------------
 
@@ -99,9 +108,9 @@ def evaluate_events(inputs: Inputs) -> Results:
             d: Outcome(False, {"problem": f"cannot recount the input: {err}"}) for d in inputs.days}}
     return {**results, "input_records_reconcile": reconciliation.input_records_reconcile(
         landing,
-        inputs.read(EVENTS, "arrival_date", first, last),
-        inputs.read(QUARANTINE, "arrival_date", first, last),
-        inputs.read(LATE_EVENTS, "arrival_date", first, last),
+        inputs.tally(EVENTS, "arrival_date", first, last),
+        inputs.tally(QUARANTINE, "arrival_date", first, last),
+        inputs.tally(LATE_EVENTS, "arrival_date", first, last, ("reason", "=", LATE_REASON)),
         reports, inputs.days)}
 
 
@@ -112,8 +121,8 @@ def evaluate_quarantine(inputs: Inputs) -> Results:
     if "quarantine_share_below_limit" in inputs.selected:
         results["quarantine_share_below_limit"] = reconciliation.quarantine_share_below_limit(
             quarantine,
-            inputs.read(EVENTS, "arrival_date", inputs.first, inputs.last),
-            inputs.read(LATE_EVENTS, "arrival_date", inputs.first, inputs.last),
+            inputs.tally(EVENTS, "arrival_date", inputs.first, inputs.last),
+            inputs.tally(LATE_EVENTS, "arrival_date", inputs.first, inputs.last, ("reason", "=", LATE_REASON)),
             inputs.days)
     return results
 
@@ -173,7 +182,9 @@ def evaluate_window_changes(inputs: Inputs) -> Results:
         reach = timedelta(days=reconciliation.frames_reach_days(inputs.config))
         results["changes_conserve_frames"] = reconciliation.changes_conserve_frames(
             of_sliding_windows(changes, event_time),
-            inputs.read(MINUTE_PARTIALS, "event_date", inputs.first - reach, inputs.last), event_time, inputs.days)
+            inputs.read(MINUTE_PARTIALS, "event_date", inputs.first - reach, inputs.last), event_time, inputs.days,
+            rows=delta_io.row_count(WINDOW_CHANGES.path(inputs.lakehouse_root),  # the sample's estimate
+                                    partition_filters=day_filter("date", inputs.first, inputs.last)))
     return results
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 from functools import reduce
@@ -37,7 +37,18 @@ from windowing_core.reference import day_start
 from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, from_epoch_seconds
 
 
-def _counts(frame: DataFrame, day_column: str) -> dict[date, int]:
+Tally = DataFrame | Mapping[date, int]
+"""A table's rows to count per day, or the counts themselves (``asset_checks`` reads them from
+the Delta log where its statistics answer exactly, and no Spark job is needed)."""
+
+
+def _counts(frame: Tally, day_column: str, reason: str | None = None) -> dict[date, int]:
+    """Rows per day; ``reason`` keeps only late_events' slice of that reason (counts given as a
+    mapping are of that slice already)."""
+    if not isinstance(frame, DataFrame):
+        return dict(frame)
+    if reason is not None:
+        frame = frame.where(F.col("reason") == reason)
     return {r[0]: r[1] for r in frame.groupBy(day_column).count().collect()}
 
 
@@ -61,8 +72,8 @@ class IngestReport:
         return [self.first + timedelta(days=i) for i in range((self.last - self.first).days + 1)]
 
 
-def input_records_reconcile(landing_records: DataFrame, events: DataFrame, quarantine: DataFrame,
-                            late_events: DataFrame, reports: dict[date, IngestReport | None],
+def input_records_reconcile(landing_records: DataFrame, events: Tally, quarantine: Tally,
+                            late_events: Tally, reports: dict[date, IngestReport | None],
                             days: list[date]) -> dict[date, Outcome]:
     """Input records = accepted + quarantined + duplicates + late, with every term verified.
 
@@ -77,7 +88,7 @@ def input_records_reconcile(landing_records: DataFrame, events: DataFrame, quara
     landing = _counts(landing_records, "arrival_date")
     accepted = _counts(events, "arrival_date")
     quarantined = _counts(quarantine, "arrival_date")
-    late = _counts(late_events.where(F.col("reason") == LATE_REASON), "arrival_date")
+    late = _counts(late_events, "arrival_date", LATE_REASON)
     outcomes: dict[date, Outcome] = {}
     for day in days:
         report = reports.get(day)
@@ -119,7 +130,7 @@ def input_records_reconcile(landing_records: DataFrame, events: DataFrame, quara
     return outcomes
 
 
-def quarantine_share_below_limit(quarantine: DataFrame, events: DataFrame, late_events: DataFrame,
+def quarantine_share_below_limit(quarantine: DataFrame, events: Tally, late_events: Tally,
                                  days: list[date],
                                  limit: float = QUARANTINE_SHARE_LIMIT) -> dict[date, Outcome]:
     """The share of an arrival day's stored records that were rejected, with reasons and examples."""
@@ -127,7 +138,7 @@ def quarantine_share_below_limit(quarantine: DataFrame, events: DataFrame, late_
     for r in quarantine.groupBy("arrival_date", "reason").count().collect():
         by_reason[r["arrival_date"]][r["reason"]] = r["count"]
     kept = _counts(events, "arrival_date")
-    for d, n in _counts(late_events.where(F.col("reason") == LATE_REASON), "arrival_date").items():
+    for d, n in _counts(late_events, "arrival_date", LATE_REASON).items():
         kept[d] = kept.get(d, 0) + n
     rank = Window.partitionBy("arrival_date").orderBy("reason", "source_file", "raw")
     examples: dict[date, list] = defaultdict(list)
@@ -324,8 +335,71 @@ def expected_rows(value: Callable[[int], tuple[tuple, bool]], spec: WindowSpec,
     return dict(change_points(((t, value(t)[0]) for t in ends), before))
 
 
+@dataclass
+class _Sample:
+    """The keys sampled per day, with the rows of every key below the hash threshold: their
+    frames in reach (``date``, ``key``, ``start``, the fields) and their change points (``date``,
+    ``key``, ``window``, ``end``, the values), each read once and persisted."""
+
+    keys: dict[date, list[str]]
+    frames: DataFrame
+    changes: DataFrame
+
+    def unpersist(self) -> None:
+        self.frames.unpersist()
+        self.changes.unpersist()
+
+
+def _sample(changes: DataFrame, partials: DataFrame, days: list[date], reach: int, sample_keys: int,
+            oversample: float = 64, rows: int | None = None, frame_columns: tuple[Column, ...] = (),
+            change_columns: tuple[Column | str, ...] = ()) -> _Sample:
+    """``sampled_keys``, keeping the sampled keys' rows: the frames in reach and the change
+    points of every key below the final threshold are what the sample is drawn from, so each
+    table is read once (at 10^5 events a day the check read the frames of its nine days twice,
+    and the change points three times). ``rows``: the change points' rows, if known (the
+    threshold's estimate); else they are counted."""
+    wanted = [d.isoformat() for d in days]
+    hashed = F.xxhash64("key", F.col("date").cast("string")).alias("hash")
+    changes = changes.where(F.col("date").isin(wanted)).select("date", "key", hashed, *change_columns)
+    reached = F.explode(F.sequence("event_date", F.date_add("event_date", reach))).alias("date")
+    active = partials.select("key", reached, *frame_columns).where(F.col("date").isin(wanted))
+    active = active.select("date", "key", hashed, *[c for c in active.columns if c not in ("date", "key")])
+    quiet_keys = max(1, sample_keys // 2)
+
+    def below(fraction: float) -> tuple[DataFrame, DataFrame, dict[tuple[date, bool], list[tuple[int, str]]]]:
+        """The rows below the threshold (persisted), and their (hash, key) pairs by day and
+        whether the key is quiet."""
+        def cut(rows: DataFrame) -> DataFrame:
+            if fraction < 1:
+                rows = rows.where(F.col("hash") < F.lit(-(2**63) + int(fraction * 2**64)))
+            return rows.persist()
+
+        changed_rows, frame_rows = cut(changes), cut(active)
+        changed = changed_rows.select("date", "key", "hash").distinct()
+        quiet = frame_rows.select("date", "key", "hash").distinct().join(changed, ["date", "key", "hash"],
+                                                                          "left_anti")
+        by_day: dict[tuple[date, bool], list[tuple[int, str]]] = defaultdict(list)
+        for r in (changed.withColumn("quiet", F.lit(False))
+                  .unionByName(quiet.withColumn("quiet", F.lit(True))).collect()):
+            by_day[(r["date"], r["quiet"])].append((r["hash"], r["key"]))
+        return changed_rows, frame_rows, by_day
+
+    fraction = min(1.0, oversample * sample_keys * len(days) / max(1, changes.count() if rows is None else rows))
+    changed_rows, frame_rows, by_day = below(fraction)
+    while fraction < 1 and any(len(by_day[(d, False)]) < sample_keys or len(by_day[(d, True)]) < quiet_keys
+                               for d in days):
+        changed_rows.unpersist()
+        frame_rows.unpersist()
+        fraction = min(1.0, fraction * 16)
+        changed_rows, frame_rows, by_day = below(fraction)
+    keys: dict[date, list[str]] = defaultdict(list)
+    for (day, quiet), pairs in sorted(by_day.items()):
+        keys[day] += [key for _, key in sorted(pairs)[:quiet_keys if quiet else sample_keys]]
+    return _Sample({day: picked for day, picked in keys.items() if picked}, frame_rows, changed_rows)
+
+
 def sampled_keys(changes: DataFrame, partials: DataFrame, days: list[date], reach: int, sample_keys: int,
-                 oversample: float = 64) -> dict[date, list[str]]:
+                 oversample: float = 64, rows: int | None = None) -> dict[date, list[str]]:
     """Per day, the ``sample_keys`` keys with change points and the ``sample_keys // 2`` (at least
     one) keys with frames in reach but none, that have the smallest hashes of key and day.
 
@@ -336,43 +410,14 @@ def sampled_keys(changes: DataFrame, partials: DataFrame, days: list[date], reac
     the sample is the same; where a day has fewer candidates than it needs, the threshold rises
     sixteenfold until it spans every hash.
     """
-    wanted = [d.isoformat() for d in days]
-    hashed = F.xxhash64("key", F.col("date").cast("string")).alias("hash")
-    changes = changes.where(F.col("date").isin(wanted)).select("date", "key", hashed)
-    reached = F.explode(F.sequence("event_date", F.date_add("event_date", reach))).alias("date")
-    active = partials.select("key", reached).where(F.col("date").isin(wanted)).select("date", "key", hashed)
-    quiet_keys = max(1, sample_keys // 2)
-
-    def candidates(fraction: float) -> dict[tuple[date, bool], list[tuple[int, str]]]:
-        """(hash, key) pairs below the threshold, by day and whether the key is quiet."""
-        def below(pairs: DataFrame) -> DataFrame:
-            if fraction < 1:
-                pairs = pairs.where(F.col("hash") < F.lit(-(2**63) + int(fraction * 2**64)))
-            return pairs.distinct()
-
-        changed = below(changes)
-        quiet = below(active).join(changed, ["date", "key", "hash"], "left_anti")
-        by_day: dict[tuple[date, bool], list[tuple[int, str]]] = defaultdict(list)
-        for r in (changed.withColumn("quiet", F.lit(False))
-                  .unionByName(quiet.withColumn("quiet", F.lit(True))).collect()):
-            by_day[(r["date"], r["quiet"])].append((r["hash"], r["key"]))
-        return by_day
-
-    fraction = min(1.0, oversample * sample_keys * len(days) / max(1, changes.count()))
-    by_day = candidates(fraction)
-    while fraction < 1 and any(len(by_day[(d, False)]) < sample_keys or len(by_day[(d, True)]) < quiet_keys
-                               for d in days):
-        fraction = min(1.0, fraction * 16)
-        by_day = candidates(fraction)
-    keys: dict[date, list[str]] = defaultdict(list)
-    for (day, quiet), pairs in sorted(by_day.items()):
-        keys[day] += [key for _, key in sorted(pairs)[:quiet_keys if quiet else sample_keys]]
-    return {day: picked for day, picked in keys.items() if picked}
+    sample = _sample(changes, partials, days, reach, sample_keys, oversample, rows)
+    sample.unpersist()
+    return sample.keys
 
 
 def changes_conserve_frames(changes: DataFrame, partials: DataFrame, config: PipelineConfig,
-                            days: list[date],
-                            sample_keys: int = CONSERVATION_SAMPLE_KEYS) -> dict[date, Outcome]:
+                            days: list[date], sample_keys: int = CONSERVATION_SAMPLE_KEYS,
+                            rows: int | None = None) -> dict[date, Outcome]:
     """For a sample of keys per day, the change points equal a direct recomputation from frames.
 
     ``partials`` must hold the frames of event days ``first - frames_reach_days .. last``.
@@ -382,6 +427,8 @@ def changes_conserve_frames(changes: DataFrame, partials: DataFrame, config: Pip
     are collected (a sample is small) and every window end of the day is evaluated, each window
     folded from its own frames. Aggregations whose stored partial Python cannot combine
     (sketches) are left out; then a change point where only they changed is not an error.
+    ``rows``: the change points' rows where known (the Delta log's count), to size the sample's
+    hash threshold without counting them.
     """
     checked = [a for a in config.aggregations if python_combinable(a)]
     skipped = [a.name for a in config.aggregations if not python_combinable(a)]
@@ -390,17 +437,21 @@ def changes_conserve_frames(changes: DataFrame, partials: DataFrame, config: Pip
     if not all(spec.keyed for spec in config.windows):  # non-keyed windows: every key's frames as one
         partials = partials.unionByName(with_all_keys(partials, config, "frame_start", "event_date"))
 
-    keys_by_day = sampled_keys(changes, partials, days, reach, sample_keys)
-    if not keys_by_day:
-        return {d: Outcome(True, {"keys_checked": 0}) for d in days}
-    sample_frame = spark.createDataFrame([(d, k) for d, ks in keys_by_day.items() for k in ks],
-                                         "date date, key string")
-
     fields = [c for a in checked for c in a.field_columns()]
-    frame_rows = (partials.join(F.broadcast(sample_frame), "key")
-                  .where((F.col("event_date") <= F.col("date"))
-                         & (F.col("event_date") >= F.date_sub("date", reach)))
-                  .select("date", "key", F.unix_seconds("frame_start").alias("start"), *fields).collect())
+    names = [a.name for a in checked]
+    sample = _sample(changes, partials, days, reach, sample_keys, rows=rows,
+                     frame_columns=(F.unix_seconds("frame_start").alias("start"), *fields),
+                     change_columns=("window", F.unix_seconds("window_end").alias("end"), *names))
+    try:
+        keys_by_day = sample.keys
+        if not keys_by_day:
+            return {d: Outcome(True, {"keys_checked": 0}) for d in days}
+        sample_frame = F.broadcast(spark.createDataFrame([(d, k) for d, ks in keys_by_day.items() for k in ks],
+                                                         "date date, key string"))
+        frame_rows = sample.frames.join(sample_frame, ["date", "key"]).collect()
+        change_rows = sample.changes.join(sample_frame, ["date", "key"]).collect()
+    finally:
+        sample.unpersist()
     frames: dict[tuple[date, str], list] = defaultdict(list)
     for r in frame_rows:
         partial, i = [], 0
@@ -410,10 +461,8 @@ def changes_conserve_frames(changes: DataFrame, partials: DataFrame, config: Pip
             i += n
         frames[(r["date"], r["key"])].append((r["start"], tuple(partial)))
 
-    names = [a.name for a in checked]
     recorded: dict[tuple[date, str, str], dict[int, tuple]] = defaultdict(dict)
-    for r in (changes.join(F.broadcast(sample_frame), ["date", "key"])
-              .select("date", "key", "window", F.unix_seconds("window_end").alias("end"), *names).collect()):
+    for r in change_rows:
         recorded[(r["date"], r["key"], r["window"])][r["end"]] = tuple(r[n] for n in names)
 
     outcomes = {}
@@ -489,21 +538,32 @@ def snapshot_matches_last_change(snapshots: DataFrame, changes: DataFrame, confi
     last_end = spark.createDataFrame(as_of_per_day(config, days), "window string, date date, last_end long")
     final = [w.name for w in config.windows if w.emit == "final"]
 
-    latest = (changes.where(F.col("date").isin(wanted))
-              .withColumn("n", F.row_number().over(Window.partitionBy("date", "key", "window")
-                                                   .orderBy(F.desc("window_end"))))
-              .where("n = 1")
-              .select("date", "key", "window", F.unix_seconds("window_end").alias("end"),
-                      *[F.col(v).alias(f"change_{v}") for v in values]))
-    previous = (of_this_definition.select(F.date_add("date", 1).alias("date"), "key", "window",
-                                          F.lit(True).alias("in_previous"),
-                                          *[F.col(v).alias(f"previous_{v}") for v in values])
-                .where(F.col("date").isin(wanted)))
-    current = snapshots.where(F.col("date").isin(wanted)).select(
-        "date", "key", "window", F.lit(True).alias("in_snapshot"),
-        *[F.col(v).alias(f"snapshot_{v}") for v in values])
-    rows = (latest.join(previous, ["date", "key", "window"], "full")
-            .join(current, ["date", "key", "window"], "full")
+    # One aggregate per (date, key, window) over the three sources together: one shuffle, where
+    # a row_number over the change points and two full joins took three.
+    state = F.struct(*[F.col(v) for v in values])
+    nothing = F.lit(None).cast(changes.select(state.alias("s")).schema["s"].dataType)
+    keys = ["date", "key", "window"]
+    tagged = (changes.where(F.col("date").isin(wanted))
+              .select(*keys, F.unix_seconds("window_end").alias("end"), state.alias("change"),
+                      nothing.alias("previous"), nothing.alias("snapshot"))
+              .unionByName(of_this_definition.where(F.date_add("date", 1).isin(wanted)).select(
+                  F.date_add("date", 1).alias("date"), "key", "window", F.lit(None).cast("long").alias("end"),
+                  nothing.alias("change"), state.alias("previous"), nothing.alias("snapshot")))
+              .unionByName(snapshots.where(F.col("date").isin(wanted)).select(
+                  *keys, F.lit(None).cast("long").alias("end"), nothing.alias("change"), nothing.alias("previous"),
+                  state.alias("snapshot"))))
+    # The snapshot's least and greatest state: two rows of one key that differ show as a mismatch,
+    # as they did as two joined rows (snapshot_keys_unique reports every duplicate).
+    rows = (tagged.groupBy(*keys).agg(
+                F.max("end").alias("end"), F.max_by("change", "end").alias("change"),
+                (F.count("previous") > 0).alias("in_previous"), F.first("previous", ignorenulls=True).alias("previous"),
+                (F.count("snapshot") > 0).alias("in_snapshot"), F.min("snapshot").alias("snapshot"),
+                F.max("snapshot").alias("snapshot_greatest"))
+            .select(*keys, "end", "in_previous", "in_snapshot",
+                    (~F.col("snapshot").eqNullSafe(F.col("snapshot_greatest"))).alias("snapshots_differ"),
+                    *[F.col(f"change.{v}").alias(f"change_{v}") for v in values],
+                    *[F.col(f"previous.{v}").alias(f"previous_{v}") for v in values],
+                    *[F.col(f"snapshot.{v}").alias(f"snapshot_{v}") for v in values])
             .join(F.broadcast(last_end), ["window", "date"], "left")
             .join(F.broadcast(continued), ["window", "date"], "left"))
 
@@ -518,24 +578,22 @@ def snapshot_matches_last_change(snapshots: DataFrame, changes: DataFrame, confi
     known = is_final | has_change | F.col("continued").isNotNull()
     judged = rows.select(
         "date", "key", "window",
-        F.when(known, ~same_values(config, expected, actual)).alias("mismatch"),
+        F.when(known, ~same_values(config, expected, actual) | F.col("snapshots_differ")).alias("mismatch"),
         F.struct(*[expected[v].alias(v) for v in values]).alias("expected"),
         F.struct(*[actual[v].alias(v) for v in values]).alias("snapshot"),
-    ).persist()
-    try:
-        totals = {r["date"]: r for r in judged.groupBy("date").agg(
-            F.count(F.lit(1)).alias("keys"),
-            F.count(F.when(F.col("mismatch"), 1)).alias("mismatches"),
-            F.count(F.when(F.col("mismatch").isNull(), 1)).alias("unverified")).collect()}
-        examples: dict[date, list] = defaultdict(list)
+    )
+    totals = {r["date"]: r for r in judged.groupBy("date").agg(
+        F.count(F.lit(1)).alias("keys"),
+        F.count(F.when(F.col("mismatch"), 1)).alias("mismatches"),
+        F.count(F.when(F.col("mismatch").isNull(), 1)).alias("unverified")).collect()}
+    examples: dict[date, list] = defaultdict(list)
+    if any(t["mismatches"] for t in totals.values()):  # computed again, only to show a few
         rank = Window.partitionBy("date").orderBy("window", "key")
         for r in (judged.where("mismatch").withColumn("n", F.row_number().over(rank))
                   .where(F.col("n") <= SAMPLE_ROWS).collect()):
             examples[r["date"]].append({"key": r["key"], "window": r["window"],
                                         "expected": json_safe(r["expected"].asDict()),
                                         "snapshot": json_safe(r["snapshot"].asDict())})
-    finally:
-        judged.unpersist()
     outcomes = {}
     for day in days:
         total = totals.get(day)

@@ -129,6 +129,24 @@ def row_count(path: str, *, partition_filters: list[Filter] | None = None) -> in
     return sum(1 if records is None else records for records in actions["num_records"].to_pylist())
 
 
+def partition_row_counts(path: str, column: str, *,
+                         partition_filters: list[Filter] | None = None) -> dict[str, int] | None:
+    """Rows per value of the partition column ``column`` in the matching partitions, exactly,
+    from the log's file statistics (no data read); None where the log cannot say exactly (a file
+    without a row count, or with a deletion vector), so the caller counts with Spark instead."""
+    actions = _add_actions(path, partition_filters)
+    dv = [c for c in actions.column_names if c.startswith("deletion_vector")]
+    if any(actions[c].null_count < actions.num_rows for c in dv):
+        return None
+    records = actions["num_records"].to_pylist()
+    if any(n is None for n in records):
+        return None
+    counts: dict[str, int] = {}
+    for value, n in zip(actions[f"partition.{column}"].to_pylist(), records):
+        counts[str(value)] = counts.get(str(value), 0) + n
+    return counts
+
+
 def commit_stamp(path: str, key: str) -> str | None:
     """The value of ``key`` in the stamp of the table's newest write that carries one
     (``Target.stamp``), among its last 50 commits; None where none does (a table written before

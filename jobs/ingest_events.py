@@ -262,15 +262,33 @@ def gzip_problems(spark: SparkSession, folders: list[str]) -> DataFrame:
     )
 
 
-def with_line_numbers(lines: DataFrame) -> DataFrame:
-    """Number each file's lines from 1: the last part of the arrival order watermarks follow.
+def with_file_positions(lines: DataFrame) -> DataFrame:
+    """Put each record's place in what Spark read in ``line``, for ``with_line_numbers``: the task
+    that read it and its row in that task (``monotonically_increasing_id``, evaluated once: the
+    rows must be persisted before the numbering reads them twice)."""
+    return lines.withColumn("line", F.struct(F.spark_partition_id().alias("task"),
+                                             F.monotonically_increasing_id().alias("row")))
 
-    Spark reads a file's splits in order into tasks of rising index, so
-    ``monotonically_increasing_id`` rises along a file; the row number turns it into a line
-    number that does not depend on how files were packed into tasks.
+
+def with_line_numbers(lines: DataFrame) -> DataFrame:
+    """Number each file's lines from 1 (``line`` holds ``with_file_positions``' place): the last
+    part of the arrival order watermarks follow.
+
+    Spark reads a file's splits in order into tasks of rising index, one split of a file per
+    task, and the rows of a split follow each other in its task, so a line's number is the
+    file's rows in earlier tasks plus its row's distance from the split's first. Those offsets
+    come from a small aggregate per file and task, joined back by broadcast: no shuffle of the
+    lines. A row number over a Window by file shuffled and sorted every line with its raw text.
     """
-    in_file = Window.partitionBy("source_file").orderBy(F.monotonically_increasing_id())
-    return lines.withColumn("line", F.row_number().over(in_file))
+    split = lines.groupBy(F.col("source_file").alias("split_file"), F.col("line.task").alias("split_task")).agg(
+        F.count(F.lit(1)).alias("split_rows"), F.min("line.row").alias("split_first_row"))
+    earlier = Window.partitionBy("split_file").orderBy("split_task").rowsBetween(Window.unboundedPreceding, -1)
+    offsets = split.select("split_file", "split_task", "split_first_row",
+                           F.coalesce(F.sum("split_rows").over(earlier), F.lit(0)).alias("split_before"))
+    number = (F.col("split_before") + F.col("line.row") - F.col("split_first_row") + 1).cast("int")
+    joined = lines.join(F.broadcast(offsets), (F.col("source_file") == F.col("split_file"))
+                        & (F.col("line.task") == F.col("split_task")))
+    return joined.select(*[number.alias("line") if c == "line" else F.col(c) for c in lines.columns])
 
 
 END_OF_LINE = "\u0000panes\u0000"
@@ -302,7 +320,7 @@ def with_parsed_fields(lines: DataFrame, config: PipelineConfig) -> DataFrame:
     The parse is a column of its own, read field by field from there. Read straight off the
     parse, each field became a parse of its own (Spark's optimizer prunes a ``from_json`` to
     the one field read), so every line was parsed once per field read, and ingest took 1.3 to
-    1.4 times as long (``python -m bench.ingest``).
+    1.4 times as long (``bench/ingest.py``, since removed: git log).
     """
     parsed = lines.withColumn("parsed", parsed_line(F.col("raw")))
     return parsed.select(*lines.columns, *fields_of(F.col("parsed"), config))
@@ -471,13 +489,14 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
     computed once; the duplicates they absorbed are counted on the way (an ``Observation``), not
     in a pass of their own.
     """
-    classified = (
+    positioned = (
         read_landing(spark, landing, first, last)
-        .transform(with_line_numbers)
+        .transform(with_file_positions)
         .transform(with_parsed_fields, config)
         .transform(with_reason, config)
-        .persist()  # read again for the run's counts
+        .persist()  # read again: for the line numbers, the deduplication, the quarantine, the run's counts
     )
+    classified = with_line_numbers(positioned)
     try:
         deduplicated = Observation()  # a name of its own: runs may share a session
         # one sum per arrival day, observed on the way as the total was: duplicates are stored nowhere
@@ -507,10 +526,10 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
         rows = kept.unionByName(quarantined, allowMissingColumns=True)
         delta_io.require_whole_writes([t.path(lakehouse) for t in written_together(EVENTS, config)], first, last)
         written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last))
-        return _result(classified, lakehouse, {name: w["rows_written"] for name, w in written.items()},
+        return _result(positioned, lakehouse, {name: w["rows_written"] for name, w in written.items()},
                        {d: deduplicated.get[d.isoformat()] for d in days(first, last)})
     finally:
-        classified.unpersist()
+        positioned.unpersist()
 
 
 def _result(classified: DataFrame, lakehouse: str, written: dict[str, int],

@@ -189,7 +189,7 @@ def presorted_by_key(deltas: DataFrame, after: int) -> DataFrame:
     hash: two keys sharing one only leave the Window's sort a few rows to move, which it still
     does. Ends lie after ``after`` (the baseline's end) within the run. The sliding job's rows
     into the ``noop`` sink, interleaved, best of 5: 1.17x faster at 10^7 events, 1.09x at 10^6,
-    level at 10^4 (``bench.variants --pair presort`` reruns the comparison).
+    level at 10^4 (``bench/variants.py``, since removed, reran the comparison: git log).
     """
     return (with_key_hash(deltas).repartition(KEY_HASH, "key")
             .sortWithinPartitions(F.shiftleft(F.col(KEY_HASH), 32) + (F.col("end") - F.lit(after))))

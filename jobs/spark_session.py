@@ -25,13 +25,12 @@ SPARK_DEFAULTS: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # The throughput collector: on a local master the driver JVM runs every task, and against
     # Java 17's default G1 it made panes' daily run 1.30x faster at 10^7 events with 0.73x the
-    # CPU time (`python -m bench.collectors`, one process per collector; bench/README, item 14).
+    # CPU time (one process per collector, measured by bench/collectors.py, since removed: git log).
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
     # Delta rebuilds a table's state (its log replayed as a Spark job) for every write, in 50
     # partitions by default: sized for clusters and long logs, where a laptop's 2 cores spend
     # most of a small write scheduling them. 12 partition replaces of 25,000 rows: median 5.5 s
-    # a write at 50, 2.0 s at 2 (``python -m bench.variants --pair "delta snapshot partitions"``
-    # compares the daily run).
+    # a write at 50, 2.0 s at 2 (an ad-hoc script; bench/README.md, "What was tried").
     "spark.databricks.delta.snapshotPartitions": "2",
     # Every write commits, also one that neither removes nor adds a file (a day with no change
     # points): the tables of one run then all carry its write id (``delta_io.require_whole_writes``).

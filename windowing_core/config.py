@@ -279,7 +279,7 @@ def reads_day_tiles(config: PipelineConfig) -> bool:
     (``slides_over_day_tiles``). Only then does the pipeline keep that table (the partials
     job, the Dagster graph, the checks): everything else is exact from the minute partials and
     the previous snapshot, and without the tiles the partials job is 1.46x faster at 10^4 events
-    and 1.30x at 10^7 (``bench.variants --pair "daily tiles"``)."""
+    and 1.30x at 10^7 (``bench/variants.py``, since removed: git log)."""
     return (any(not a.invertible for a in config.aggregations)
             and any(slides_over_day_tiles(spec) and spec.time == "event" for spec in config.windows))
 

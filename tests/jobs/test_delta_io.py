@@ -143,6 +143,26 @@ def test_row_count_reads_the_log_of_the_matching_partitions_only(spark, tmp_path
         delta_io.row_count(str(tmp_path / "missing"))
 
 
+def test_rows_per_partition_come_from_the_log_where_it_counts_every_file(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1), row("b", D1, 2), row("c", D2)]), path, [D1, D2])
+    write(frame(spark, [row("d", D2, 3), row("e", D2)]), path, [D2])  # replaced: the old file no longer counts
+    counted = {str(r[0]): r[1] for r in read_table(spark, path).groupBy("event_date").count().collect()}
+    assert delta_io.partition_row_counts(path, "event_date") == counted == {str(D1): 2, str(D2): 2}
+    assert delta_io.partition_row_counts(path, "event_date", partition_filters=[("event_date", "=", D2)]) == {
+        str(D2): 2}
+
+    saved = spark.conf.get("spark.databricks.delta.stats.collect", "true")
+    spark.conf.set("spark.databricks.delta.stats.collect", "false")  # a writer that records no row counts
+    try:
+        write(frame(spark, [row("f", D3)]), path, [D3])
+    finally:
+        spark.conf.set("spark.databricks.delta.stats.collect", saved)
+    assert delta_io.partition_row_counts(path, "event_date") is None  # the log cannot say: count with Spark
+    assert delta_io.partition_row_counts(path, "event_date", partition_filters=[("event_date", "=", D1)]) == {
+        str(D1): 2}
+
+
 def test_file_ranges_come_from_the_log_of_the_matching_partitions(spark, tmp_path):
     path = str(tmp_path / "t")
     write(frame(spark, [row("a", D1, 3), row("b", D1, 5)]).coalesce(1), path, [D1])

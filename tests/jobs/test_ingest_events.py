@@ -77,7 +77,7 @@ def test_each_line_is_parsed_once(spark, tmp_path):
     (folder / "a.json").write_text('{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": 5}\n')
     config = PipelineConfig()
     classified = (ingest_events.read_landing(spark, str(tmp_path / "landing"), DAY, DAY)
-                  .transform(ingest_events.with_line_numbers)
+                  .transform(ingest_events.with_file_positions)
                   .transform(ingest_events.with_parsed_fields, config)
                   .transform(ingest_events.with_reason, config))
     plan = classified._jdf.queryExecution().optimizedPlan().toString()
@@ -95,3 +95,30 @@ def test_a_day_of_unreadable_files_is_quarantined_whole(spark, tmp_path):
     assert result.quarantined_by_reason == {"truncated_gzip": 1, "unreadable_file": 1}
     assert result.reconciles
     assert delta_io.read_table(spark, EVENTS.path(lake)).count() == 0
+
+
+def test_lines_are_numbered_within_each_file_whatever_the_tasks_that_read_it(spark, tmp_path):
+    """Files read in several tasks (small splits), small files packed into one task, blank lines
+    and gzip: each record's line is its place among its file's non-blank lines."""
+    folder = tmp_path / "landing" / DAY.isoformat()
+    (folder / "sub").mkdir(parents=True)
+    expected = {}
+    for name, lines in {"a.json": 300, "b.json": 7, "sub/c.json": 1, "d.json.gz": 40}.items():
+        text = "".join(f'{{"user_id": "u{i}", "pad": "{"x" * (i % 50)}"}}\n' + ("\n" if i % 9 == 0 else "")
+                       for i in range(lines))
+        path = folder / name
+        path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+        expected.update({(path.name, json.loads(line)["user_id"]): n
+                         for n, line in enumerate((t for t in text.splitlines() if t.strip()), start=1)})
+    saved = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "2048")  # a.json is read in several tasks
+    try:
+        positioned = (ingest_events.read_landing(spark, str(tmp_path / "landing"), DAY, DAY)
+                      .transform(ingest_events.with_file_positions).persist())
+        assert positioned.select("line.task").distinct().count() > 2
+        numbered = {(r["source_file"].rsplit("/", 1)[-1], json.loads(r["raw"])["user_id"]): r["line"]
+                    for r in ingest_events.with_line_numbers(positioned).collect()}
+        positioned.unpersist()
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", saved)
+    assert numbered == expected

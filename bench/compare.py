@@ -1,6 +1,11 @@
-"""The panes benchmark: frame-and-deduct against the scan floor and Spark's own sliding windows.
+"""The method comparisons: frame-and-deduct against Spark's own sliding windows, and window lengths.
 
-    python -m bench.run [--sizes 1e3,3e3,1e4,1e5,1e6,1e7] [--reuse] [--out bench/results] [--work bench/.work]
+    python -m bench.compare [--sizes 1e3,3e3,1e4,1e5,1e6,1e7] [--reuse] [--out bench/results/compare]
+
+``python -m bench`` (``bench.pipeline``) times the whole day against its floors; this keeps the two
+comparisons that still inform a decision: Spark's ``window()`` and a RANGE frame against panes'
+two jobs (issue 6: at least 100x ``window()`` where it finishes), and the same day with 1-day,
+7-day and 30-day windows (issue 6: 30 days within 20 percent of 1 day).
 
 For each size it generates that many events over 8 event days (``bench.generate``, straight into
 the ``events`` Delta table), computes the minute partials of all 8 days and the window snapshot
@@ -65,7 +70,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "1e3,3e3,1e4,1e5,1e6,1e7; 3e3 because Spark's window() grows by minutes per "
                              "thousand events, so the grid is finer where it stops finishing; \"\": the window-length "
                              "scaling only)")
-    parser.add_argument("--out", default="bench/results", help="folder for the CSV, PNG and notes")
+    parser.add_argument("--out", default="bench/results/compare", help="folder for the CSV, PNG and notes")
     parser.add_argument("--work", default="bench/.work",
                         help="scratch folder for the lakehouses (rebuilt every run unless --reuse)")
     parser.add_argument("--builtin-timeout", type=float, default=600.0,
@@ -92,8 +97,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=3, help="repetitions per measurement, best kept (default 3)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark setting over panes' defaults, repeatable (bench.collectors sets the "
-                             "driver's garbage collector this way)")
+                        help="a Spark setting over panes' defaults, repeatable (for example the driver's "
+                             "garbage collector)")
     parser.add_argument("--reuse", action="store_true",
                         help="keep the generated events of an earlier run where they exist (same size and "
                              "seed); the partials and the D-1 snapshot are recomputed either way")
