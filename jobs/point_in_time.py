@@ -13,11 +13,11 @@ What a read at ``t`` gets (``exclusive``: ``<`` where ``<=`` is written):
   else empty. The snapshot of the day before plus that day's change points: never a change
   point of another day, so a window redefined under its name is never read across the change.
 - ``emit: final``: the row of the window ending at ``L`` exactly, else empty (no events in it).
-- a session window: the key's latest closed session with ``window_end <= t``, from every day up
-  to ``t``'s (a session's row is final; no snapshot carries it), else empty. A session still
-  open at ``t`` is not seen: sessions emit only final rows. (Were provisional rows of open
-  sessions emitted, ``emit: changes``, they would read as change points do: see
-  ``_session_points``, the one place to change.)
+- a session window: the key's latest row with ``window_end <= t``, from every day up to ``t``'s
+  (no snapshot carries sessions), else empty. Under ``emit: final`` that is the latest closed
+  session; a session still open at ``t`` is not seen. Under ``emit: changes`` it is the open
+  session so far at the last bucket end at or before ``t``, or the step back to empty after it
+  closed: the rows are change points on the bucket grid, each holding events before its end.
 
 Bounds: instants compare at microsecond precision (Spark's timestamps), window ends are whole
 seconds. With a 10-minute slide a read at 12:00:00.000 gets the window ending 12:00:00 (with
@@ -193,16 +193,6 @@ def _change_points(spark: SparkSession, lakehouse: str, plan: _Plan, keys: list[
         _point(reading, F.unix_date("date"), at).alias(_POINT))
 
 
-def _session_points(spec: SessionSpec) -> str:
-    """How a session window is read: its final rows, the latest closed session at or before the
-    instant. The seam for sessions that also emit provisional rows while open (``emit:
-    changes``): those would be read as a sliding window's change points are (the latest at or
-    before the instant, from the day's rows plus a carried state), here."""
-    if spec.emit != "final":
-        raise NotImplementedError(f"windows.{spec.name}: reading sessions emitting {spec.emit!r} is not built yet")
-    return "final"
-
-
 def _snapshot_points(spark: SparkSession, lakehouse: str, plan: _Plan, keys: list[str] | None
                      ) -> tuple[DataFrame | None, dict[str, list[date]]]:
     """Each changes-window's snapshot rows of the day before each day its reads reach, where
@@ -285,8 +275,6 @@ def with_values_as_of(spark: SparkSession, lakehouse: str, lookups: DataFrame, c
     ``keys`` (optional) bounds their keys. See the module's docstring for the definition.
     """
     plan = _Plan(reading, config, earliest, latest)
-    for spec in plan.sessions:
-        _session_points(spec)
     snapshots, not_carried = _snapshot_points(spark, lakehouse, plan, keys)
     unknown = _unknown_days(lakehouse, plan, not_carried)
     points = [p for p in (_change_points(spark, lakehouse, plan, keys), snapshots) if p is not None]

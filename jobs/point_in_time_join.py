@@ -9,8 +9,10 @@ then per window ``<window>__window_end``, ``<window>__read_at``, ``<window>__eve
 the window ending at the last window end ``L <= ts`` (``L < ts`` with ``--exclusive``, for labels
 that must not see a change point at their own instant), read from the snapshot of the day before
 ``L``'s day plus the change points of ``L``'s day; for ``emit: final`` windows the window ending
-at ``L`` exactly; for session windows the key's latest closed session with ``window_end <= ts``
-(``< ts``). ``window_end`` is the end of the window read (a session's own end), ``read_at`` the
+at ``L`` exactly; for session windows the key's latest row with ``window_end <= ts`` (``< ts``):
+its latest closed session, or under ``emit: changes`` its session so far at the last bucket end
+(or the step back to empty). ``window_end`` is the end of the window read (a session row's own
+end), ``read_at`` the
 instant of the row the value came from (a change point's ``window_end``, a snapshot's ``as_of``,
 a session's end), null where none did.
 

@@ -37,11 +37,13 @@ def ranking_aggregation(config: PipelineConfig) -> str:
 
 def top_keys(lakehouse: Path, config: PipelineConfig, limit: int = 5) -> tuple[str, list[dict]]:
     """The keys with the largest total in the latest snapshot of the first window; with session
-    windows only, in each key's latest closed session of the first (as a point-in-time read at
+    windows only, in each key's latest row of the first (as a point-in-time read at
     the newest session's end gives them: sessions have no snapshot)."""
     agg = ranking_aggregation(config)
     if not config.windows:
-        return _top_keys_by_last_session(lakehouse, config.sessions[0].name, agg, limit)
+        first = config.sessions[0]
+        return _top_keys_by_last_session(lakehouse, first.name, agg, limit,
+                                         "latest closed session" if first.emit == "final" else "latest change")
     window = config.windows[0].name
     dataset = DeltaTable(WINDOW_SNAPSHOT.path(str(lakehouse))).to_pyarrow_dataset()
     latest = pc.max(dataset.to_table(columns=["date"])["date"]).as_py()
@@ -51,14 +53,15 @@ def top_keys(lakehouse: Path, config: PipelineConfig, limit: int = 5) -> tuple[s
     return f"{window} {agg} as of {ranked[0]['as_of'] if ranked else latest}", ranked
 
 
-def _top_keys_by_last_session(lakehouse: Path, window: str, agg: str, limit: int) -> tuple[str, list[dict]]:
+def _top_keys_by_last_session(lakehouse: Path, window: str, agg: str, limit: int,
+                              row: str) -> tuple[str, list[dict]]:
     dataset = DeltaTable(WINDOW_CHANGES.path(str(lakehouse))).to_pyarrow_dataset()
     rows = dataset.to_table(filter=pc.field("window") == window, columns=["key", agg, "window_end"])
     newest = pc.max(rows["window_end"]).as_py()
     latest = rows.group_by("key").aggregate([("window_end", "max")]).rename_columns(["key", "window_end"])
     last_sessions = rows.join(latest, ["key", "window_end"], join_type="inner")
     ranked = last_sessions.sort_by([(agg, "descending"), ("key", "ascending")]).slice(0, limit).to_pylist()
-    return f"{window} {agg} in each key's latest closed session, as of {newest}", ranked
+    return f"{window} {agg} in each key's {row}, as of {newest}", ranked
 
 
 def spine_sample(lakehouse: Path, config: PipelineConfig, limit: int = 5) -> list[dict]:

@@ -31,11 +31,11 @@ LAST_WINDOW_DAY = FIRST + timedelta(days=EVENT_DAYS + 1)
 MS = timedelta(milliseconds=1)
 
 # Sliding (changes), tumbling final, a daily tumbling window whose ends lie at 16:00 UTC (a read
-# at 03:00 reads the day before's end), and sessions.
+# at 03:00 reads the day before's end), and sessions (final rows, and change points while open).
 CONFIG = PipelineConfig(
     windows=(WindowSpec.of("1h", "1h", "10m"), WindowSpec.of("3h", "3h", emit="final"),
              WindowSpec.of("day_cn", "1d", offset="-8h")),
-    sessions=(SessionSpec.of("visits", "30m"),),
+    sessions=(SessionSpec.of("visits", "30m"), SessionSpec.of("live", "20m", emit="changes")),
     aggregations=(aggregation("count"), aggregation("sum"), aggregation("max"), aggregation("mean")),
 )
 
@@ -151,7 +151,7 @@ def test_point_in_time_reads_of_a_sessions_only_configuration(spark, tmp_path):
 
 
 def test_reading_windows_by_name_and_refusals():
-    assert [w.name for w in Reading.of(CONFIG).windows] == ["1h", "3h", "day_cn", "visits"]
+    assert [w.name for w in Reading.of(CONFIG).windows] == ["1h", "3h", "day_cn", "visits", "live"]
     assert [a.name for a in Reading.of(CONFIG, ("visits",), ("sum",)).aggregations] == ["sum"]
     with pytest.raises(ValueError, match="spine.windows: 7d not configured"):
         Reading.of(CONFIG, ("7d",))
