@@ -120,11 +120,6 @@ def _read_end(at: datetime, spec: WindowSpec, exclusive: bool) -> int:
     return spec.end_at_or_before(seconds)
 
 
-def empty_value(a: Aggregation) -> Column:
-    """An aggregation's value of an empty window, ``finish(empty())``, typed."""
-    return F.lit(a.finish(a.empty())).cast(a.output_type)
-
-
 def _day_of(seconds: int) -> date:
     return date(1970, 1, 1) + timedelta(days=seconds // DAY_SECONDS)
 
@@ -317,7 +312,7 @@ def _answer(point: Column, spec: WindowSpec | SessionSpec, reading: Reading, unk
         missing = (F.floor(end_seconds / DAY_SECONDS).isin([_unix_day(d) for d in unknown]) if unknown
                    else F.lit(False))
     values = [("event_count", F.lit(0).cast("bigint"), "bigint")]
-    values += [(a.name, empty_value(a), a.output_type) for a in reading.aggregations]
+    values += [(a.name, a.spark_empty_value(), a.output_type) for a in reading.aggregations]
     columns = [F.when(hit, end).otherwise(F.lit(None) if isinstance(spec, SessionSpec) else end).alias(names[0]),
                F.when(hit, F.timestamp_micros(point["at"])).alias(names[1])]
     columns += [F.when(hit, point[field].cast(ddl)).when(~missing, empty).otherwise(F.lit(None).cast(ddl)).alias(name)

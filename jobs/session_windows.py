@@ -174,7 +174,7 @@ def session_changes(numbered: DataFrame, spec: SessionSpec, config: PipelineConf
     sessions = numbered.groupBy("key", "session").agg(F.min("first").alias("start"), F.max("last").alias("last"))
     step_back = _bucket_end(session_end(F.col("start"), F.col("last"), spec), spec)
     next_start = F.lead("start").over(Window.partitionBy("key").orderBy("start"))
-    empty = [F.lit(a.finish(a.empty())).cast(a.output_type).alias(a.name) for a in config.aggregations]
+    empty = [a.spark_empty_value().alias(a.name) for a in config.aggregations]
     closes = (sessions.select("key", "start", step_back.alias("at"), next_start.alias("next_start"))
               .where(_on_days(F.col("at"), first, last)
                      & (F.col("next_start").isNull() | (_bucket_end(F.col("next_start"), spec) != F.col("at"))))

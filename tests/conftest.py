@@ -14,7 +14,7 @@ def spark():
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
-        "spark.driver.memory": "2g",
+        "spark.driver.memory": "4g",  # two test processes: 8 of 24 GiB
         "spark.sql.adaptive.coalescePartitions.enabled": "true",
         "spark.databricks.delta.snapshotPartitions": "1",
     })

@@ -123,6 +123,13 @@ def test_a_kind_refuses_a_type_it_does_not_apply_to(kind, value_type, problem):
 
 
 def test_every_kind_applies_where_it_makes_sense():
+    """Arithmetic needs numbers; a histogram counts discrete values (longs and strings, as the
+    issue asks: a double's or decimal's values rarely repeat); ordering, lists and sets apply to
+    every type."""
+    arithmetic = {"sum", "mean", "var_pop", "var_samp", "stddev_pop", "stddev_samp", "skew", "kurtosis",
+                  "approx_percentile"}
+    numeric = ("bigint", "decimal(12,2)", "double")
     assert {t: [a.kind for a in applicable(t)] for t in TYPES} == {
-        t: sorted(AGGREGATIONS) if t in ("bigint", "decimal(12,2)", "double") else
-        ["approx_distinct", "count", "first", "last", "max", "min"] for t in TYPES}
+        t: sorted(k for k in AGGREGATIONS
+                  if (t in numeric or k not in arithmetic) and (k != "histogram" or t in ("bigint", "string")))
+        for t in TYPES}
