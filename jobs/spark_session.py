@@ -23,6 +23,11 @@ SPARK_DEFAULTS: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "4g",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # PySpark records the Python call site of every Column function for error messages: about
+    # six more Py4J round trips a call. Building the windows job's plan (3 windows, 17
+    # aggregations) made 103,646 round trips with it and 29,936 without, 70 s -> 41 s on a busy
+    # 2-core machine (cProfile). Errors still name the failing expression, not the Python line.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
     # The throughput collector: on a local master the driver JVM runs every task, and against
     # Java 17's default G1 it made panes' daily run 1.30x faster at 10^7 events with 0.73x the
     # CPU time (one process per collector, measured by bench/collectors.py, since removed: git log).

@@ -24,10 +24,11 @@ CASES = [
     # seed, aggregations, day by day
     (51, None, True),
     (52, EVERY_AGGREGATION, False),
-    (53, SOME_TYPED_AGGREGATIONS, True),  # typed fields
+    (53, SOME_TYPED_AGGREGATIONS, False),  # typed fields
 ]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("seed, aggregations, day_by_day", CASES)
 def test_arrival_windows_equal_the_oracle_beside_event_time_windows(spark, tmp_path, seed, aggregations,
                                                                    day_by_day):

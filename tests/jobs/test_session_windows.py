@@ -148,7 +148,7 @@ CASES = [
      (WindowSpec.of("1h", "1h", "1m"),), EVERY_AGGREGATION, False),
     # provisional change points, beside final rows of the same gap
     (33, (SessionSpec.of("c30m", "30m", emit="changes"), SessionSpec.of("c6h", "6h", max_length="1d", emit="changes"),
-          SessionSpec.of("f6h", "6h")), (), EVERY_AGGREGATION, True),
+          SessionSpec.of("f6h", "6h")), (), None, True),
     # sessions by arrival time (final and changes) beside event-time ones and a sliding window
     (34, (SessionSpec.of("a2h", "2h", time="arrival"), SessionSpec.of("ac1h", "1h", time="arrival", emit="changes"),
           SessionSpec.of("e2h", "2h")), (WindowSpec.of("ar1h", "1h", "10m", time="arrival"),), None, False),
@@ -158,6 +158,7 @@ CASES = [
 ]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("seed, sessions, windows, aggregations, day_by_day", CASES)
 def test_sessions_equal_the_oracle_as_arrivals_land(spark, tmp_path, seed, sessions, windows, aggregations,
                                                    day_by_day):
