@@ -30,24 +30,46 @@ def spark():
 
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "heavy: minutes of work; started first by `run.sh test`, each case on "
-                                       "its own (or the whole module, where the mark is the module's)")
+
+HEAVY = (
+    # minutes each: every case of these on its own, and all of them first
+    "tests/jobs/test_pipeline_against_oracle.py::test_every_table_equals_the_oracle[",
+    "tests/jobs/test_session_windows.py::test_sessions_equal_the_oracle_as_arrivals_land[",
+    "tests/jobs/test_late_firing_against_oracle.py::test_late_firings_equal_the_oracle_in_daily_and_range_runs[",
+    "tests/jobs/test_arrival_windows.py::test_arrival_windows_equal_the_oracle_beside_event_time_windows[",
+    "tests/jobs/test_point_in_time_join.py::test_every_joined_value_equals_the_oracle_as_of_its_row",
+    "tests/jobs/test_killed_jobs.py::",
+    "tests/jobs/test_concurrent_writers.py::",
+    "tests/assets/test_session_assets.py::",
+    # a cluster, a Spark Connect server and S3 started once for the module: the file is one unit
+    "tests/jobs/test_beyond_one_machine.py",
+)
+"""Work the two test processes of ``run.sh test`` hand out first (``unit_of``)."""
 
 
-def _heavy_unit(item) -> str | None:
-    for node, _ in item.iter_markers_with_node("heavy"):
-        return node.nodeid
-    return None
+def unit_of(nodeid: str) -> tuple[bool, str]:
+    """Whether a test is heavy, and its unit of work: its file, so that module fixtures are built
+    once, except for a heavy case, which is a unit of its own. A file of slow property cases
+    would otherwise run alone on one process long after the other finished."""
+    for prefix in HEAVY:
+        if nodeid.startswith(prefix):
+            return True, nodeid if "::" in prefix else nodeid.split("::")[0]
+    return False, nodeid.split("::")[0]
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Units of work for the two test processes (``--dist loadgroup``, run.sh): a file, so that
-    its module fixtures are built once; but a file of slow property cases would run alone on one
-    process long after the other finished. So each case of a ``heavy`` test is a unit of its
-    own, and heavy units are handed out first: the longest work first keeps both processes busy
-    to the end."""
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_heavy_unit(item) or item.nodeid.split("::")[0]))
-    items.sort(key=lambda item: _heavy_unit(item) is None)
+    """The heavy tests first (the order in which the units are handed out): the longest work
+    first keeps both processes busy to the end."""
+    items.sort(key=lambda item: not unit_of(item.nodeid)[0])
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``unit_of`` as the test processes' units of work (xdist's ``loadfile`` with heavy cases
+    split off; its ``loadgroup`` marks no longer reach pytest 9's node ids)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)[1]
+
+    return ByUnit(config, log)

@@ -3,7 +3,6 @@
 from datetime import date, timedelta
 
 import dagster as dg
-import pytest
 
 from jobs import delta_io
 from jobs.tables import SESSION_STATE, WINDOW_CHANGES
@@ -20,7 +19,6 @@ CONFIG = PipelineConfig(windows=(WindowSpec.of("1h", "1h", "10m"),),
                                   SessionSpec.of("arrived", "2h", time="arrival")))
 
 
-@pytest.mark.heavy
 def test_a_range_run_materialises_sessions_beside_sliding_windows_and_their_checks_pass(tmp_path, spark):
     landing = random_landing(tmp_path / "landing", 41, FIRST, 3, events_per_day=25)
     ensure_days(tmp_path / "landing", FIRST, LAST + timedelta(days=2))

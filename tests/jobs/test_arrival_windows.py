@@ -28,7 +28,6 @@ CASES = [
 ]
 
 
-@pytest.mark.heavy
 @pytest.mark.parametrize("seed, aggregations, day_by_day", CASES)
 def test_arrival_windows_equal_the_oracle_beside_event_time_windows(spark, tmp_path, seed, aggregations,
                                                                    day_by_day):

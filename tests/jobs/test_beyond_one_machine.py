@@ -31,8 +31,6 @@ from tests.landing import ensure_days, random_landing
 from expectations.catalog import ERROR, catalog
 from windowing_core.config import PipelineConfig
 
-pytestmark = pytest.mark.heavy  # a cluster, a Spark Connect server and S3 started once: one unit
-
 REPO = Path(__file__).resolve().parents[2]
 SPARK_HOME = os.path.dirname(pyspark.__file__)
 FIRST, EVENT_DAYS = date(2025, 1, 28), 3

@@ -16,14 +16,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from deltalake import DeltaTable
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVERS, COMMITS = 3, 6
 
 
-@pytest.mark.heavy
 def test_drivers_committing_at_once_each_land_every_commit(spark, tmp_path):
     table = str(tmp_path / "shared")
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -20,8 +20,6 @@ from collections import Counter
 from datetime import date, timedelta
 from pathlib import Path
 
-import pytest
-
 from jobs import delta_io, ingest_events, minute_partials
 from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
@@ -55,7 +53,6 @@ def contents(spark, lakehouse: str) -> dict[str, Counter]:
             for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
 
 
-@pytest.mark.heavy
 def test_a_job_killed_with_its_process_group_commits_nothing_after_the_kill(spark, tmp_path):
     landing, lakehouse, config = tmp_path / "landing", str(tmp_path / "lakehouse"), PipelineConfig()
     random_landing(landing, 20, FIRST, 2, events_per_day=300, max_delay_days=0)

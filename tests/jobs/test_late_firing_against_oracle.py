@@ -62,7 +62,6 @@ def expected(events, config, first, last):
     return sorted(changes), sorted(snapshots)
 
 
-@pytest.mark.heavy
 @pytest.mark.parametrize("seed, windows, aggregations, rest", CASES)
 def test_late_firings_equal_the_oracle_in_daily_and_range_runs(spark, tmp_path, seed, windows, aggregations, rest):
     config = PipelineConfig(windows=windows, aggregations=aggregations or PipelineConfig().aggregations, **rest)

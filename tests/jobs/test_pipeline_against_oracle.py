@@ -161,7 +161,6 @@ CASES = [
 ]
 
 
-@pytest.mark.heavy
 @pytest.mark.parametrize("seed, windows, day_by_day, aggregations, time", CASES)
 def test_every_table_equals_the_oracle(spark, tmp_path, seed, windows, day_by_day, aggregations, time):
     config = PipelineConfig(windows=windows, aggregations=aggregations or PipelineConfig().aggregations, **time)

@@ -94,7 +94,6 @@ def joined_rows(spark, tmp_path, lake, rows, *, exclusive, name):
     return {r.row_id: r for r in delta_io.read_table(spark, out).collect()}
 
 
-@pytest.mark.heavy
 def test_every_joined_value_equals_the_oracle_as_of_its_row_and_none_comes_from_after_it(spark, tmp_path):
     events, lake = materialise_with_a_late_firing(spark, tmp_path, seed=5)
     lookups = spine_instants(events, random.Random(11))

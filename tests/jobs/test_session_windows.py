@@ -158,7 +158,6 @@ CASES = [
 ]
 
 
-@pytest.mark.heavy
 @pytest.mark.parametrize("seed, sessions, windows, aggregations, day_by_day", CASES)
 def test_sessions_equal_the_oracle_as_arrivals_land(spark, tmp_path, seed, sessions, windows, aggregations,
                                                    day_by_day):
