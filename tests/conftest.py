@@ -32,35 +32,36 @@ def spark():
 
 
 HEAVY = (
-    # minutes each: every case of these on its own, and all of them first
+    # a cluster, a Spark Connect server and S3 started once for the module: the file is one unit
+    "tests/jobs/test_beyond_one_machine.py",
+    # minutes each: every case on its own
     "tests/jobs/test_pipeline_against_oracle.py::test_every_table_equals_the_oracle[",
     "tests/jobs/test_session_windows.py::test_sessions_equal_the_oracle_as_arrivals_land[",
     "tests/jobs/test_late_firing_against_oracle.py::test_late_firings_equal_the_oracle_in_daily_and_range_runs[",
     "tests/jobs/test_arrival_windows.py::test_arrival_windows_equal_the_oracle_beside_event_time_windows[",
-    "tests/jobs/test_point_in_time_join.py::test_every_joined_value_equals_the_oracle_as_of_its_row",
     "tests/jobs/test_killed_jobs.py::",
     "tests/jobs/test_concurrent_writers.py::",
     "tests/assets/test_session_assets.py::",
-    # a cluster, a Spark Connect server and S3 started once for the module: the file is one unit
-    "tests/jobs/test_beyond_one_machine.py",
+    "tests/jobs/test_point_in_time_join.py::test_every_joined_value_equals_the_oracle_as_of_its_row",
 )
-"""Work the two test processes of ``run.sh test`` hand out first (``unit_of``)."""
+"""Work the two test processes of ``run.sh test`` hand out first, longest first (``unit_of``)."""
 
 
-def unit_of(nodeid: str) -> tuple[bool, str]:
-    """Whether a test is heavy, and its unit of work: its file, so that module fixtures are built
-    once, except for a heavy case, which is a unit of its own. A file of slow property cases
-    would otherwise run alone on one process long after the other finished."""
-    for prefix in HEAVY:
+def unit_of(nodeid: str) -> tuple[int, str]:
+    """A test's place in ``HEAVY`` (``len(HEAVY)`` if it is not heavy), and its unit of work: its
+    file, so that module fixtures are built once, except for a heavy case, which is a unit of
+    its own. A file of slow property cases would otherwise run alone on one process long after
+    the other finished."""
+    for rank, prefix in enumerate(HEAVY):
         if nodeid.startswith(prefix):
-            return True, nodeid if "::" in prefix else nodeid.split("::")[0]
-    return False, nodeid.split("::")[0]
+            return rank, nodeid if "::" in prefix else nodeid.split("::")[0]
+    return len(HEAVY), nodeid.split("::")[0]
 
 
 def pytest_collection_modifyitems(config, items):
-    """The heavy tests first (the order in which the units are handed out): the longest work
-    first keeps both processes busy to the end."""
-    items.sort(key=lambda item: not unit_of(item.nodeid)[0])
+    """The order in which the units are handed out: the longest work first keeps both processes
+    busy to the end."""
+    items.sort(key=lambda item: unit_of(item.nodeid)[0])
 
 
 def pytest_xdist_make_scheduler(config, log):
