@@ -86,8 +86,9 @@ command=${1:-help}
 case "$command" in
   setup) setup ;;
   demo)  setup; ensure_instance; exec .venv/bin/python -m orchestration.demo "$@" ;;
-  # Two pytest processes (pytest-xdist), a test file each at a time: one Spark session leaves
-  # a core idle while the driver plans and Delta commits. PANES_TEST_WORKERS=0: one process.
+  # Two pytest processes (pytest-xdist): one Spark session leaves a core idle while the driver
+  # plans and Delta commits. Units of work and their order: tests/conftest.py (HEAVY), kept
+  # by --no-loadscope-reorder. PANES_TEST_WORKERS=0: one process.
   test)  setup; exec .venv/bin/python -m pytest -n "${PANES_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" ;;
   dev)   setup; ensure_instance; exec .venv/bin/dagster dev -w workspace.yaml "$@" ;;
   *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; [ "$command" = help ] || exit 2 ;;
