@@ -86,19 +86,6 @@ def cluster(tmp_path_factory):
         process.wait(timeout=30)
 
 
-def submit(cluster, job: str, *args: str) -> subprocess.CompletedProcess:
-    master, archive = cluster
-    python = sys.executable
-    done = subprocess.run(
-        [f"{SPARK_HOME}/bin/spark-submit", "--master", master, "--py-files", str(archive),
-         "--driver-memory", "1g", "--conf", "spark.executor.memory=1g", "--conf", "spark.ui.enabled=false",
-         *JARS, str(REPO / "jobs" / f"{job}.py"), *args],
-        capture_output=True, text=True, timeout=600, cwd=archive.parent,
-        env={**os.environ, "SPARK_HOME": SPARK_HOME, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python})
-    assert done.returncode == 0, done.stderr[-4000:]
-    return done
-
-
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("connect")
@@ -139,17 +126,6 @@ def job_arguments(landing: Path, lakehouse: str) -> dict[str, list[str]]:
 
     return {"ingest_events": ["--landing", str(landing), *days(LAST_ARRIVAL)],
             "minute_partials": days(LAST_EVENT_DAY), "sliding_windows": days(LAST_ARRIVAL)}
-
-
-def test_the_daily_jobs_on_a_standalone_cluster_equal_a_local_run(spark, tmp_path, cluster, local_run):
-    landing, expected = local_run
-    on_cluster = str(tmp_path / "on-cluster")
-    for job, args in job_arguments(landing, on_cluster).items():
-        done = submit(cluster, job, *args)
-    assert "baseline: 7d bootstrap" in done.stdout
-    # spark-submit's Python runner merges the job's stderr, where its progress goes, into stdout
-    assert f"jobs.sliding_windows {FIRST} .. {LAST_ARRIVAL}: done in " in done.stdout
-    assert tables(spark, on_cluster) == expected
 
 
 def test_the_daily_jobs_through_spark_connect_equal_a_local_run(spark, tmp_path, connect_server, local_run):

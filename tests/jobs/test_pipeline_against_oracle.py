@@ -136,8 +136,6 @@ CASES = [
     (2, (WindowSpec.of("1h", "1h", "1m"), WindowSpec.of("3h", "3h", "20m", offset="-5m"),
          WindowSpec.of("all", "1d", "1h", keyed=False)), False,
      EVERY_AGGREGATION, {"late_policy": "drop", "max_out_of_orderness": 1800}),
-    (3, (WindowSpec.of("1d", "1d", "1d", emit="final"), WindowSpec.of("50m", "50m", "20m"),
-         WindowSpec.of("cumulating", "1d", offset="-8h", step="2h")), False, EVERY_AGGREGATION, {}),
     (4, (WindowSpec.of("2d", "2d", "1h", offset="30m"), WindowSpec.of("gaps", "40m", "1h", offset="5m"),
          WindowSpec.of("final", "3h", "1h", emit="final")),
      False, EVERY_AGGREGATION,

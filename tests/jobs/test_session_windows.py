@@ -143,10 +143,9 @@ EVENT_DAYS = 3
 
 CASES = [
     # seed, sessions, sliding windows beside them, aggregations, window days run one by one
-    (31, (SessionSpec.of("s30m", "30m"), SessionSpec.of("s6h", "6h")), (), None, True),
     (32, (SessionSpec.of("s2h", "2h"), SessionSpec.of("cut", "1d", max_length="6h")),
      (WindowSpec.of("1h", "1h", "1m"),), EVERY_AGGREGATION, False),
-    # provisional change points, beside final rows of the same gap
+    # provisional change points, beside final rows of the same gap, day by day
     (33, (SessionSpec.of("c30m", "30m", emit="changes"), SessionSpec.of("c6h", "6h", max_length="1d", emit="changes"),
           SessionSpec.of("f6h", "6h")), (), None, True),
     # sessions by arrival time (final and changes) beside event-time ones and a sliding window
