@@ -24,7 +24,7 @@ SPARK_DEFAULTS: dict[str, str] = {
     "spark.driver.memory": "4g",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # PySpark records the Python call site of every Column function for error messages: about
-    # six more Py4J round trips a call. Building the windows job's plan (3 windows, 17
+    # six more Py4J round trips a call. Building the windows job's plan (3 windows, 21
     # aggregations) made 103,646 round trips with it and 29,936 without, 70 s -> 41 s on a busy
     # 2-core machine (cProfile). Errors still name the failing expression, not the Python line.
     "spark.python.sql.dataFrameDebugging.enabled": "false",

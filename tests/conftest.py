@@ -29,8 +29,6 @@ def spark():
     session.stop()
 
 
-
-
 HEAVY = (
     # a cluster, a Spark Connect server and S3 started once for the module: the file is one unit
     "tests/jobs/test_beyond_one_machine.py",
