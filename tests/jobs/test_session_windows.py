@@ -148,9 +148,7 @@ CASES = [
     # provisional change points, beside final rows of the same gap, day by day
     (33, (SessionSpec.of("c30m", "30m", emit="changes"), SessionSpec.of("c6h", "6h", max_length="1d", emit="changes"),
           SessionSpec.of("f6h", "6h")), (), None, True),
-    # sessions by arrival time (final and changes) beside event-time ones and a sliding window
-    (34, (SessionSpec.of("a2h", "2h", time="arrival"), SessionSpec.of("ac1h", "1h", time="arrival", emit="changes"),
-          SessionSpec.of("e2h", "2h")), (WindowSpec.of("ar1h", "1h", "10m", time="arrival"),), None, False),
+    # sessions by arrival time, final and changes, day by day
     (35, (SessionSpec.of("a30m", "30m", time="arrival", max_length="6h"),
           SessionSpec.of("ac6h", "6h", time="arrival", emit="changes")), (), EVERY_AGGREGATION, True),
     (36, (SessionSpec.of("s1h", "1h"),), (), SOME_TYPED_AGGREGATIONS, False),  # typed fields
