@@ -3,9 +3,10 @@
 On a standalone cluster: a master and one worker run on loopback from the pyspark package
 alone, and the jobs go to them with spark-submit and ``--py-files``, as on any cluster: driver
 and executors are separate JVMs, the Python workers import panes from the shipped archive, and
-the Delta writes run on the executors and commit on the driver. Through Spark Connect: Dagster
-materialises every asset and check, with ``SPARK_REMOTE`` pointing at a Connect server, so the
-client holds no JVM and every query, the Python data source's writes included, runs there.
+the Delta writes run on the executors and commit on the driver. Through Spark Connect: the jobs
+run as their own command lines, and Dagster materialises every asset and check, with
+``SPARK_REMOTE`` pointing at a Connect server, so the client holds no JVM and every query, the
+Python data source's writes included, runs there.
 """
 
 from __future__ import annotations
@@ -117,6 +118,27 @@ def local_run(spark, tmp_path_factory):
     expected = tables(spark, lakehouse)
     assert expected[WINDOW_CHANGES.name], "the case must produce change points"
     return landing, expected
+
+
+def job_arguments(landing: Path, lakehouse: str) -> dict[str, list[str]]:
+    def days(last: date) -> list[str]:
+        return ["--lakehouse", lakehouse, "--date", FIRST.isoformat(), "--until", last.isoformat()]
+
+    return {"ingest_events": ["--landing", str(landing), *days(LAST_ARRIVAL)],
+            "minute_partials": days(LAST_EVENT_DAY), "sliding_windows": days(LAST_ARRIVAL)}
+
+
+def test_the_daily_jobs_through_spark_connect_equal_a_local_run(spark, tmp_path, connect_server, local_run):
+    landing, expected = local_run
+    through_connect = str(tmp_path / "through-connect")
+    for job, args in job_arguments(landing, through_connect).items():
+        done = subprocess.run([sys.executable, "-m", f"jobs.{job}", *args], capture_output=True, text=True,
+                              timeout=600, cwd=REPO, env={**os.environ, "SPARK_REMOTE": connect_server})
+        assert done.returncode == 0, done.stderr[-4000:]
+        started = [line for line in done.stderr.splitlines() if line.startswith(f"jobs.{job} {FIRST} .. ")]
+        assert started and started[0].endswith(": started"), started  # a Connect client: no Spark UI of its own
+    assert "baseline: 7d bootstrap" in done.stdout
+    assert tables(spark, through_connect) == expected
 
 
 def materialise_every_asset_and_check(env: dict[str, str], timeout: int) -> None:
