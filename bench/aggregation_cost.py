@@ -153,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", help="folder for the lakehouses (default: a temporary one)")
     args = parser.parse_args(argv)
     names = args.configs.split(",")
+    if args.work:
+        Path(args.work).mkdir(parents=True, exist_ok=True)
     spark = get_spark()
     with tempfile.TemporaryDirectory(dir=args.work) as work:
         seconds: dict[str, float] = {}
