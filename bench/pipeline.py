@@ -4,6 +4,7 @@
     python -m bench --events-per-day 1e5 --reps 2          # a quick look
     python -m bench --stages windows --events-per-day 1e7  # one stage (the ones before it run untimed)
     python -m bench --events-per-day 1e6,1e7,3e7 --keys 1e3,1e6 --update-readme   # the growth
+    python -m bench --merge a/pipeline.json b/pipeline.json --update-readme        # one table of two runs
 
 For each size (events per day, keys) it builds a lakehouse as the days before day D would have
 left it (untimed): the events of arrival days D-7 .. D-1 (``bench.generate``, straight into the
@@ -105,6 +106,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="rewrite the measurements table between the bench markers of this README")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting over panes' defaults, repeatable")
+    parser.add_argument("--merge", nargs="+", metavar="JSON",
+                        help="measure nothing: write one report (and with --update-readme the table) from "
+                             "the pipeline.json of earlier runs, for sizes measured with different --reps")
     args = parser.parse_args(argv)
     args.stages = [s.strip() for s in args.stages.split(",") if s.strip()]
     unknown = [s for s in args.stages if s not in STAGES]
@@ -115,6 +119,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.spark_conf = dict(c.split("=", 1) for c in args.spark_conf)
     if args.warm_up < 0:
         parser.error("--warm-up must be 0 or more")
+    if args.update_readme and README_BEGIN not in (Path(args.update_readme).read_text()
+                                                   if Path(args.update_readme).is_file() else ""):
+        parser.error(f"--update-readme: {args.update_readme} has no {README_BEGIN} block to rewrite")
+    missing = [p for p in args.merge or [] if not Path(p).is_file()]
+    if missing:
+        parser.error(f"--merge: no such file {', '.join(missing)}")
     return args
 
 
@@ -548,17 +558,53 @@ def machine() -> dict:
             "java": java[0] if java else "", "pyspark": pyspark.__version__}
 
 
+def report(out: Path, info: dict, results: list[dict], command: str, readme: str | None) -> None:
+    """``pipeline.json``, ``pipeline.md`` and ``growth.png`` under ``out``, and the README's table."""
+    (out / "pipeline.json").write_text(json.dumps({**info, "results": results}, indent=1, default=str))
+    table = markdown(results)
+    (out / "pipeline.md").write_text(table)
+    plotted = plot(out / "growth.png", results)
+    m = info["machine"]
+    note = f"{command}, on {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, {date.today()}."
+    if readme:
+        update_readme(Path(readme), table, note)
+    print(f"\nwrote {out}/pipeline.json, pipeline.md{', growth.png' if plotted else ''}")
+
+
+def _command_of(run: dict) -> str:
+    """The command of a ``pipeline.json`` written before it recorded one."""
+    sizes = ",".join(f"{r['events_per_day']:.0e}".replace("+0", "") for r in run["results"])
+    return f"python -m bench --events-per-day {sizes} --reps {run['reps']} --warm-up {run['warm_up']}"
+
+
+def merged(paths: list[str]) -> tuple[dict, list[dict], str]:
+    """The runs of several ``pipeline.json`` as one report: each size keeps its own ``reps``."""
+    runs = [json.loads(Path(p).read_text()) for p in paths]
+    info = {"machine": runs[0]["machine"], "day": runs[0]["day"]}
+    info["merged"] = [{k: v for k, v in run.items() if k != "results"} for run in runs]
+    results = [r for run in runs for r in run["results"]]
+    command = " and ".join(f"`{run.get('command') or _command_of(run)}`" for run in runs) + ", merged"
+    return info, results, command
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.merge:
+        info, results, command = merged(args.merge)
+        report(out, info, results, command, args.update_readme)
+        return 0
     from jobs.spark_session import get_spark
 
-    out, work = Path(args.out), Path(args.work)
-    out.mkdir(parents=True, exist_ok=True)
+    work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     spark = get_spark(args.spark_conf)
-    info = {"machine": machine(), "day": DAY.isoformat(), "stages": args.stages, "reps": args.reps,
-            "warm_up": args.warm_up, "spark_conf": args.spark_conf, "load_average_at_start": os.getloadavg()}
+    command = "python -m bench " + " ".join(argv if argv is not None else os.sys.argv[1:])
+    info = {"machine": machine(), "day": DAY.isoformat(), "command": command.strip(), "stages": args.stages,
+            "reps": args.reps, "warm_up": args.warm_up, "spark_conf": args.spark_conf,
+            "load_average_at_start": os.getloadavg()}
     results = []
     for events_per_day in args.events_per_day:
         for keys in args.keys or [keys_for(events_per_day)]:
@@ -577,14 +623,6 @@ def main(argv: list[str] | None = None) -> int:
                 print_spark_stages(result)
             info["total_s"] = round(time.perf_counter() - started)
             (out / "pipeline.json").write_text(json.dumps({**info, "results": results}, indent=1, default=str))
-    table = markdown(results)
-    (out / "pipeline.md").write_text(table)
-    plotted = plot(out / "growth.png", results)
-    m = info["machine"]
-    note = (f"`python -m bench {' '.join(argv) if argv is not None else ' '.join(os.sys.argv[1:])}`"
-            f" on {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, {date.today()}; best of {args.reps}.")
-    if args.update_readme:
-        update_readme(Path(args.update_readme), table, note)
-    print(f"\nwrote {out}/pipeline.json, pipeline.md{', growth.png' if plotted else ''} "
-          f"({time.perf_counter() - started:.0f} s in all)")
+    report(out, info, results, f"`{info['command']}`; best of {args.reps}", args.update_readme)
+    print(f"({time.perf_counter() - started:.0f} s in all)")
     return 0
