@@ -245,18 +245,55 @@ def baseline_from_frames(frames: DataFrame, spec: WindowSpec, config: PipelineCo
 # -- non-invertible aggregations: exact over hierarchical frames ----------------------------------
 
 
-def _running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column]) -> DataFrame:
-    """Each query row's merge of the frame rows before it in ``order`` within its (key, tile).
+def prefix_merged(rows: DataFrame, aggregations: list[Aggregation], by: list[str], order: list[Column],
+                  most_rows: int) -> DataFrame:
+    """``rows`` with each aggregation's partial replaced by the merge of the partials of its
+    partition's rows (``by``) up to and including it in ``order``; at most ``most_rows`` rows
+    per partition.
 
-    A running aggregate over a window frame is evaluated at every row, and a merge of list or
-    set partials (``flatten(collect_list(...))``) copies all the partials before the row each
-    time: quadratic in a key's frames per tile. So a partial that is a collection
-    (``Aggregation.spark_elements``: k-lists, distinct sets) is first exploded, one row per
-    element (the other partials ride on its first), and merged element by element
-    (``spark_merge_elements``: ``max_by``/``min_by`` with k, whose buffer is at most k long).
+    For the partials Spark has no incremental window aggregate for (``spark_combine``: Chan's
+    and Pebay's updates of moments of doubles). A running ``aggregate(collect_list(...))``
+    refolds the whole frame at every row: quadratic in a partition's rows, and interpreted; a
+    day tile of 1,440 frames per key at 10^7 events a day ran for more than 15 minutes in one
+    stage (``bench.aggregation_cost``, ``numeric``). This is the inclusive scan of Hillis and
+    Steele ("Data parallel algorithms", 1986): pass p merges each row's partial with that of the
+    row 2**p before it (``lag``), so after ceil(log2(most_rows)) passes each row holds its whole
+    prefix. Each pass is a window with the same partitioning and order: no shuffle, no sort, and
+    the merges are generated code. The merges associate differently from a left fold, in a
+    fixed order all the same: equal inputs give equal bits.
+    """
+    window = Window.partitionBy(*by).orderBy(*order)
+    for p in range(max(most_rows - 1, 0).bit_length()):
+        merged = {}
+        for agg in aggregations:
+            columns = agg.field_columns()
+            earlier = [F.lag(c, 2**p).over(window) for c in columns]
+            merged.update(zip(columns, agg.spark_combine(earlier, [F.col(c) for c in columns]), strict=True))
+        rows = rows.withColumns(merged)
+    return rows
+
+
+def _running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column], most_frames: int) -> DataFrame:
+    """Each query row's merge of the frame rows before it in ``order`` within its (key, tile),
+    which holds at most ``most_frames`` frame rows.
+
+    Three ways, by what Spark can merge incrementally over a growing window frame:
+    - a window aggregate (``spark_merge`` over the frame: sums, min/max, sketch unions);
+    - a partial that is a collection (``Aggregation.spark_elements``: k-lists, distinct sets):
+      ``flatten(collect_list(...))`` would copy every partial before the row at every row, so it
+      is exploded, one row per element (the other partials ride on its first), and merged
+      element by element (``spark_merge_elements``: ``max_by``/``min_by`` with k, whose buffer
+      is at most k long);
+    - a partial Spark has no aggregate for (``spark_combine``): the frame rows' prefix merges
+      (``prefix_merged``, frame rows before query rows), and each query row takes the last
+      frame row's before it.
     """
     window = Window.partitionBy("key", "tile").orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)
     aggregations = [a for a in config.aggregations if not a.invertible]
+    scanned = [a for a in aggregations if a.spark_combine([F.col(c) for c in a.field_columns()],
+                                                          [F.col(c) for c in a.field_columns()]) is not None]
+    if scanned:
+        rows = prefix_merged(rows, scanned, ["key", "tile"], [F.col("is_query").asc(), *order], most_frames)
     listed = {a.name for a in aggregations if a.spark_elements([F.col(c) for c in a.field_columns()]) is not None}
     if listed:  # query rows (null partials) and empty lists keep one row, position null
         lists = [a.field_columns()[0] for a in aggregations if a.name in listed]
@@ -265,7 +302,10 @@ def _running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column])
     merged = []
     for agg in aggregations:
         columns = agg.field_columns()
-        if agg.name in listed:
+        if agg in scanned:
+            prefix = F.last(F.when(~F.col("is_query"), F.struct(*columns)), ignorenulls=True).over(window)
+            merged += [prefix[c].alias(c) for c in columns]
+        elif agg.name in listed:
             merged += [c.alias(n) for c, n in zip(agg.spark_merge_elements(F.col("__item")[columns[0]], window),
                                                   columns)]
         else:
@@ -296,12 +336,12 @@ def exact_values(frames: DataFrame, tiles: DataFrame, ends: DataFrame, spec: Win
     head_queries = ends.select("key", start.alias("pos"), _floor_to(start, size).alias("tile"), *nulls,
                                F.lit(True).alias("is_query"), "end")
     head = _running_merge(frame_rows.unionByName(head_queries), config,
-                          [F.col("pos").desc(), F.col("is_query").asc()])
+                          [F.col("pos").desc(), F.col("is_query").asc()], size // spec.bucket)
     # prefix of the end's tile: frames with f < end, so the query sorts before frames on ties
     tail_queries = ends.select("key", F.col("end").alias("pos"), _floor_to(F.col("end"), size).alias("tile"),
                                *nulls, F.lit(True).alias("is_query"), "end")
     tail = _running_merge(frame_rows.unionByName(tail_queries), config,
-                          [F.col("pos").asc(), F.col("is_query").desc()])
+                          [F.col("pos").asc(), F.col("is_query").desc()], size // spec.bucket)
     # whole tiles strictly between: evaluated once per key and tile span, not per end
     spans = ends.select("key", "end", (_floor_to(start, size) + size).alias("lo"), _floor_to(F.col("end"), size).alias("hi"))
     distinct_spans = spans.select("key", "lo", "hi").distinct()
@@ -333,7 +373,10 @@ def exact_cumulating_values(frames: DataFrame, tiles: DataFrame | None, ends: Da
              for c, t in zip(a.field_columns(), [x.spark_type for x in a.fields])]
     queries = ends.select("key", F.col("end").alias("pos"), window_start_of(F.col("end"), spec).alias("tile"),
                           *nulls, F.lit(True).alias("is_query"), "end")
-    merged = _running_merge(frame_rows.unionByName(queries), config, [F.col("pos").asc(), F.col("is_query").desc()])
+    # a period's frame rows: its frames and the whole-day tiles read for the days they do not cover
+    most_frames = spec.length // spec.bucket + spec.length // DAY_SECONDS + 1
+    merged = _running_merge(frame_rows.unionByName(queries), config, [F.col("pos").asc(), F.col("is_query").desc()],
+                            most_frames)
     return merge_non_invertible(merged, config, "key", "end")
 
 

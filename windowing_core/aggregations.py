@@ -190,6 +190,14 @@ class Aggregation(ABC):
         but for maps, which Spark cannot compare."""
         return value
 
+    def spark_combine(self, a: list[Column], b: list[Column]) -> list[Column] | None:
+        """``combine`` of two partials' columns in Spark (a null or zero-count partial is empty),
+        for the partials whose ``spark_merge`` over a growing window frame folds the whole frame
+        again at every row: a running merge of those takes log2 passes of this instead
+        (``jobs.sliding_windows.prefix_merged``). None where ``spark_merge`` is a window
+        aggregate Spark evaluates incrementally (sums, min/max, sketch unions)."""
+        return None
+
     def spark_elements(self, fields: list[Column]) -> Column | None:
         """For a partial that is one collection (a list or set): that array, so that a running
         merge can take its elements one row each (``spark_merge_elements``) rather than copy a
@@ -609,6 +617,9 @@ class Variance(Aggregation):
                                                       m2.alias("m2"))), over)
         return [_over(F.sum(c), over).cast(f.spark_type) for c, f in zip(fields, self.fields, strict=True)]
 
+    def spark_combine(self, a: list[Column], b: list[Column]) -> list[Column] | None:
+        return None if self.invertible else _combined(_chan, _CHAN, a, b)
+
     def spark_finish(self, fields: list[Column]) -> Column:
         from pyspark.sql import functions as F
 
@@ -662,25 +673,48 @@ def _spark_exact_numerator(fields: list[Column]) -> Column:
     return F.coalesce(exact.cast("double"), recombined, rough)
 
 
-def _chan_merge(states: Column, over: WindowSpec | None) -> list[Column]:
-    """(n, mean, M2) of the non-null ``states`` (structs of n, mean, m2), merged pairwise by
-    Chan et al.'s update: over a window frame in its order, in ``groupBy`` in ascending order
-    of the states, so that every run folds them alike."""
+def _chan(a: Mapping[str, Column], b: Mapping[str, Column]) -> dict[str, Column]:
+    """Chan, Golub and LeVeque's update of (n, mean, m2): ``a`` then ``b``, both non-empty."""
+    n = a["n"] + b["n"]
+    delta = b["mean"] - a["mean"]
+    return {"n": n, "mean": a["mean"] + delta * b["n"] / n, "m2": a["m2"] + b["m2"] + delta * delta * a["n"] * b["n"] / n}
+
+
+def _combined(merge: Any, names: tuple[str, ...], a: list[Column], b: list[Column]) -> list[Column]:
+    """``merge`` of two partials given as columns (``spark_combine``): the other where one is
+    empty (null, as a lag before a partition's first row, or counting no value)."""
+    from pyspark.sql import functions as F
+
+    merged = merge(dict(zip(names, a, strict=True)), dict(zip(names, b, strict=True)))
+    a_empty, b_empty = F.coalesce(a[0], F.lit(0)) == 0, F.coalesce(b[0], F.lit(0)) == 0
+    return [F.when(a_empty, y).when(b_empty, x).otherwise(merged[name]) for name, x, y in zip(names, a, b, strict=True)]
+
+
+def _folded(merge: Any, names: tuple[str, ...], states: Column, over: WindowSpec | None) -> list[Column]:
+    """The non-null ``states`` (structs of ``names``, counting ``n`` > 0 values) folded left to
+    right by ``merge``: over a window frame in its order, in ``groupBy`` in ascending order of
+    the states, so that every run folds them alike. Over a growing frame this refolds the
+    frame at every row (quadratic); running merges use ``spark_combine`` instead."""
     from pyspark.sql import functions as F
 
     collected = F.collect_list(states)
     ordered = collected.over(over) if over is not None else F.array_sort(collected)
-    zero = F.struct(F.lit(0).cast("bigint").alias("n"), F.lit(0.0).alias("mean"), F.lit(0.0).alias("m2"))
+    zero = F.struct(F.lit(0).cast("bigint").alias("n"), *[F.lit(0.0).alias(m) for m in names[1:]])
 
-    def merge(acc: Column, x: Column) -> Column:
-        n = acc["n"] + x["n"]
-        delta = x["mean"] - acc["mean"]
-        merged = F.struct(n.alias("n"), (acc["mean"] + delta * x["n"] / n).alias("mean"),
-                          (acc["m2"] + x["m2"] + delta * delta * acc["n"] * x["n"] / n).alias("m2"))
-        return F.when(acc["n"] == 0, x).otherwise(merged)
+    def step(acc: Column, x: Column) -> Column:
+        merged = merge({m: acc[m] for m in names}, {m: x[m] for m in names})
+        return F.when(acc["n"] == 0, x).otherwise(F.struct(*[merged[m].alias(m) for m in names]))
 
-    folded = F.aggregate(ordered, zero, merge)
-    return [folded["n"], folded["mean"], folded["m2"]]
+    folded = F.aggregate(ordered, zero, step)
+    return [folded[m] for m in names]
+
+
+_CHAN = ("n", "mean", "m2")
+
+
+def _chan_merge(states: Column, over: WindowSpec | None) -> list[Column]:
+    """(n, mean, M2) of the non-null ``states`` merged by Chan's update (``_folded``)."""
+    return _folded(_chan, _CHAN, states, over)
 
 
 class VariancePop(Variance):
@@ -971,6 +1005,9 @@ class Moments(Aggregation):
         return [_over(F.sum(c) if f.spark_type == "bigint" else F.try_sum(c), over).cast(f.spark_type)
                 for c, f in zip(fields, self.fields, strict=True)]
 
+    def spark_combine(self, a: list[Column], b: list[Column]) -> list[Column] | None:
+        return None if self.invertible else _combined(_pebay, _PEBAY, a, b)
+
     def spark_finish(self, fields: list[Column]) -> Column:
         """As ``finish``. Exact types: the same integers and the same rounding, so equal windows
         give equal bits. The power sums are first shifted by ``c = floor(s1 / n)``, exactly
@@ -1022,32 +1059,28 @@ _DECIMAL_38 = 10**38 - 1
 """The largest decimal(38,0)."""
 
 
-def _pebay_merge(states: Column, over: WindowSpec | None) -> list[Column]:
-    """(n, mean, M2, M3, M4) of the non-null ``states`` merged pairwise by Pebay's update (as
-    ``_chan_merge`` folds Chan's): over a window frame in its order, in ``groupBy`` in ascending
-    order of the states, so every run folds them alike."""
+def _pebay(a: Mapping[str, Column], b: Mapping[str, Column]) -> dict[str, Column]:
+    """Pebay's pairwise update of (n, mean, M2, M3, M4): ``a`` then ``b``, both non-empty."""
     from pyspark.sql import functions as F
 
-    collected = F.collect_list(states)
-    ordered = collected.over(over) if over is not None else F.array_sort(collected)
-    zero = F.struct(F.lit(0).cast("bigint").alias("n"), *[F.lit(0.0).alias(m) for m in ("mean", "m2", "m3", "m4")])
+    na, nb = a["n"].cast("double"), b["n"].cast("double")
+    n = na + nb
+    d = b["mean"] - a["mean"]
+    m2 = a["m2"] + b["m2"] + d * d * na * nb / n
+    m3 = (a["m3"] + b["m3"] + d * d * d * na * nb * (na - nb) / (n * n)
+          + F.lit(3.0) * d * (na * b["m2"] - nb * a["m2"]) / n)
+    m4 = (a["m4"] + b["m4"] + d * d * d * d * na * nb * (na * na - na * nb + nb * nb) / (n * n * n)
+          + F.lit(6.0) * d * d * (na * na * b["m2"] + nb * nb * a["m2"]) / (n * n)
+          + F.lit(4.0) * d * (na * b["m3"] - nb * a["m3"]) / n)
+    return {"n": a["n"] + b["n"], "mean": a["mean"] + d * nb / n, "m2": m2, "m3": m3, "m4": m4}
 
-    def merge(a: Column, b: Column) -> Column:
-        na, nb = a["n"].cast("double"), b["n"].cast("double")
-        n = na + nb
-        d = b["mean"] - a["mean"]
-        m2 = a["m2"] + b["m2"] + d * d * na * nb / n
-        m3 = (a["m3"] + b["m3"] + d * d * d * na * nb * (na - nb) / (n * n)
-              + F.lit(3.0) * d * (na * b["m2"] - nb * a["m2"]) / n)
-        m4 = (a["m4"] + b["m4"] + d * d * d * d * na * nb * (na * na - na * nb + nb * nb) / (n * n * n)
-              + F.lit(6.0) * d * d * (na * na * b["m2"] + nb * nb * a["m2"]) / (n * n)
-              + F.lit(4.0) * d * (na * b["m3"] - nb * a["m3"]) / n)
-        merged = F.struct((a["n"] + b["n"]).alias("n"), (a["mean"] + d * nb / n).alias("mean"),
-                          m2.alias("m2"), m3.alias("m3"), m4.alias("m4"))
-        return F.when(a["n"] == 0, b).otherwise(merged)
 
-    folded = F.aggregate(ordered, zero, merge)
-    return [folded[c] for c in ("n", "mean", "m2", "m3", "m4")]
+_PEBAY = ("n", "mean", "m2", "m3", "m4")
+
+
+def _pebay_merge(states: Column, over: WindowSpec | None) -> list[Column]:
+    """(n, mean, M2, M3, M4) of the non-null ``states`` merged by Pebay's update (``_folded``)."""
+    return _folded(_pebay, _PEBAY, states, over)
 
 
 class Skew(Moments):

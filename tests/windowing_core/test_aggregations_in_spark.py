@@ -134,7 +134,7 @@ def test_running_merges_of_lists_take_them_element_by_element(spark):
     union = (partials.select("*", F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
              .unionByName(queries.select("pos", "end", F.lit(True).alias("is_query")), allowMissingColumns=True)
              .withColumn("key", F.lit("k")).withColumn("tile", F.lit(0)))
-    merged = _running_merge(union, config, [F.col("pos").asc(), F.col("is_query").asc()])
+    merged = _running_merge(union, config, [F.col("pos").asc(), F.col("is_query").asc()], 6)
     got = {r["end"]: r for r in merged.select("end", *[a.spark_finish([F.col(c) for c in a.field_columns()]).alias(a.name)
                                                         for a in config.aggregations]).collect()}
     for end, upto in ((100, 2), (200, 5)):
@@ -143,3 +143,41 @@ def test_running_merges_of_lists_take_them_element_by_element(spark):
             for at, v in frames[f]:
                 partial = [a.accumulate(p, v, at) for a, p in zip(config.aggregations, partial)]
         assert [got[end][a.name] for a in config.aggregations] == [a.finish(p) for a, p in zip(config.aggregations, partial)]
+
+
+def test_running_merges_of_moments_of_doubles_take_log_passes(spark):
+    """Chan's and Pebay's updates have no window aggregate: the running merge scans the frames
+    (``prefix_merged``, pass p merging the row 2**p before) and each query takes the prefix of
+    the frames before it. 13 frames (not a power of two), some holding only nulls or nothing,
+    values of mixed magnitude; a query before every frame, between frames and after the last."""
+    from jobs.sliding_windows import _running_merge
+    from windowing_core.config import PipelineConfig
+
+    config = PipelineConfig(fields=(("x", "double"),), aggregations=tuple(aggregation(kind, kind, "x", "double")
+                                               for kind in ("stddev_samp", "skew", "kurtosis", "max")))
+    rng = random.Random(5)
+    frames = {f: [rng.choice([None, rng.uniform(-3, 3), rng.uniform(0, 1e6), 0.25]) for _ in range(rng.randrange(0, 5))]
+              for f in range(13)}
+    rows = [(f, v) for f, vs in frames.items() for v in vs] + [(0, 1.5)]
+    frames[0].append(1.5)
+    partials = spark.createDataFrame(rows, "pos int, x double").groupBy("pos").agg(*[
+        c.alias(n) for a in config.aggregations for c, n in zip(a.spark_accumulate(F.col("x"), F.lit(None)),
+                                                                a.field_columns())])
+    ends = {-1: 100, 4: 200, 9: 300, 12: 400}  # the query after frame f (its end)
+    queries = spark.createDataFrame([(f, end) for f, end in ends.items()], "pos int, end long")
+    union = (partials.select("*", F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
+             .unionByName(queries.select("pos", "end", F.lit(True).alias("is_query")), allowMissingColumns=True)
+             .withColumn("key", F.lit("k")).withColumn("tile", F.lit(0)))
+    merged = _running_merge(union, config, [F.col("pos").asc(), F.col("is_query").asc()], 13)
+    got = {r["end"]: r for r in merged.select("end", *[a.spark_finish([F.col(c) for c in a.field_columns()]).alias(a.name)
+                                                        for a in config.aggregations]).collect()}
+    assert sorted(got) == sorted(ends.values())
+    for upto, end in ends.items():
+        partial = [a.empty() for a in config.aggregations]
+        for f in range(upto + 1):
+            for v in frames[f]:
+                partial = [a.accumulate(p, v) for a, p in zip(config.aggregations, partial)]
+        want = [a.finish(p) for a, p in zip(config.aggregations, partial)]
+        for a, w in zip(config.aggregations, want):
+            g = got[end][a.name]
+            assert (g is None and w is None) or g == pytest.approx(w, rel=1e-9, abs=1e-12), (end, a.name, g, w)
