@@ -120,13 +120,36 @@ def with_session_numbers(pieces: DataFrame, spec: SessionSpec) -> DataFrame:
                                ).drop("starts")
 
 
-def _merges(config: PipelineConfig, over=None) -> list[Column]:
-    merged = [F.sum("event_count").alias("event_count") if over is None
-              else F.sum("event_count").over(over).alias("event_count")]
+def _merges(config: PipelineConfig) -> list[Column]:
+    merged = [F.sum("event_count").alias("event_count")]
     for agg in config.aggregations:
         columns = agg.field_columns()
-        merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns], over), columns)]
+        merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns]), columns)]
     return merged
+
+
+def with_sessions_so_far(numbered: DataFrame, config: PipelineConfig) -> DataFrame:
+    """Each piece with its session's ``start`` and the partials of the session up to and
+    including the piece: a running merge over the session's pieces in time order.
+
+    A partial with no incremental window aggregate (``spark_combine``: moments of doubles) is
+    merged in log2 passes (``sliding_windows.prefix_merged``) rather than refolded at every
+    piece; a session's pieces have no bound known before the run (a bootstrap reads every
+    earlier day), so the largest session's is counted first, one more job only for those
+    partials."""
+    from jobs.sliding_windows import merged_in_passes, prefix_merged
+
+    running = Window.partitionBy("key", "session").orderBy("first").rowsBetween(Window.unboundedPreceding, 0)
+    scanned = merged_in_passes(config.aggregations)
+    if scanned:
+        most = numbered.groupBy("key", "session").count().agg(F.max("count")).first()[0] or 0
+        numbered = prefix_merged(numbered, scanned, ["key", "session"], [F.col("first")], most)
+    merged = [F.sum("event_count").over(running).alias("event_count")]
+    for agg in config.aggregations:
+        columns = agg.field_columns()
+        merged += ([F.col(c) for c in columns] if agg in scanned else
+                   [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns], running), columns)])
+    return numbered.select("key", F.min("first").over(running).alias("start"), "last", "next_first", *merged)
 
 
 def _change_rows(rows: DataFrame, spec: SessionSpec, config: PipelineConfig, end: str) -> DataFrame:
@@ -167,9 +190,8 @@ def session_changes(numbered: DataFrame, spec: SessionSpec, config: PipelineConf
     key's next session starts in the frame holding that end (its first change is then there)."""
     from jobs.sliding_windows import with_finished_values
 
-    running = Window.partitionBy("key", "session").orderBy("first").rowsBetween(Window.unboundedPreceding, 0)
-    so_far = numbered.select("key", F.min("first").over(running).alias("start"),
-                             _bucket_end(F.col("last"), spec).alias("at"), *_merges(config, running))
+    so_far = with_sessions_so_far(numbered, config).select(
+        "key", "start", _bucket_end(F.col("last"), spec).alias("at"), "event_count", *partial_columns(config))
     joins = with_finished_values(so_far.where(_on_days(F.col("at"), first, last)), config)
     sessions = numbered.groupBy("key", "session").agg(F.min("first").alias("start"), F.max("last").alias("last"))
     step_back = _bucket_end(session_end(F.col("start"), F.col("last"), spec), spec)
@@ -194,9 +216,7 @@ def open_sessions(numbered: DataFrame, spec: SessionSpec, config: PipelineConfig
     is then read and not emitted again). A session ending exactly at midnight is carried into
     the day it ends on: its row belongs to that day's partition, which reads none of its frames.
     """
-    running = Window.partitionBy("key", "session").orderBy("first").rowsBetween(Window.unboundedPreceding, 0)
-    states = numbered.select("key", F.min("first").over(running).alias("start"), "last", "next_first",
-                             *_merges(config, running))
+    states = with_sessions_so_far(numbered, config)
     end = session_end(F.col("start"), F.col("last"), spec)
     since = F.greatest(_date(F.col("last")), F.lit(first))
     until = F.least(F.lit(last), F.date_sub(_date(_bucket_end(end, spec)), 1),

@@ -245,6 +245,12 @@ def baseline_from_frames(frames: DataFrame, spec: WindowSpec, config: PipelineCo
 # -- non-invertible aggregations: exact over hierarchical frames ----------------------------------
 
 
+def merged_in_passes(aggregations: list[Aggregation] | tuple[Aggregation, ...]) -> list[Aggregation]:
+    """The aggregations whose running merges take ``prefix_merged`` (they have ``spark_combine``)."""
+    return [a for a in aggregations
+            if a.spark_combine([F.col(c) for c in a.field_columns()], [F.col(c) for c in a.field_columns()]) is not None]
+
+
 def prefix_merged(rows: DataFrame, aggregations: list[Aggregation], by: list[str], order: list[Column],
                   most_rows: int) -> DataFrame:
     """``rows`` with each aggregation's partial replaced by the merge of the partials of its
@@ -290,8 +296,7 @@ def _running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column],
     """
     window = Window.partitionBy("key", "tile").orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)
     aggregations = [a for a in config.aggregations if not a.invertible]
-    scanned = [a for a in aggregations if a.spark_combine([F.col(c) for c in a.field_columns()],
-                                                          [F.col(c) for c in a.field_columns()]) is not None]
+    scanned = merged_in_passes(aggregations)
     if scanned:
         rows = prefix_merged(rows, scanned, ["key", "tile"], [F.col("is_query").asc(), *order], most_frames)
     listed = {a.name for a in aggregations if a.spark_elements([F.col(c) for c in a.field_columns()]) is not None}
