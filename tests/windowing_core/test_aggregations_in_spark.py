@@ -113,11 +113,25 @@ def test_collections_merge_as_the_oracle_over_frames_and_window_frames(spark, ki
     assert finished.orderBy(F.col("frame").desc()).first()["v"] == agg.finish(partial)
 
 
+def _finished_running_merges(spark, config, partials, ends: dict, most_frames: int) -> dict:
+    """The two stacks' running merge (``sliding_windows._running_merge``) of one key's frame
+    ``partials`` (by ``pos``) in one tile, queried after frame f for each ``ends[f]``: the
+    finished values by end."""
+    from jobs.sliding_windows import _running_merge
+
+    queries = spark.createDataFrame(list(ends.items()), "pos int, end long")
+    union = (partials.select("*", F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
+             .unionByName(queries.select("pos", "end", F.lit(True).alias("is_query")), allowMissingColumns=True)
+             .withColumn("key", F.lit("k")).withColumn("tile", F.lit(0)))
+    merged = _running_merge(union, config, [F.col("pos").asc(), F.col("is_query").asc()], most_frames)
+    return {r["end"]: r for r in merged.select("end", *[a.spark_finish([F.col(c) for c in a.field_columns()]).alias(a.name)
+                                                         for a in config.aggregations]).collect()}
+
+
 def test_running_merges_of_lists_take_them_element_by_element(spark):
     """The two stacks' running merge (``sliding_windows._running_merge``) explodes list and set
     partials and merges their elements; beside them a scalar partial (max) and a sketch still
     merge each frame once. Frames 0..5 of one tile, a query after frame 2 and after frame 5."""
-    from jobs.sliding_windows import _running_merge
     from windowing_core.config import PipelineConfig
 
     config = PipelineConfig(aggregations=(aggregation("top_k", "top", k=2), aggregation("first_k", "early", k=2),
@@ -130,13 +144,7 @@ def test_running_merges_of_lists_take_them_element_by_element(spark):
     df = spark.createDataFrame(rows, "pos int, at timestamp, value bigint")
     partials = df.groupBy("pos").agg(*[c.alias(n) for a in config.aggregations for c, n in zip(
         a.spark_accumulate(F.col("value"), F.col("at")), a.field_columns())])
-    queries = spark.createDataFrame([(2, 100), (5, 200)], "pos int, end long")
-    union = (partials.select("*", F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
-             .unionByName(queries.select("pos", "end", F.lit(True).alias("is_query")), allowMissingColumns=True)
-             .withColumn("key", F.lit("k")).withColumn("tile", F.lit(0)))
-    merged = _running_merge(union, config, [F.col("pos").asc(), F.col("is_query").asc()], 6)
-    got = {r["end"]: r for r in merged.select("end", *[a.spark_finish([F.col(c) for c in a.field_columns()]).alias(a.name)
-                                                        for a in config.aggregations]).collect()}
+    got = _finished_running_merges(spark, config, partials, {2: 100, 5: 200}, 6)
     for end, upto in ((100, 2), (200, 5)):
         partial = [a.empty() for a in config.aggregations]
         for f in range(upto + 1):
@@ -150,7 +158,6 @@ def test_running_merges_of_moments_of_doubles_take_log_passes(spark):
     (``prefix_merged``, pass p merging the row 2**p before) and each query takes the prefix of
     the frames before it. 13 frames (not a power of two), some holding only nulls or nothing,
     values of mixed magnitude; a query before every frame, between frames and after the last."""
-    from jobs.sliding_windows import _running_merge
     from windowing_core.config import PipelineConfig
 
     config = PipelineConfig(fields=(("x", "double"),), aggregations=tuple(aggregation(kind, kind, "x", "double")
@@ -164,13 +171,7 @@ def test_running_merges_of_moments_of_doubles_take_log_passes(spark):
         c.alias(n) for a in config.aggregations for c, n in zip(a.spark_accumulate(F.col("x"), F.lit(None)),
                                                                 a.field_columns())])
     ends = {-1: 100, 4: 200, 9: 300, 12: 400}  # the query after frame f (its end)
-    queries = spark.createDataFrame([(f, end) for f, end in ends.items()], "pos int, end long")
-    union = (partials.select("*", F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
-             .unionByName(queries.select("pos", "end", F.lit(True).alias("is_query")), allowMissingColumns=True)
-             .withColumn("key", F.lit("k")).withColumn("tile", F.lit(0)))
-    merged = _running_merge(union, config, [F.col("pos").asc(), F.col("is_query").asc()], 13)
-    got = {r["end"]: r for r in merged.select("end", *[a.spark_finish([F.col(c) for c in a.field_columns()]).alias(a.name)
-                                                        for a in config.aggregations]).collect()}
+    got = _finished_running_merges(spark, config, partials, ends, 13)
     assert sorted(got) == sorted(ends.values())
     for upto, end in ends.items():
         partial = [a.empty() for a in config.aggregations]
