@@ -312,7 +312,8 @@ def parsed_line(raw: Column) -> Column:
 def with_parsed_fields(lines: DataFrame, config: PipelineConfig) -> DataFrame:
     """Parse each line once into a variant; typed conversion happens in ``with_reason``.
 
-    The parse is a column of its own, read field by field from there. Read straight off the
+    The parse is a column of its own, cast once into a record of the fields ingest reads
+    (``record_of``), which ``fields_of`` checks and types. Read straight off the
     parse, each field became a parse of its own (Spark's optimizer prunes a ``from_json`` to
     the one field read), so every line was parsed once per field read, and ingest took 1.3 to
     1.4 times as long (``bench/ingest.py``, since removed: git log).
@@ -334,7 +335,8 @@ def record_of(parsed: Column, config: PipelineConfig) -> Column:
 
     All fields come out in one cast, and the checks then read small variants. Read one path at a
     time from the parse, each field read looked its name up in the line's object again: 10^6
-    lines took 10.2 s to extract against 1.5 s to parse (bench/README.md).
+    lines took 10.5 to 11.6 s to extract that way and 7.7 to 8.2 s this way, against 1.5 to 2.0 s
+    to parse (the same rows; bench/README.md).
     """
     whole_line = ((F.try_variant_get(parsed, "$[1]", "string") == END_OF_LINE)
                   & F.try_variant_get(parsed, "$[2]", "variant").isNull())
