@@ -323,9 +323,15 @@ def with_parsed_fields(lines: DataFrame, config: PipelineConfig) -> DataFrame:
     return records.select(*lines.columns, *fields_of(F.col("record"), config))
 
 
+def json_field(column: str, config: PipelineConfig) -> str:
+    """The top-level JSON field a measured column is read from: ``value_field`` for the one
+    ``value`` of a configuration without declared fields, else the field of the same name."""
+    return config.value_field if not config.fields else column
+
+
 def json_fields(config: PipelineConfig) -> list[str]:
     """The names of the top-level JSON fields ingest reads."""
-    measured = [config.value_field] if not config.fields else [name for name, _ in config.measured_fields]
+    measured = [json_field(column, config) for column, _ in config.measured_fields]
     return list(dict.fromkeys([config.key_field, "timestamp", "event_id", "arrival_time", *measured]))
 
 
@@ -402,7 +408,7 @@ def measured_field(record: Column, column: str, ddl: str, config: PipelineConfig
     read from ``value_field``.
     """
     default_value = not config.fields
-    given = record[config.value_field if default_value else column]
+    given = record[json_field(column, config)]
     given_kind = F.schema_of_variant(given)
     present = given_kind.isNotNull() & (given_kind != "VOID")
     kind_of = field_types.family(ddl)
