@@ -61,3 +61,25 @@ def test_the_spark_ui_listens_on_loopback_unless_opened():
     closed = addresses(_ui_listens_on({}))
     assert closed and closed <= LOOPBACK, f"the UI must listen on 127.0.0.1 alone, not {closed}"
     assert addresses(_ui_listens_on({"SPARK_LOCAL_IP": "0.0.0.0"})) & ANY
+
+
+def test_py4j_looks_each_static_member_up_once(spark):
+    """``jobs.py4j_lookups``: the second ``F.sum("x")`` makes two round trips, calls of ``col``
+    and ``sum``, and no lookup of the class or its members (six round trips without the memo)."""
+    from pyspark.sql import functions as F
+
+    client = spark.sparkContext._gateway._gateway_client
+    sent = []
+    original = client.send_command
+    client.send_command = lambda command, *args, **kwargs: sent.append(command) or original(command, *args, **kwargs)
+    try:
+        F.sum("x")
+        sent.clear()
+        column = F.sum("x")
+        calls = [c for c in sent if not c.startswith("m\nd\n")]  # not the garbage collector's
+    finally:
+        del client.send_command
+    assert [c.split("\n")[1:3] for c in calls] == [["z:org.apache.spark.sql.functions", "col"],
+                                                   ["z:org.apache.spark.sql.functions", "sum"]], calls
+    assert str(column) == "Column<'sum(x)'>"
+
