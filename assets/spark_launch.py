@@ -69,8 +69,9 @@ class SparkLaunchResource(dg.ConfigurableResource):
                              f"({self.config_path or 'the default'}), which {job} would load")
         package_root = Path(jobs.__file__).resolve().parent.parent
         spark_home = os.environ.get("SPARK_HOME") or _pyspark_home()
-        # Delta's jars, by class path (the nodes hold the same files) unless submit_args say otherwise
-        classpath = jvm_packages.class_path()
+        # Delta's jars (and S3's, for an s3a:// location in argv), by class path (the nodes hold the
+        # same files) unless submit_args say otherwise
+        classpath = jvm_packages.class_path(s3=jvm_packages.on_object_storage(argv))
         jars = ["--driver-class-path", classpath, "--conf", f"spark.executor.extraClassPath={classpath}"]
         command = [os.path.join(spark_home, "bin", "spark-submit"), "--master", self.master, *jars, *self.submit_args,
                    str(package_root / "jobs" / f"{job}.py"), *argv,

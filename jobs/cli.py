@@ -92,7 +92,7 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
     from jobs.errors import MissingInputError
     from jobs.spark_session import get_spark
 
-    spark = get_spark()
+    spark = get_spark(roots=[args.lakehouse, getattr(args, "landing", "")])
     try:
         with progress.reported(spark, f"{_name(job)} {args.date} .. {last}", _to_stderr, every):
             summary = job(spark, config, args, args.date, last)

@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(f"bad configuration: {err}")
     try:
-        rows = values_as_of(get_spark(), args.lakehouse, args.at, config, args.key)
+        rows = values_as_of(get_spark(roots=[args.lakehouse]), args.lakehouse, args.at, config, args.key)
         rows.orderBy("window", "key").show(args.limit, truncate=False)
     except delta_io.MissingTableError as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)

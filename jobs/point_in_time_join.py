@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or SPINE_VALUES.path(args.lakehouse)
     with pipes.session():  # where Dagster launched the job through Pipes; else nothing
         try:
-            result = run(get_spark(), args.lakehouse, out, spine, config, args.date, last)
+            spark = get_spark(roots=[args.lakehouse, out, spine.path or ""])
+            result = run(spark, args.lakehouse, out, spine, config, args.date, last)
         except SpineError as err:
             print(f"{parser.prog}: error: {err}", file=sys.stderr)
             return EXIT_BAD_ARGUMENTS

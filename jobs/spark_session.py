@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Iterable
 from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
@@ -50,15 +51,16 @@ SPARK_DEFAULTS: dict[str, str] = {
 STATIC_SQL = ("spark.sql.extensions", "spark.sql.catalog.spark_catalog")
 
 
-def with_jvm_packages(config: dict[str, str]) -> dict[str, str]:
-    """Delta's and the S3 connector's jars on the driver's and executors' class path, and S3's
-    endpoint from the standard ``AWS_*`` variables.
+def with_jvm_packages(config: dict[str, str], roots: Iterable[str] = ()) -> dict[str, str]:
+    """Delta's jars on the driver's and executors' class path; where one of ``roots`` (the
+    landing and lakehouse roots the session reads and writes) is on S3, also the S3 connector's,
+    and S3's endpoint from the standard ``AWS_*`` variables.
 
     The class path names files in the local Maven repository: nothing is copied at start, and on
     a cluster whose nodes hold the same files (one image, or a shared home) the executors find
     them too. Elsewhere submit with ``--jars`` (``python -m jobs.jvm_packages --jars``).
     """
-    jars = jvm_packages.class_path()
+    jars = jvm_packages.class_path(s3=jvm_packages.on_object_storage(roots))
     extra = {}
     for key in ("spark.driver.extraClassPath", "spark.executor.extraClassPath"):
         extra[key] = os.pathsep.join(p for p in (config.get(key), jars) if p)
@@ -117,8 +119,9 @@ def connect_config(remote: str, overrides: dict[str, str] | None = None) -> dict
     return {"spark.remote": remote, **sql}
 
 
-def get_spark(overrides: dict[str, str] | None = None) -> SparkSession:
-    """The active session, or a new one with panes' defaults (spark-submit's settings win).
+def get_spark(overrides: dict[str, str] | None = None, roots: Iterable[str] = ()) -> SparkSession:
+    """The active session, or a new one with panes' defaults (spark-submit's settings win), for
+    reading and writing under ``roots`` (``with_jvm_packages``).
 
     With ``SPARK_REMOTE`` set it is a Spark Connect session (``connect_config``).
     """
@@ -132,7 +135,7 @@ def get_spark(overrides: dict[str, str] | None = None) -> SparkSession:
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit: its master and JVM stand
     config = local_python({**SPARK_DEFAULTS, **(overrides or {})})
     # Under spark-submit the JVM has started: its class path (--jars) stands.
-    config = {**config, **s3a_settings(config)} if submitted else with_jvm_packages(config)
+    config = {**config, **s3a_settings(config)} if submitted else with_jvm_packages(config, roots)
     for key, value in config.items():
         if submitted and key in ("spark.master", "spark.driver.memory", "spark.driver.extraJavaOptions"):
             continue

@@ -39,14 +39,15 @@ from orchestration.maintenance import vacuum_lakehouse_job, vacuum_schedule
 from windowing_core.config import PipelineConfig
 
 
-def spark_config(master: str | None = None) -> dict[str, str]:
+def spark_config(master: str | None = None, roots: tuple[str, ...] = ()) -> dict[str, str]:
     """The Spark session's settings: a Spark Connect server's where ``SPARK_REMOTE`` names one
-    (and no master is asked for), else a master's, ``PANES_SPARK_MASTER`` by default."""
+    (and no master is asked for), else a master's, ``PANES_SPARK_MASTER`` by default, with the
+    jars for the ``roots`` it reads and writes."""
     remote = os.environ.get("SPARK_REMOTE")
     if remote and master is None:
         return connect_config(remote)
     return with_jvm_packages(local_python(
-        {**SPARK_DEFAULTS, "spark.master": master or os.environ.get("PANES_SPARK_MASTER", "local[*]")}))
+        {**SPARK_DEFAULTS, "spark.master": master or os.environ.get("PANES_SPARK_MASTER", "local[*]")}), roots)
 
 
 def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_root: str,
@@ -72,7 +73,7 @@ def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_ro
                    vacuum_schedule],
         sensors=[build_landing_sensor(daily_partitions), automation_sensor],
         resources={
-            "pyspark": session(spark_config=spark_config(spark_master)),
+            "pyspark": session(spark_config=spark_config(spark_master, (landing_root, lakehouse_root))),
             "spark_launch": spark_launch,
             "lakehouse": LakehouseResource(landing_root=landing_root, lakehouse_root=lakehouse_root),
         },

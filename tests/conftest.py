@@ -24,7 +24,7 @@ def spark():
         "spark.ui.retainedStages": "200",
         "spark.ui.retainedTasks": "2000",
         "spark.databricks.delta.delta.log.cacheSize": "50",
-    })
+    }, roots=["s3a://"])  # tests/jobs/test_beyond_one_machine.py reads its S3 tables in this session
     yield session
     session.stop()
 

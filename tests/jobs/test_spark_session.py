@@ -83,3 +83,14 @@ def test_py4j_looks_each_static_member_up_once(spark):
                                                    ["z:org.apache.spark.sql.functions", "sum"]], calls
     assert str(column) == "Column<'sum(x)'>"
 
+
+def test_the_s3_connector_loads_only_for_a_root_on_s3():
+    """Its AWS SDK bundle slows every JVM's start: a session over local folders goes without it."""
+    from jobs.spark_session import with_jvm_packages
+
+    def class_path(*roots):
+        return with_jvm_packages({}, roots)["spark.driver.extraClassPath"]
+
+    assert "delta-spark" in class_path("/data/landing", "lakehouse") and "hadoop-aws" not in class_path("lakehouse")
+    assert "hadoop-aws" in class_path("/data/landing", "s3a://bucket/lakehouse")
+    assert class_path("s3a://b/l") == with_jvm_packages({}, ["s3a://b/l"])["spark.executor.extraClassPath"]
