@@ -25,6 +25,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import MapType
 
 from expectations.catalog import CONSERVATION_SAMPLE_KEYS, QUARANTINE_SHARE_LIMIT, Outcome
 from expectations.suites import SAMPLE_ROWS, as_of_per_day, empty_values, json_safe, same_values
@@ -553,14 +554,18 @@ def snapshot_matches_last_change(snapshots: DataFrame, changes: DataFrame, confi
                   *keys, F.lit(None).cast("long").alias("end"), nothing.alias("change"), nothing.alias("previous"),
                   state.alias("snapshot"))))
     # The snapshot's least and greatest state: two rows of one key that differ show as a mismatch,
-    # as they did as two joined rows (snapshot_keys_unique reports every duplicate).
+    # as they did as two joined rows (snapshot_keys_unique reports every duplicate). Spark orders
+    # no map (a histogram's value), so the state is ordered by its maps' sorted entries.
+    tagged = tagged.withColumn("snapshot_order", F.when(F.col("snapshot").isNotNull(), F.struct(*[
+        F.array_sort(F.map_entries(F.col("snapshot")[v])) if isinstance(changes.schema[v].dataType, MapType)
+        else F.col("snapshot")[v] for v in values])))
     rows = (tagged.groupBy(*keys).agg(
                 F.max("end").alias("end"), F.max_by("change", "end").alias("change"),
                 (F.count("previous") > 0).alias("in_previous"), F.first("previous", ignorenulls=True).alias("previous"),
-                (F.count("snapshot") > 0).alias("in_snapshot"), F.min("snapshot").alias("snapshot"),
-                F.max("snapshot").alias("snapshot_greatest"))
+                (F.count("snapshot") > 0).alias("in_snapshot"), F.min_by("snapshot", "snapshot_order").alias("snapshot"),
+                F.min("snapshot_order").alias("snapshot_least"), F.max("snapshot_order").alias("snapshot_greatest"))
             .select(*keys, "end", "in_previous", "in_snapshot",
-                    (~F.col("snapshot").eqNullSafe(F.col("snapshot_greatest"))).alias("snapshots_differ"),
+                    (~F.col("snapshot_least").eqNullSafe(F.col("snapshot_greatest"))).alias("snapshots_differ"),
                     *[F.col(f"change.{v}").alias(f"change_{v}") for v in values],
                     *[F.col(f"previous.{v}").alias(f"previous_{v}") for v in values],
                     *[F.col(f"snapshot.{v}").alias(f"snapshot_{v}") for v in values])

@@ -343,3 +343,25 @@ def test_snapshot_keys_without_a_previous_snapshot_are_unverified_not_failed(spa
                                                           [DAY])[DAY]
     assert outcome.passed
     assert outcome.metadata["unverified_without_previous_snapshot"] == 1
+
+
+HISTOGRAMS = PipelineConfig(windows=(WINDOW,), aggregations=(aggregation("count"), aggregation("histogram")))
+
+
+def test_snapshot_matches_last_change_compares_histograms(spark):
+    """Spark orders no map, and a histogram's value is one. On DAY: a's snapshot is its last
+    change; b's histogram differs from its change's; c has two snapshot rows whose histograms
+    differ (the same count)."""
+    def snapshot(key, histogram):
+        return {"window": "1h", "window_start": at(DAY, 22, 30), "as_of": at(DAY, 23, 30), "key": key,
+                "count": sum(histogram.values()), "histogram": histogram, "date": DAY}
+
+    changes = table(spark, declared_columns(WINDOW_CHANGES.name, HISTOGRAMS), [
+        {"key": k, "window": "1h", "window_start": at(DAY, 10), "window_end": at(DAY, 11), "count": 2,
+         "histogram": h, "date": DAY} for k, h in [("a", {1: 2}), ("b", {1: 1, 3: 1}), ("c", {1: 2})]])
+    snapshots = table(spark, declared_columns(WINDOW_SNAPSHOT.name, HISTOGRAMS), [
+        snapshot("a", {1: 2}), snapshot("b", {1: 2}), snapshot("c", {1: 2}), snapshot("c", {2: 2})])
+    outcome = reconciliation.snapshot_matches_last_change(snapshots, changes, HISTOGRAMS, [DAY])[DAY]
+    assert outcome.metadata["keys_compared"] == 3
+    assert outcome.metadata["mismatches"] == 2
+    assert {r["key"] for r in outcome.metadata["sample_rows"]} == {"b", "c"}
