@@ -145,14 +145,15 @@ class DaySet:
     setup_s: float = 0.0
 
 
-def prepare(spark, work: Path, events_per_day: int, keys: int, seed: int, reuse: bool) -> DaySet:
+def prepare(spark, work: Path, events_per_day: int, keys: int, seed: int, reuse: bool, config=None) -> DaySet:
+    """The day's set under ``config`` (a ``PipelineConfig``; the defaults without one)."""
     from jobs import delta_io, minute_partials, sliding_windows
     from jobs.tables import EVENTS
     from windowing_core.config import PipelineConfig
 
     from bench.generate import arrival_dates, benchmark_events, write_landing
 
-    config = PipelineConfig()
+    config = config or PipelineConfig()
     folder = work / f"day-{events_per_day}-{keys}keys"
     lakehouse, landing = folder / "lakehouse", folder / "landing"
     marker = folder / "generated.json"
