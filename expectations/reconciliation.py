@@ -562,7 +562,8 @@ def snapshot_matches_last_change(snapshots: DataFrame, changes: DataFrame, confi
     rows = (tagged.groupBy(*keys).agg(
                 F.max("end").alias("end"), F.max_by("change", "end").alias("change"),
                 (F.count("previous") > 0).alias("in_previous"), F.first("previous", ignorenulls=True).alias("previous"),
-                (F.count("snapshot") > 0).alias("in_snapshot"), F.min_by("snapshot", "snapshot_order").alias("snapshot"),
+                (F.count("snapshot") > 0).alias("in_snapshot"),
+                F.min_by("snapshot", "snapshot_order").alias("snapshot"),
                 F.min("snapshot_order").alias("snapshot_least"), F.max("snapshot_order").alias("snapshot_greatest"))
             .select(*keys, "end", "in_previous", "in_snapshot",
                     (~F.col("snapshot_least").eqNullSafe(F.col("snapshot_greatest"))).alias("snapshots_differ"),
