@@ -261,17 +261,20 @@ def _noop(df) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
+def landing_schema(config) -> str:
+    """A landing line's fields with their types, as DDL for ``from_json``."""
+    fields = ([(config.value_field, "bigint")] if not config.fields  # the JSON names of the measured fields
+              else list(config.measured_fields))
+    return ", ".join([f"`{config.key_field}` string", "timestamp timestamp", *[f"`{n}` {t}" for n, t in fields],
+                      "event_id string", "arrival_time timestamp"])
+
+
 def read_and_parse(ds: DaySet) -> None:
     """Day D's landing files read and each line parsed once, with the fields' types."""
     from pyspark.sql import functions as F
 
-    config = ds.config
-    fields = ([(config.value_field, "bigint")] if not config.fields  # the JSON names of the measured fields
-              else list(config.measured_fields))
-    schema = ", ".join([f"`{config.key_field}` string", "timestamp timestamp", *[f"`{n}` {t}" for n, t in fields],
-                        "event_id string", "arrival_time timestamp"])
     lines = ds.spark.read.option("recursiveFileLookup", "true").text(f"{ds.landing}/{DAY.isoformat()}")
-    _noop(lines.select(F.from_json("value", schema).alias("event"), F.col("_metadata.file_path")))
+    _noop(lines.select(F.from_json("value", landing_schema(ds.config)).alias("event"), F.col("_metadata.file_path")))
 
 
 def read_events(ds: DaySet) -> None:

@@ -27,18 +27,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.pipeline import DAY, STAGES, measure_size, prepare, table_rows
+from bench.pipeline import DAY, STAGES, DaySet, landing_schema, measure_size, prepare, table_rows
 
 JOBS = {"ingest": "jobs.ingest_events", "partials": "jobs.minute_partials", "windows": "jobs.sliding_windows"}
 
 BARE_PROCESS = """
 import sys
 from pyspark.sql import SparkSession, functions as F
-landing, out = sys.argv[1:3]
+landing, out, schema = sys.argv[1:4]
 spark = (SparkSession.builder.master("local[*]").config("spark.sql.session.timeZone", "UTC")
          .config("spark.ui.enabled", "false").getOrCreate())
 lines = spark.read.option("recursiveFileLookup", "true").text(landing)
-schema = "user_id string, timestamp timestamp, value bigint, event_id string"
 lines.select(F.from_json("value", schema).alias("e")).select("e.*").write.mode("overwrite").parquet(out)
 spark.stop()
 """
@@ -69,18 +68,17 @@ def every_kind():
     return PipelineConfig(aggregations=tuple(aggregation(kind) for kind in AGGREGATIONS))
 
 
-def in_one_session(spark, work: Path, args: argparse.Namespace) -> dict[str, dict]:
-    """Targets 1 and 3: each stage's best time and its floor, under both configurations."""
+def in_one_session(spark, work: Path, args: argparse.Namespace) -> tuple[dict[str, dict], DaySet]:
+    """Targets 1 and 3: each stage's best time and its floor, by configuration; and the default
+    configuration's day, which the jobs run alone then read."""
     from windowing_core.config import PipelineConfig
 
-    measured = {}
+    measured, days = {}, {}
     for label, config in (("default", PipelineConfig()), ("every kind", every_kind())):
-        ds = prepare(spark, work / label.replace(" ", "-"), args.events, args.keys, 7, False, config)
+        days[label] = prepare(spark, work / label.replace(" ", "-"), args.events, args.keys, 7, False, config)
         rounds = argparse.Namespace(stages=list(STAGES), warm_up=1, reps=args.reps)
-        rows = table_rows(measure_size(ds, rounds, work)["best"])
-        measured[label] = {row["stage"]: row for row in rows}
-        measured[label]["lakehouse"], measured[label]["landing"] = ds.lakehouse, ds.landing
-    return measured
+        measured[label] = {row["stage"]: row for row in table_rows(measure_size(days[label], rounds, work)["best"])}
+    return measured, days["default"]
 
 
 def _seconds(command: list[str], env: dict[str, str]) -> float:
@@ -91,14 +89,16 @@ def _seconds(command: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - started
 
 
-def as_processes(lakehouse: str, landing: str, reps: int) -> dict[str, float]:
+def as_processes(ds: DaySet, reps: int) -> dict[str, float]:
     """Target 2: each job run alone against the bare process, interleaved, best of ``reps``."""
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    lakehouse, landing = ds.lakehouse, ds.landing
     day = ["--lakehouse", lakehouse, "--date", DAY.isoformat()]
     commands = {stage: [sys.executable, "-m", module, *day, *(["--landing", landing] if stage == "ingest" else [])]
                 for stage, module in JOBS.items()}
     out = tempfile.mkdtemp(prefix="bare-")
-    commands["bare process"] = [sys.executable, "-c", BARE_PROCESS, f"{landing}/{DAY.isoformat()}", out]
+    commands["bare process"] = [sys.executable, "-c", BARE_PROCESS, f"{landing}/{DAY.isoformat()}", out,
+                                landing_schema(ds.config)]
     best: dict[str, float] = {}
     try:
         for _ in range(reps):
@@ -138,9 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.work) / f"small-{args.events}-{args.keys}keys"
     work.mkdir(parents=True, exist_ok=True)
     spark = get_spark()
-    session = in_one_session(spark, work, args)
+    session, default_day = in_one_session(spark, work, args)
     spark.stop()
-    alone = as_processes(session["default"]["lakehouse"], session["default"]["landing"], args.reps)
+    alone = as_processes(default_day, args.reps)
     demo = demo_seconds(work) if args.demo else None
 
     default, every = session["default"], session["every kind"]
