@@ -137,13 +137,13 @@ def with_sessions_so_far(numbered: DataFrame, config: PipelineConfig) -> DataFra
     piece; a session's pieces have no bound known before the run (a bootstrap reads every
     earlier day), so the largest session's is counted first, one more job only for those
     partials."""
-    from jobs.sliding_windows import merged_in_passes, prefix_merged
+    from jobs.sliding_windows import merged_in_passes, most_rows_of, prefix_merged
 
     running = Window.partitionBy("key", "session").orderBy("first").rowsBetween(Window.unboundedPreceding, 0)
     scanned = merged_in_passes(config.aggregations)
     if scanned:
-        most = numbered.groupBy("key", "session").count().agg(F.max("count")).first()[0] or 0
-        numbered = prefix_merged(numbered, scanned, ["key", "session"], [F.col("first")], most)
+        numbered = prefix_merged(numbered, scanned, ["key", "session"], [F.col("first")],
+                                 most_rows_of(numbered, "key", "session"))
     merged = [F.sum("event_count").over(running).alias("event_count")]
     for agg in config.aggregations:
         columns = agg.field_columns()

@@ -251,6 +251,13 @@ def merged_in_passes(aggregations: list[Aggregation] | tuple[Aggregation, ...]) 
             if a.spark_combine([F.col(c) for c in a.field_columns()], [F.col(c) for c in a.field_columns()]) is not None]
 
 
+def most_rows_of(rows: DataFrame, *by: str) -> int:
+    """The most rows one group of ``by`` holds in ``rows``: the passes ``prefix_merged`` needs for
+    the data at hand, one Spark job. A day tile could hold 1,440 frames (11 passes, each a
+    window over the whole row set in the plan); a small day's tiles hold a few dozen (6)."""
+    return rows.groupBy(*by).count().agg(F.max("count")).first()[0] or 0
+
+
 def prefix_merged(rows: DataFrame, aggregations: list[Aggregation], by: list[str], order: list[Column],
                   most_rows: int) -> DataFrame:
     """``rows`` with each aggregation's partial replaced by the merge of the partials of its
@@ -281,7 +288,7 @@ def prefix_merged(rows: DataFrame, aggregations: list[Aggregation], by: list[str
 
 def _running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column], most_frames: int) -> DataFrame:
     """Each query row's merge of the frame rows before it in ``order`` within its (key, tile),
-    which holds at most ``most_frames`` frame rows.
+    which holds at most ``most_frames`` frame rows (``frames_per_tile``).
 
     Three ways, by what Spark can merge incrementally over a growing window frame:
     - a window aggregate (``spark_merge`` over the frame: sums, min/max, sketch unions);
@@ -340,13 +347,14 @@ def exact_values(frames: DataFrame, tiles: DataFrame, ends: DataFrame, spec: Win
     # suffix of the start's tile: frames with f >= start, so frames sort before the query on ties
     head_queries = ends.select("key", start.alias("pos"), _floor_to(start, size).alias("tile"), *nulls,
                                F.lit(True).alias("is_query"), "end")
+    most_frames = frames_per_tile(frame_rows, config)
     head = _running_merge(frame_rows.unionByName(head_queries), config,
-                          [F.col("pos").desc(), F.col("is_query").asc()], size // spec.bucket)
+                          [F.col("pos").desc(), F.col("is_query").asc()], most_frames)
     # prefix of the end's tile: frames with f < end, so the query sorts before frames on ties
     tail_queries = ends.select("key", F.col("end").alias("pos"), _floor_to(F.col("end"), size).alias("tile"),
                                *nulls, F.lit(True).alias("is_query"), "end")
     tail = _running_merge(frame_rows.unionByName(tail_queries), config,
-                          [F.col("pos").asc(), F.col("is_query").desc()], size // spec.bucket)
+                          [F.col("pos").asc(), F.col("is_query").desc()], most_frames)
     # whole tiles strictly between: evaluated once per key and tile span, not per end
     spans = ends.select("key", "end", (_floor_to(start, size) + size).alias("lo"), _floor_to(F.col("end"), size).alias("hi"))
     distinct_spans = spans.select("key", "lo", "hi").distinct()
@@ -379,10 +387,15 @@ def exact_cumulating_values(frames: DataFrame, tiles: DataFrame | None, ends: Da
     queries = ends.select("key", F.col("end").alias("pos"), window_start_of(F.col("end"), spec).alias("tile"),
                           *nulls, F.lit(True).alias("is_query"), "end")
     # a period's frame rows: its frames and the whole-day tiles read for the days they do not cover
-    most_frames = spec.length // spec.bucket + spec.length // DAY_SECONDS + 1
     merged = _running_merge(frame_rows.unionByName(queries), config, [F.col("pos").asc(), F.col("is_query").desc()],
-                            most_frames)
+                            frames_per_tile(frame_rows, config))
     return merge_non_invertible(merged, config, "key", "end")
+
+
+def frames_per_tile(frame_rows: DataFrame, config: PipelineConfig) -> int:
+    """The most frame rows of one (key, tile), counted only where a partial merges in passes."""
+    scanned = merged_in_passes([a for a in config.aggregations if not a.invertible])
+    return most_rows_of(frame_rows, "key", "tile") if scanned else 0
 
 
 def merge_non_invertible(rows: DataFrame, config: PipelineConfig, *by: str) -> DataFrame:
