@@ -247,8 +247,7 @@ def baseline_from_frames(frames: DataFrame, spec: WindowSpec, config: PipelineCo
 
 def merged_in_passes(aggregations: list[Aggregation] | tuple[Aggregation, ...]) -> list[Aggregation]:
     """The aggregations whose running merges take ``prefix_merged`` (they have ``spark_combine``)."""
-    return [a for a in aggregations
-            if a.spark_combine([F.col(c) for c in a.field_columns()], [F.col(c) for c in a.field_columns()]) is not None]
+    return [a for a in aggregations if a.merges_in_passes]
 
 
 def most_rows_of(rows: DataFrame, *by: str) -> int:

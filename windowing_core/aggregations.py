@@ -190,12 +190,18 @@ class Aggregation(ABC):
         but for maps, which Spark cannot compare."""
         return value
 
+    @property
+    def merges_in_passes(self) -> bool:
+        """Whether a running merge takes ``spark_combine`` in passes: asked without building the
+        expression, which is hundreds of Py4J calls for moments."""
+        return False
+
     def spark_combine(self, a: list[Column], b: list[Column]) -> list[Column] | None:
         """``combine`` of two partials' columns in Spark (a null or zero-count partial is empty),
         for the partials whose ``spark_merge`` over a growing window frame folds the whole frame
-        again at every row: a running merge of those takes log2 passes of this instead
-        (``jobs.sliding_windows.prefix_merged``). None where ``spark_merge`` is a window
-        aggregate Spark evaluates incrementally (sums, min/max, sketch unions)."""
+        again at every row (``merges_in_passes``): a running merge of those takes log2 passes of
+        this instead (``jobs.sliding_windows.prefix_merged``). None where ``spark_merge`` is a
+        window aggregate Spark evaluates incrementally (sums, min/max, sketch unions)."""
         return None
 
     def spark_elements(self, fields: list[Column]) -> Column | None:
@@ -617,6 +623,10 @@ class Variance(Aggregation):
                                                       m2.alias("m2"))), over)
         return [_over(F.sum(c), over).cast(f.spark_type) for c, f in zip(fields, self.fields, strict=True)]
 
+    @property
+    def merges_in_passes(self) -> bool:
+        return not self.invertible
+
     def spark_combine(self, a: list[Column], b: list[Column]) -> list[Column] | None:
         return None if self.invertible else _combined(_chan, _CHAN, a, b)
 
@@ -1004,6 +1014,10 @@ class Moments(Aggregation):
         # keeps a wider buffer, so a running sum past the limit and back is exact again)
         return [_over(F.sum(c) if f.spark_type == "bigint" else F.try_sum(c), over).cast(f.spark_type)
                 for c, f in zip(fields, self.fields, strict=True)]
+
+    @property
+    def merges_in_passes(self) -> bool:
+        return not self.invertible
 
     def spark_combine(self, a: list[Column], b: list[Column]) -> list[Column] | None:
         return None if self.invertible else _combined(_pebay, _PEBAY, a, b)

@@ -182,3 +182,18 @@ def test_running_merges_of_moments_of_doubles_take_log_passes(spark):
         for a, w in zip(config.aggregations, want):
             g = got[end][a.name]
             assert (g is None and w is None) or g == pytest.approx(w, rel=1e-9, abs=1e-12), (end, a.name, g, w)
+
+
+@pytest.mark.parametrize("value_type", ["bigint", "double", "decimal(12,2)"])
+def test_merges_in_passes_says_which_kinds_have_a_spark_combine(spark, value_type):
+    """The jobs ask ``merges_in_passes`` rather than build ``spark_combine`` to see if it is None."""
+    from windowing_core.aggregations import AGGREGATIONS
+
+    for kind in AGGREGATIONS:
+        try:
+            agg = aggregation(kind, kind, "x", value_type)
+        except ValueError:  # a kind that takes no such field
+            continue
+        columns = [F.col(c) for c in agg.field_columns()]
+        assert agg.merges_in_passes == (agg.spark_combine(columns, columns) is not None), (kind, value_type)
+    assert aggregation("skew", "s", "x", "double").merges_in_passes  # the test must see both answers
