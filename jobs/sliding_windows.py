@@ -393,8 +393,7 @@ def exact_cumulating_values(frames: DataFrame, tiles: DataFrame | None, ends: Da
 
 def frames_per_tile(frame_rows: DataFrame, config: PipelineConfig) -> int:
     """The most frame rows of one (key, tile), counted only where a partial merges in passes."""
-    scanned = merged_in_passes([a for a in config.aggregations if not a.invertible])
-    return most_rows_of(frame_rows, "key", "tile") if scanned else 0
+    return most_rows_of(frame_rows, "key", "tile") if merged_in_passes(config.aggregations) else 0
 
 
 def merge_non_invertible(rows: DataFrame, config: PipelineConfig, *by: str) -> DataFrame:
