@@ -4,6 +4,8 @@
 #   bash run.sh demo    set up, generate demo events, materialise every asset, run checks, summarise
 #   bash run.sh test    set up, run the test suite
 #   bash run.sh dev     set up, start the Dagster UI (dagster dev) on http://127.0.0.1:3000
+#   bash run.sh docs    set up .venv, build the docs site strictly into site/ (mkdocs.yml), then
+#                       serve it on http://127.0.0.1:8000 (rebuilt on every change)
 #   bash run.sh setup   only set up: Java 17+, a virtualenv in .venv with pinned packages, and
 #                       the pinned JVM jars (delta-spark, hadoop-aws) from Maven Central
 #
@@ -91,5 +93,10 @@ case "$command" in
   # by --no-loadscope-reorder. PANES_TEST_WORKERS=0: one process.
   test)  setup; exec .venv/bin/python -m pytest -n "${PANES_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" ;;
   dev)   setup; ensure_instance; exec .venv/bin/dagster dev -w workspace.yaml "$@" ;;
-  *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; [ "$command" = help ] || exit 2 ;;
+  # The docs need the packages only (the reference pages import the code, never start Spark).
+  # NO_MKDOCS_2_WARNING: mkdocs-material's banner about its end of life, printed on every build.
+  docs)  ensure_venv; export NO_MKDOCS_2_WARNING=1
+         .venv/bin/mkdocs build --strict --site-dir site
+         exec .venv/bin/mkdocs serve --dev-addr 127.0.0.1:8000 "$@" ;;
+  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; [ "$command" = help ] || exit 2 ;;
 esac
