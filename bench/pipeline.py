@@ -102,7 +102,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true",
                         help="print Spark's stages of each stage's last run (task and CPU seconds, rows, "
                              "shuffles); they are in pipeline.json either way")
-    parser.add_argument("--update-readme", metavar="README", nargs="?", const="README.md",
+    parser.add_argument("--update-readme", metavar="README", nargs="?", const="bench/README.md",
                         help="rewrite the measurements table between the bench markers of this README")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting over panes' defaults, repeatable")

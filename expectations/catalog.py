@@ -1,6 +1,6 @@
 """Every data-quality check panes runs: its name (a predicate), table, severity and why it exists.
 
-One list, so the UI, the CI table and the README say the same thing. ``ERROR`` checks are
+One list, so the UI, the CI table and the docs' checks page say the same thing. ``ERROR`` checks are
 blocking: when one fails, nothing downstream of its table materialises in the same run (a wrong
 window output must not be read). ``WARN`` checks only report.
 

@@ -17,7 +17,7 @@ exclusive lock on its table for its whole length (``fcntl.lockf`` on ``.<table>.
 it; the operating system releases it when the process dies, so a killed run never leaves a
 table locked). Object storage has no such lock: there Dagster's pool lets one run at a time
 write the lakehouse (orchestration), and writers outside Dagster need Delta's
-``S3DynamoDBLogStore`` (README, "Object storage").
+``S3DynamoDBLogStore`` (docs/guides/cluster-and-object-storage.md).
 
 Partition filters are deltalake's tuples, ``(column, op, value)`` with op one of ``=, !=, <,
 <=, >, >=, in, not in``, on partition columns only. Values may be strings, numbers, booleans,

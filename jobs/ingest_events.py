@@ -342,7 +342,7 @@ def record_of(parsed: Column, config: PipelineConfig) -> Column:
     All fields come out in one cast, and the checks then read small variants. Read one path at a
     time from the parse, each field read looked its name up in the line's object again: 10^6
     lines took 10.5 to 11.6 s to extract that way and 7.7 to 8.2 s this way, against 1.5 to 2.0 s
-    to parse (the same rows; bench/README.md).
+    to parse (the same rows; docs/lessons.md).
     """
     whole_line = ((F.try_variant_get(parsed, "$[1]", "string") == END_OF_LINE)
                   & F.try_variant_get(parsed, "$[2]", "variant").isNull())

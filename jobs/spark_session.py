@@ -36,7 +36,7 @@ SPARK_DEFAULTS: dict[str, str] = {
     # Delta rebuilds a table's state (its log replayed as a Spark job) for every write, in 50
     # partitions by default: sized for clusters and long logs, where a laptop's 2 cores spend
     # most of a small write scheduling them. 12 partition replaces of 25,000 rows: median 5.5 s
-    # a write at 50, 2.0 s at 2 (an ad-hoc script; bench/README.md, "What was tried").
+    # a write at 50, 2.0 s at 2 (an ad-hoc script; docs/lessons.md).
     "spark.databricks.delta.snapshotPartitions": "2",
     # Every write commits, also one that neither removes nor adds a file (a day with no change
     # points): the tables of one run then all carry its write id (``delta_io.require_whole_writes``).

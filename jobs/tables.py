@@ -117,7 +117,7 @@ def _outputs(config: PipelineConfig) -> list[tuple[str, str]]:
 
 
 def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]]:
-    """The columns the README's Tables section promises, with Spark DDL types, in stored order
+    """The columns the docs' tables reference promises (generated from here), with Spark DDL types, in stored order
     (partition columns last): what the jobs write and the schema checks hold the tables to."""
     if table == EVENTS.name:
         return [*event_fields(config), ("arrival_date", "date")]

@@ -185,7 +185,7 @@ class PipelineConfig:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None) -> PipelineConfig:
-        """Build from the YAML shape documented in the README; unknown names are errors."""
+        """Build from the YAML shape documented in docs/reference/configuration.md; unknown names are errors."""
         if raw is not None and not isinstance(raw, dict):
             raise ValueError(f"configuration: expected a mapping of fields, got {type(raw).__name__}")
         raw = dict(raw or {})

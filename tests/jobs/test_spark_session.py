@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_the_driver_jvm_collects_garbage_with_the_throughput_collector(spark):
-    """``SPARK_DEFAULTS`` asks for the parallel collector (bench/README, item 14). The option is
+    """``SPARK_DEFAULTS`` asks for the parallel collector (docs/lessons.md). The option is
     read only when the JVM starts, so this checks the running JVM, not the configuration."""
     beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     names = {bean.getName() for bean in beans}
