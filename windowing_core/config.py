@@ -16,7 +16,14 @@ from windowing_core.aggregations import DEFAULT_AGGREGATIONS, DEFAULT_FIELD, Agg
 from windowing_core.sessions import SessionSpec
 from windowing_core.spine import SpineSpec, selected
 from windowing_core.window_spec import (
-    DAY_SECONDS, DEFAULT_WINDOW, MAX_DURATION, WindowSpec, format_duration, parse_duration, slides_over_day_tiles,
+    DAY_SECONDS,
+    DEFAULT_WINDOW,
+    MAX_DURATION,
+    WindowSpec,
+    format_duration,
+    parse_duration,
+    slides_over_day_tiles,
+    unknown_names,
 )
 
 _TOP_LEVEL = {"key_field", "value_field", "fields", "bucket", "allowed_lateness", "windows", "aggregations",
@@ -190,8 +197,8 @@ class PipelineConfig:
             raise ValueError(f"configuration: expected a mapping of fields, got {type(raw).__name__}")
         raw = dict(raw or {})
         unknown = set(raw) - _TOP_LEVEL
-        if unknown:
-            raise ValueError(f"unknown configuration field(s): {', '.join(sorted(unknown))}; "
+        if unknown:  # YAML reads `1: 2` as a number, `~: 2` as None: names as text, sorted as text
+            raise ValueError(f"unknown configuration field(s): {unknown_names(unknown)}; "
                              f"known: {', '.join(sorted(_TOP_LEVEL))}")
         bucket = parse_duration(raw.get("bucket", "1m"), field_name="bucket")
         lateness = parse_duration(raw.get("allowed_lateness", "2d"), field_name="allowed_lateness")
@@ -246,6 +253,8 @@ class PipelineConfig:
             return cls()
         import yaml
 
+        from windowing_core import config_yaml
+
         try:
             text = Path(path).read_text()
         except OSError as err:
@@ -253,7 +262,9 @@ class PipelineConfig:
         except UnicodeDecodeError:
             raise ValueError(f"configuration file {path} is not UTF-8 text") from None
         try:
-            raw = yaml.safe_load(text)
+            raw = config_yaml.load(text)
+        except config_yaml.Refused as err:  # too deep, aliases expanding without end
+            raise ValueError(f"configuration file {path}: {err}") from None
         except yaml.YAMLError as err:  # syntax errors, and tags safe_load will not construct
             raise ValueError(f"configuration file {path} is not valid YAML: {_yaml_problem(err)}") from None
         return cls.from_dict(raw)
@@ -291,7 +302,7 @@ def _window(name: str, spec: Any, bucket: int) -> WindowSpec | SessionSpec:
         return SessionSpec.from_dict(str(name), spec, bucket)
     unknown = set(spec) - _WINDOW_KEYS
     if unknown:
-        raise ValueError(f"windows.{name}: unknown field(s) {', '.join(sorted(unknown))}")
+        raise ValueError(f"windows.{name}: unknown field(s) {unknown_names(unknown)}")
     if "length" not in spec:
         raise ValueError(f"windows.{name}.length is required")
     return WindowSpec.of(str(name), spec["length"], spec.get("slide"), spec.get("offset"),

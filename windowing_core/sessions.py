@@ -54,7 +54,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from windowing_core.window_spec import DAY_SECONDS, check_time, format_duration, parse_duration
+from windowing_core.window_spec import DAY_SECONDS, check_time, format_duration, parse_duration, unknown_names
 
 SESSION_FIELDS = {"gap", "max_length", "emit", "time"}
 EMITS = ("final", "changes")
@@ -96,7 +96,7 @@ class SessionSpec:
             raise ValueError(f"{where}.gap makes a session window, which takes no {', '.join(mixed)}")
         unknown = set(spec) - SESSION_FIELDS
         if unknown:
-            raise ValueError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+            raise ValueError(f"{where}: unknown field(s) {unknown_names(unknown)}")
         return cls.of(str(name), spec["gap"], bucket, spec.get("max_length"), spec.get("emit", "final"),
                       spec.get("time", "event"))
 

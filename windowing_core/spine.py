@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from windowing_core.window_spec import unknown_names
+
 SPINE_FIELDS = {"path", "table", "format", "key", "ts", "windows", "aggregations", "exclusive"}
 SPINE_FORMATS = ("delta", "parquet")
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -79,7 +81,7 @@ class SpineSpec:
             raise ValueError("spine: expected a mapping with path (or table), key and ts")
         unknown = set(raw) - SPINE_FIELDS
         if unknown:
-            raise ValueError(f"spine: unknown field(s) {', '.join(sorted(unknown))}; known: "
+            raise ValueError(f"spine: unknown field(s) {unknown_names(unknown)}; known: "
                              f"{', '.join(sorted(SPINE_FIELDS))}")
         return cls(path=raw.get("path"), table=raw.get("table"), format=raw.get("format"),
                    key=raw.get("key", key_field), ts=raw.get("ts", "ts"),

@@ -54,6 +54,12 @@ def parse_duration(text: str | int | timedelta, *, field_name: str = "duration")
     return (-1 if sign else 1) * int(amount) * _UNIT_SECONDS[unit]
 
 
+def unknown_names(names: set) -> str:
+    """Unknown field names for a message, as text: YAML reads ``1:`` as a number and ``~:`` as
+    None, and those neither join nor sort with strings."""
+    return ", ".join(sorted(str(n) for n in names))
+
+
 def format_duration(seconds: int) -> str:
     """The shortest exact spelling: 604800 -> '7d', 90 -> '90s'."""
     sign = "-" if seconds < 0 else ""

@@ -1,5 +1,6 @@
 """Each job runs alone as spark-submit or an Airflow task would: help, exit codes, one-line errors."""
 
+import re
 import subprocess
 import sys
 
@@ -74,3 +75,26 @@ def test_jobs_run_alone_end_to_end(spark, tmp_path, capsys):
     assert len(errors) == 1
     assert ("error: bad configuration for these tables: " in errors[0]
             and "minute_partials holds rows made with bucketSeconds 60, and this job's is 300" in errors[0])
+
+
+def _one_error_line(err: str) -> str:
+    """argparse's usage (its first line ``usage:``, continued indented), then exactly one line."""
+    *usage, last = err.rstrip("\n").split("\n")
+    assert usage and usage[0].startswith("usage:") and all(line.startswith(" ") for line in usage[1:]), err[:2000]
+    assert re.match(r"\S+: error: bad configuration: ", last), err[:2000]
+    return last
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[" * 5000 + "]" * 5000 + "\n", "nests lists and mappings more than 50 deep (line 1, column 51)"),
+    ("1: 2\n", "unknown configuration field(s): 1; known: "),
+])
+def test_a_hostile_configuration_is_one_line_and_exit_two(tmp_path, capsys, text, message):
+    config = tmp_path / "panes.yaml"
+    config.write_text(text)
+    with pytest.raises(SystemExit) as exit_:
+        minute_partials.main(["--lakehouse", str(tmp_path), "--date", "2025-01-30", "--config", str(config)])
+    assert exit_.value.code == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert f"configuration file {config}" in line or message.startswith("unknown")
+    assert message in line

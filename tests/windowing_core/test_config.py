@@ -229,3 +229,35 @@ def test_one_declared_field_is_the_default_of_the_short_form():
 def test_day_tiles_are_kept_only_where_a_window_reads_them(window, aggregations, kept):
     config = PipelineConfig.from_dict({"windows": {"w": window}, "aggregations": aggregations})
     assert reads_day_tiles(config) is kept
+
+
+# Issue 47, item 7: hostile YAML structure is one line, never a traceback or a hang.
+def _laughs(levels: int) -> str:
+    """A billion laughs: each list holds nine aliases of the one before, 9**levels strings."""
+    lists = ['&l0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    lists += [f"&l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return "key_field: [" + ", ".join(lists) + "]\n"
+
+
+HOSTILE_STRUCTURES = {
+    "[" * 5000 + "]" * 5000 + "\n": "nests lists and mappings more than 50 deep (line 1, column 51)",
+    "a:\n" + "".join("  " * i + f"b{i}:\n" for i in range(1, 60)) + "  " * 60 + "c\n":
+        "nests lists and mappings more than 50 deep (line 50, column ",
+    "1: 2\n": "unknown configuration field(s): 1; known: aggregations,",
+    "~: 2\nwindowz: 1\n": "unknown configuration field(s): None, windowz; known:",
+    "windows: {w: {length: 1h, 1: a, x: b}}\n": "windows.w: unknown field(s) 1, x",
+    "windows: {s: {gap: 30m, 2025-01-01: x}}\n": "windows.s: unknown field(s) 2025-01-01",
+    "spine: {path: /x, 2.5: y}\n": "spine: unknown field(s) 2.5; known:",
+    _laughs(6): "its aliases expand to more than 100000 values (line 1, column ",
+    "key_field: &a [*a]\n": "an alias refers to a list or mapping that holds it (line 1, column 16)",
+}
+
+
+@pytest.mark.parametrize("text", sorted(HOSTILE_STRUCTURES), ids=lambda t: t[:20])
+def test_a_hostile_yaml_structure_is_one_line(tmp_path, text):
+    path = tmp_path / "panes.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError) as err:
+        PipelineConfig.load(path)
+    assert HOSTILE_STRUCTURES[text] in str(err.value)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 400
