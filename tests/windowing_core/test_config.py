@@ -261,3 +261,43 @@ def test_a_hostile_yaml_structure_is_one_line(tmp_path, text):
         PipelineConfig.load(path)
     assert HOSTILE_STRUCTURES[text] in str(err.value)
     assert "\n" not in str(err.value) and len(str(err.value)) < 400
+
+
+# Issue 47, item 9: a key given twice, at any depth, is refused with both places; YAML would
+# silently keep the last.
+DUPLICATE_KEYS = {
+    "windows:\n  w: {length: 1h}\n  w: {length: 2h}\n":
+        "windows: key 'w' is given twice (line 2, column 3 and line 3, column 3)",
+    "aggregations:\n  t: sum\n  n: count\n  t: count\n":
+        "aggregations: key 't' is given twice (line 2, column 3 and line 4, column 3)",
+    "bucket: 1m\nwindows: {w: {length: 1h}}\nbucket: 5m\n":
+        "the top level: key 'bucket' is given twice (line 1, column 1 and line 3, column 1)",
+    "windows: {w: {length: 1h, length: 2h}}\n":
+        "windows.w: key 'length' is given twice (line 1, column 15 and line 1, column 27)",
+    "aggregations:\n  t: {kind: sum, field: value, kind: count}\n":
+        "aggregations.t: key 'kind' is given twice (line 2, column 7 and line 2, column 32)",
+    "spine:\n  path: /a\n  ts: at\n  path: /b\n":
+        "spine: key 'path' is given twice (line 2, column 3 and line 4, column 3)",
+    "fields: {a: long, b: double, a: string}\n":
+        "fields: key 'a' is given twice (line 1, column 10 and line 1, column 30)",
+    "windows: [{length: 1h, length: 2h}]\n":
+        "windows[0]: key 'length' is given twice",
+    "1: a\n0x1: b\n": "the top level: key 1 is given twice (line 1, column 1 and line 2, column 1)",
+}
+
+
+@pytest.mark.parametrize("text", sorted(DUPLICATE_KEYS), ids=lambda t: t[:24])
+def test_a_key_given_twice_is_refused_naming_it_and_where(tmp_path, text):
+    path = tmp_path / "panes.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError) as err:
+        PipelineConfig.load(path)
+    assert f"configuration file {path}: {DUPLICATE_KEYS[text]}" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_merge_keys_may_still_override_what_they_merge(tmp_path):
+    path = tmp_path / "panes.yaml"
+    path.write_text("windows:\n  base: &base {length: 1h, slide: 10m}\n  other: {<<: *base, slide: 20m}\n")
+    config = PipelineConfig.load(path)
+    assert [(w.name, w.length, w.slide) for w in config.windows] == [("base", 3600, 600), ("other", 3600, 1200)]
