@@ -94,6 +94,7 @@ class PipelineConfig:
     spine: SpineSpec | None = None
 
     def __post_init__(self) -> None:
+        _check_bucket(self.bucket)
         if not self.windows and not self.sessions:
             raise ValueError("windows: declare at least one window")
         if not self.aggregations:
@@ -201,6 +202,7 @@ class PipelineConfig:
             raise ValueError(f"unknown configuration field(s): {unknown_names(unknown)}; "
                              f"known: {', '.join(sorted(_TOP_LEVEL))}")
         bucket = parse_duration(raw.get("bucket", "1m"), field_name="bucket")
+        _check_bucket(bucket)  # before the windows, each of which divides by it
         lateness = parse_duration(raw.get("allowed_lateness", "2d"), field_name="allowed_lateness")
         if lateness > MAX_LATENESS_DAYS * DAY_SECONDS:
             raise ValueError(f"allowed_lateness must be at most {MAX_LATENESS_DAYS}d, got {format_duration(lateness)}")
@@ -275,6 +277,15 @@ def _yaml_problem(err: Exception) -> str:
     problem = getattr(err, "problem", None) or str(err).splitlines()[0]
     mark = getattr(err, "problem_mark", None)
     return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else str(problem)
+
+
+def _check_bucket(bucket: int) -> None:
+    """A frame is at most a day, which it divides: a sliding window checks it too, a session
+    window does not (``bucket: 0s`` failed a day on a division by zero)."""
+    if bucket <= 0:
+        raise ValueError(f"bucket must be positive, got {format_duration(bucket)}")
+    if DAY_SECONDS % bucket:
+        raise ValueError(f"bucket ({format_duration(bucket)}) must divide one day evenly")
 
 
 def _name(label: str, name: Any) -> str:

@@ -54,7 +54,14 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from windowing_core.window_spec import DAY_SECONDS, check_time, format_duration, parse_duration, unknown_names
+from windowing_core.window_spec import (
+    DAY_SECONDS,
+    MAX_DURATION,
+    check_time,
+    format_duration,
+    parse_duration,
+    unknown_names,
+)
 
 SESSION_FIELDS = {"gap", "max_length", "emit", "time"}
 EMITS = ("final", "changes")
@@ -104,6 +111,10 @@ class SessionSpec:
         where = f"windows.{self.name}"
         if not self.name or not re.fullmatch(r"[A-Za-z0-9_]+", self.name):
             raise ValueError(f"window name {self.name!r}: use letters, digits and underscores")
+        for label, value in (("gap", self.gap), ("max_length", self.max_length)):
+            if value is not None and value > MAX_DURATION:  # a sliding window's cap: its ends are dates too
+                raise ValueError(f"{where}.{label} ({format_duration(value)}) must be at most "
+                                 f"{format_duration(MAX_DURATION)} (about ten years)")
         if self.gap < self.bucket:
             raise ValueError(f"{where}.gap ({format_duration(self.gap)}) must be at least the bucket "
                              f"({format_duration(self.bucket)}): a shorter gap could split a frame")

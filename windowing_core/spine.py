@@ -28,6 +28,8 @@ SPINE_FIELDS = {"path", "table", "format", "key", "ts", "windows", "aggregations
 SPINE_FORMATS = ("delta", "parquet")
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}")
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/")
+"""A URI as Hadoop's file systems read it: a scheme, then a path (``s3a://b/x``, ``file:/x``)."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,12 @@ class SpineSpec:
         if unknown:
             raise ValueError(f"spine: unknown field(s) {unknown_names(unknown)}; known: "
                              f"{', '.join(sorted(SPINE_FIELDS))}")
+        path = raw.get("path")
+        if isinstance(path, str) and path.strip() and not (path.startswith("/") or _URI.match(path)):
+            # A relative path would be read from whatever folder the job starts in (a shell's, the
+            # Dagster code server's, a cluster driver's): the same file would name other data.
+            raise ValueError("spine.path must be an absolute path or a URI (/data/labels, s3a://bucket/labels): "
+                             f"a relative one depends on the folder each job starts in, got {path!r}")
         return cls(path=raw.get("path"), table=raw.get("table"), format=raw.get("format"),
                    key=raw.get("key", key_field), ts=raw.get("ts", "ts"),
                    windows=_names(raw, "windows"), aggregations=_names(raw, "aggregations"),

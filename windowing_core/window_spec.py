@@ -51,6 +51,11 @@ def parse_duration(text: str | int | timedelta, *, field_name: str = "duration")
             "s, m, h, d or w, for example '7d', '1m', '10s', '-8h'"
         )
     sign, amount, unit = match.groups()
+    if len(amount.lstrip("0")) > 15:  # beyond any cap (3660d is 9 digits of seconds); int() fails past 4300
+        shown = str(text).strip()
+        shown = shown if len(shown) <= 20 else shown[:20] + "..."
+        raise ValueError(f"{field_name}: {shown!r} is longer than any duration "
+                         f"(at most {format_duration(MAX_DURATION)})")
     return (-1 if sign else 1) * int(amount) * _UNIT_SECONDS[unit]
 
 
@@ -195,11 +200,12 @@ class WindowSpec:
             origin = ("offset", self.offset or 0)
         if not isinstance(origin[1], int) or isinstance(origin[1], bool):
             raise ValueError(f"{where}.offset: expected whole seconds, got {origin[1]!r}")
-        for label, value in (("length", self.length), ("slide", self.slide), origin):
+        spacing = ("step" if self.step is not None else "slide", self.slide)  # a step is kept as the slide
+        for label, value in (("length", self.length), spacing, origin):
             if abs(value) > MAX_DURATION and label != "align_to":  # an instant, not a duration
                 raise ValueError(f"{where}.{label} ({format_duration(value)}) must be at most "
                                  f"{format_duration(MAX_DURATION)} (about ten years)")
-        for label, value in (("length", self.length), ("slide", self.slide), origin):
+        for label, value in (("length", self.length), spacing, origin):
             if value % self.bucket:
                 raise ValueError(
                     f"{where}.{label} ({format_duration(value)}) must be a whole multiple of "

@@ -301,3 +301,42 @@ def test_merge_keys_may_still_override_what_they_merge(tmp_path):
     path.write_text("windows:\n  base: &base {length: 1h, slide: 10m}\n  other: {<<: *base, slide: 20m}\n")
     config = PipelineConfig.load(path)
     assert [(w.name, w.length, w.slide) for w in config.windows] == [("base", 3600, 600), ("other", 3600, 1200)]
+
+
+# Issue 47, item 11: every duration a configuration holds is capped (3660d, the windows' cap;
+# the lateness at 366d, the bucket at a day it divides).
+@pytest.mark.parametrize("raw, message", [
+    ({"windows": {"s": {"gap": "99999999d"}}}, r"^windows\.s\.gap \(99999999d\) must be at most 3660d"),
+    ({"windows": {"s": {"gap": 10**30}}}, r"^windows\.s\.gap \(\d+s\) must be at most 3660d"),
+    ({"windows": {"s": {"gap": "30m", "max_length": "99999999d"}}},
+     r"^windows\.s\.max_length \(99999999d\) must be at most 3660d"),
+    ({"windows": {"w": {"length": "99999999d"}}}, r"^windows\.w\.length \(99999999d\) must be at most 3660d"),
+    ({"windows": {"w": {"length": "7d", "slide": "99999999d"}}}, r"^windows\.w\.slide \(99999999d\) must be at most"),
+    ({"windows": {"w": {"length": "7d", "step": "99999999d"}}}, r"^windows\.w\.step \(99999999d\) must be at most"),
+    ({"windows": {"w": {"length": "7d", "offset": "99999999d"}}}, r"^windows\.w\.offset \(99999999d\) must be at most"),
+    ({"max_out_of_orderness": "99999999d"}, r"^max_out_of_orderness must be at most 3660d"),
+    ({"freshness_slack": "99999999d"}, r"^freshness_slack must be at most 3660d"),
+    ({"allowed_lateness": "99999999d"}, r"^allowed_lateness must be at most 366d"),
+    ({"freshness_slack": "9" * 5000 + "s"}, r"^freshness_slack: '9{20}\.\.\.' is longer than any duration"),
+    ({"bucket": "99999999d", "windows": {"s": {"gap": "99999999d"}}}, r"^bucket \(99999999d\) must divide one day"),
+    ({"bucket": "2d", "windows": {"s": {"gap": "2d"}}}, r"^bucket \(2d\) must divide one day evenly"),
+    ({"bucket": "7m", "windows": {"s": {"gap": "70m"}}}, r"^bucket \(7m\) must divide one day evenly"),
+    ({"bucket": "0s", "windows": {"s": {"gap": "30m", "max_length": "1h"}}}, r"^bucket must be positive, got 0s"),
+    ({"bucket": "-1m", "windows": {"s": {"gap": "30m"}}}, r"^bucket must be positive, got -1m"),
+])
+def test_every_duration_a_configuration_holds_is_capped(raw, message):
+    with pytest.raises(ValueError, match=message):
+        PipelineConfig.from_dict(raw)
+
+
+# Issue 47, item 11: spine.path is the one path a configuration names: absolute or a URI.
+@pytest.mark.parametrize("path", ["../../../../etc/passwd", "labels", "./labels", "~/labels", "colon:name"])
+def test_a_relative_spine_path_is_refused(path):
+    with pytest.raises(ValueError, match=r"^spine\.path must be an absolute path or a URI .*, got "):
+        PipelineConfig.from_dict({"spine": {"path": path}})
+
+
+@pytest.mark.parametrize("path", ["/data/labels", "/data/../labels", "s3a://bucket/labels", "file:///data/labels",
+                                  "hdfs://namenode:8020/labels", "abfss://c@account.dfs.core.windows.net/labels"])
+def test_an_absolute_spine_path_or_uri_is_taken_as_given(path):
+    assert PipelineConfig.from_dict({"spine": {"path": path}}).spine.path == path
