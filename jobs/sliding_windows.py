@@ -723,9 +723,11 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     previous = read_snapshot(spark, lakehouse, first - timedelta(days=1), continued)
     ranges = [r for p in plans.values() for r in p.frame_ranges]
     ranges += [p.baseline_window for name, p in plans.items() if name not in continued]
-    # The days whose frames enter: the days before were required when they entered (the
-    # frames leaving and a bootstrap's may predate the first partition, legitimately unmade).
-    require_partials(spark, lakehouse, day_range(first, last), config)
+    # Every day whose frames the run reads, the days before ``first`` too: a bootstrap reads a
+    # window's length of them, and a frame never made would silently neither enter nor leave.
+    # A day before the data holds no events and passes (``unmaterialised_partials``).
+    read = day_range(first, last) if clock == "arrival" else [date.fromisoformat(d) for d in _days_of(*ranges)]
+    require_partials(spark, lakehouse, read, config)
     frames = _read_frames(spark, lakehouse, ranges, config, clock)
     rows, persisted = [], []
     # The daily case (one invertible window continuing from a snapshot) reads the frames once;

@@ -164,6 +164,40 @@ def test_windows_over_a_day_without_its_partials_exit_one_and_the_check_fails(sp
     assert asset_checks.partials_materialised(inputs)[DAY].passed
 
 
+def test_a_bootstrap_over_a_day_whose_partials_were_never_built_exits_one_until_they_are(spark, tmp_path, capsys):
+    """Round 2, item 1: the first day's windows bootstrap from the frames of the days before it.
+    An event of the day before, landed with the first day, made no frame until that day's partials
+    ran: the run must refuse, naming the day, not write sums that leave the event out."""
+    first, before = date(2025, 3, 1), date(2025, 2, 28)
+    folder = tmp_path / "landing" / first.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text('{"user_id":"kb","timestamp":"2025-02-28T20:00:00Z","value":5}\n'
+                                   '{"user_id":"kb","timestamp":"2025-03-01T00:00:30Z","value":5}\n'
+                                   '{"user_id":"ka","timestamp":"2025-03-01T10:00:00Z","value":1}\n')
+    lake, day = str(tmp_path / "lake"), ["--date", first.isoformat()]
+    assert ingest_events.main(["--landing", str(tmp_path / "landing"), "--lakehouse", lake, *day]) == 0
+    assert minute_partials.main(["--lakehouse", lake, *day]) == 0
+    capsys.readouterr()
+
+    assert sliding_windows.main(["--lakehouse", lake, *day]) == cli.EXIT_MISSING_INPUT
+    errors = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and "minute_partials of event day(s) 2025-02-28 were never materialised" in errors[0]
+    assert not delta_io.table_exists(WINDOW_CHANGES.path(lake))  # nothing written
+
+    assert minute_partials.main(["--lakehouse", lake, "--date", before.isoformat()]) == 0
+    assert sliding_windows.main(["--lakehouse", lake, *day]) == 0
+    config = PipelineConfig()
+    events = [Event(r.key, r.event_time.replace(tzinfo=timezone.utc), r.value, r.event_id, r.arrival_date)
+              for r in delta_io.read_table(spark, EVENTS.path(lake)).collect()]
+    names = [a.name for a in config.aggregations]
+    got = sorted(tuple(r) for r in delta_io.read_table(spark, WINDOW_CHANGES.path(lake))
+                 .select("key", "window", "window_end", *names).collect())
+    want = sorted((r.key, r.window, r.window_end.replace(tzinfo=None), *r.values)
+                  for r in reference.window_changes(events, config, first, first))
+    assert got == want
+    assert ("kb", "7d", datetime(2025, 3, 1, 0, 1), 2, 10) in got  # the issue's row: both of kb's events
+
+
 # -- item 3: sums beyond a long widen -------------------------------------------------------------
 
 
