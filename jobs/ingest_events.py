@@ -1,10 +1,11 @@
 """Ingest: newline-delimited JSON landing files into ``events``, ``quarantine`` and ``late_events``.
 
-Reads ``<landing>/<arrival date YYYY-MM-DD>/`` (plain or .gz files) for the arrival days asked
-for, with everything under them (subfolders, linked folders). An input record is a non-blank
-line of a readable file, or a whole file that cannot be read (a truncated or corrupt gzip: its
-lines cannot be trusted, so none of them are read and the file is one quarantined record with a
-null ``raw``; re-send it to have its events counted), or a whole hidden file (``hidden_files``). Every
+Reads ``<landing>/<arrival date YYYY-MM-DD>/`` (plain or compressed files) for the arrival days
+asked for, with everything under them (subfolders, linked folders). An input record is a
+non-blank line of a readable file, or a whole file that cannot be read (a truncated or corrupt
+compressed file: its lines cannot be trusted, so none of them are read and the file is one
+quarantined record with a null ``raw``; re-send it to have its events counted), or a whole
+hidden file (``jobs.landing_files``). Every
 input record ends in exactly one place, so the counts reconcile:
 
     input records = accepted + quarantined + duplicates + late
@@ -19,23 +20,15 @@ input record ends in exactly one place, so the counts reconcile:
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
-import os
-import pathlib
-import re
-import zlib
 from dataclasses import dataclass, field
 from datetime import date
 from functools import reduce
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io, pipes
-from jobs.errors import MissingInputError
+from jobs import delta_io, landing_files, pipes
 from jobs.tables import (
     EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, Table, day_filter, days, declared_columns,
     event_columns, written_together,
@@ -46,7 +39,7 @@ from windowing_core.config import PipelineConfig
 REASONS = (
     "truncated_gzip",          # a .gz file that ends before its end-of-stream marker (whole file)
     "hidden_file",             # a file named _* or .* (or in such a folder), which Spark never reads (whole file)
-    "unreadable_file",         # a .gz file that is not gzip at all, or corrupt (whole file)
+    "unreadable_file",         # a compressed file that is corrupt or cut, a ':' in its name, a dangling link, a FIFO, a loop (whole file: jobs.landing_files)
     "bad_encoding",            # a line that is not UTF-8 (a Latin-1 byte, UTF-16's zero bytes)
     "malformed_json",          # not one JSON object (two objects on a line, trailing text: malformed)
     "missing_key",             # key field absent, null, empty or only blanks
@@ -128,22 +121,7 @@ def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> 
 
 
 def _read_folder(spark: SparkSession, folder: str, day: date) -> DataFrame:
-    try:  # Spark's own listing: any file system Spark reads, and under Spark Connect too
-        _files(spark, [folder]).columns
-    except AnalysisException as err:
-        if err.getCondition() != "PATH_NOT_FOUND":
-            raise
-        raise MissingInputError(f"no landing folder {err.getMessageParameters().get('path')} "
-                                "(expected <landing>/YYYY-MM-DD/)") from None
-    problems = gzip_problems(spark, [folder]).collect()  # one small row per bad file, if any
-    bad = {r["path"] for r in problems}
-    unreadable = spark.createDataFrame([r[1:] for r in problems] + hidden_files(folder), _UNREADABLE)
-    if not bad:  # the usual case: read the folder as it is
-        lines = spark.read.option("recursiveFileLookup", "true").text(folder)
-    else:
-        readable = [_glob_escaped(r["path"]) for r in _files(spark, [folder]).select("path").collect()
-                    if r["path"] not in bad]
-        lines = spark.read.text(readable) if readable else None
+    lines, unreadable = landing_files.read_folder(spark, folder)
     if lines is None:  # every file unreadable
         lines = spark.createDataFrame([], _UNREADABLE)
     else:
@@ -153,45 +131,6 @@ def _read_folder(spark: SparkSession, folder: str, day: date) -> DataFrame:
             F.col("_metadata.file_modification_time").alias("file_time"),
         ).where(F.trim("raw") != "").transform(with_encoding_checked)
     return lines.unionByName(unreadable).withColumn("arrival_date", F.lit(day))
-
-
-HIDDEN_FILE = "hidden_file"
-
-
-def _hidden(name: str) -> bool:
-    """Spark's rule for paths its file listing skips (``HadoopFSUtils.shouldFilterOutPathName``)."""
-    return ((name.startswith("_") and "=" not in name) or name.startswith(".")
-            or name.endswith("._COPYING_"))
-
-
-def hidden_files(folder: str) -> list[tuple]:
-    """One quarantine record (``hidden_file``, null ``raw``) per non-empty file Spark will not read.
-
-    Spark's listing skips names starting with ``_`` or ``.`` (in-flight uploads, ``_SUCCESS``
-    markers, editors' swap files), and no option turns that off, even for a file named
-    explicitly. Their lines would be counted nowhere, and the reconciliation would pass without
-    them, so each such file is one record, as an unreadable file is: rename it to have its lines
-    read. Empty files (``_SUCCESS``) hold no record. Listed with pyarrow's file systems
-    (``delta_io.file_system``: local folders, ``s3a://``, ``gs://``, ``hdfs://``); a scheme pyarrow
-    does not know is not listed. Each file is spelled as Spark spells the files it reads.
-    """
-    from pyarrow import fs as pafs
-
-    located = delta_io.file_system(folder if "://" in folder else os.path.abspath(folder))
-    if located is None:
-        return []
-    filesystem, root = located
-    scheme = folder.split("://", 1)[0] if "://" in folder and not folder.startswith("file:") else None
-    records = []
-    for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
-        inside = info.path[len(root.rstrip("/")) + 1:].split("/")
-        if info.type == pafs.FileType.File and info.size and any(_hidden(part) for part in inside):
-            if isinstance(filesystem, pafs.LocalFileSystem):  # file:/a%20b/c.json (a URI, one slash)
-                spelled = "file:" + pathlib.Path(info.path).as_uri().removeprefix("file://")
-            else:  # s3a://bucket/key where pyarrow says bucket/key
-                spelled = f"{scheme}://{info.path}" if scheme else info.path
-            records.append((None, spelled, info.mtime, HIDDEN_FILE))
-    return sorted(records, key=lambda r: r[1])
 
 
 _UNREADABLE = "raw string, source_file string, file_time timestamp, read_problem string"
@@ -211,54 +150,6 @@ def with_encoding_checked(lines: DataFrame) -> DataFrame:
     return lines.select(
         F.make_valid_utf8("raw").alias("raw"), "source_file", "file_time",
         F.when(bad, F.lit("bad_encoding")).alias("read_problem"),
-    )
-
-
-def _files(spark: SparkSession, folders: list[str], glob: str | None = None) -> DataFrame:
-    """The files Spark's text reader would read in the folders (the same listing rules).
-
-    ``binaryFile`` reads a file's bytes only when ``content`` is selected: a listing is cheap.
-    """
-    reader = spark.read.format("binaryFile").option("recursiveFileLookup", "true")
-    if glob:
-        reader = reader.option("pathGlobFilter", glob)
-    return reader.load(folders)
-
-
-def _glob_escaped(path: str) -> str:
-    """A file path Spark will not expand as a glob (``[``, ``*`` ... are legal in file names)."""
-    return re.sub(r"([{}\[\]*?\\])", r"\\\1", path)
-
-
-def gzip_problem(content: bytes | None) -> str | None:
-    """Why these bytes are not a complete gzip stream, or None when they are (or are empty).
-
-    Decompresses in chunks and throws the output away, so memory stays small; several
-    concatenated members are one stream, as Hadoop's codec reads them.
-    """
-    if not content:
-        return None
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(content)) as stream:
-            while stream.read(1 << 20):
-                pass
-    except EOFError:
-        return "truncated_gzip"
-    except (OSError, zlib.error):  # gzip.BadGzipFile is an OSError
-        return "unreadable_file"
-    return None
-
-
-def gzip_problems(spark: SparkSession, folders: list[str]) -> DataFrame:
-    """One record per .gz file that cannot be decompressed to its end: checked in Spark tasks
-    (Spark's text reader would fail the whole job on it)."""
-    problem = F.udf(lambda content: gzip_problem(content), "string")  # no hints: a plain UDF
-    return (
-        _files(spark, folders, "*.gz")
-        .select("path", F.lit(None).cast("string").alias("raw"),
-                F.col("_metadata.file_path").alias("source_file"),  # spelled as the text reader does
-                F.col("modificationTime").alias("file_time"), problem("content").alias("read_problem"))
-        .where(F.col("read_problem").isNotNull())
     )
 
 

@@ -292,6 +292,6 @@ def test_hidden_files_in_a_landing_folder_on_s3_are_listed_as_spark_spells_their
                       "_tmp/b.json": b"{}\n", "sub/c.json": b"{}\n"}.items():
         client.put_object(Bucket="panes", Key=f"{day}/{key}", Body=body)
 
-    hidden = ingest_events.hidden_files(f"s3a://panes/{day}")
+    hidden = landing_files.hidden_files(f"s3a://panes/{day}")
     assert [(raw, path, reason) for raw, path, _, reason in hidden] == [
         (None, f"s3a://panes/{day}/{name}", "hidden_file") for name in (".swap", "_inflight.json", "_tmp/b.json")]

@@ -1,7 +1,10 @@
 """Ingest: each kind of bad record lands in quarantine with its reason, and nothing disappears."""
 
+import bz2
 import gzip
 import json
+import os
+import zlib
 from datetime import date
 
 from jobs import delta_io, ingest_events
@@ -95,6 +98,38 @@ def test_a_day_of_unreadable_files_is_quarantined_whole(spark, tmp_path):
     assert result.quarantined_by_reason == {"truncated_gzip": 1, "unreadable_file": 1}
     assert result.reconciles
     assert delta_io.read_table(spark, EVENTS.path(lake)).count() == 0
+
+
+def test_every_file_a_landing_folder_can_hold_is_read_or_counted_never_stops_the_day(spark, tmp_path):
+    """A corrupt or cut bzip2, random bytes named .deflate or .lz4, a ':' in a name, a dangling
+    link, a FIFO and a link back to its own folder: each is one ``unreadable_file`` record, the
+    good files beside them (plain, bzip2, deflate, through a linked folder) are read, and the day
+    ends (Spark's own listing would follow the loop forever)."""
+    folder = tmp_path / "landing" / DAY.isoformat()
+    (folder / "sub").mkdir(parents=True)
+    lines = lambda tag, n: "".join(f'{{"user_id":"u{i}","timestamp":"{DAY}T10:00:00Z","event_id":"{tag}{i}"}}\n'
+                                   for i in range(n)).encode()
+    (folder / "good.json").write_bytes(lines("p", 3))
+    (folder / "good.json.bz2").write_bytes(bz2.compress(lines("b", 4)) + bz2.compress(lines("B", 1)))
+    (folder / "sub" / "good.json.deflate").write_bytes(zlib.compress(lines("d", 5)))
+    (folder / "corrupt.json.bz2").write_bytes(bytes(range(256)) * 2)
+    (folder / "cut.json.bz2").write_bytes(bz2.compress(lines("c", 2000))[:120])
+    (folder / "random.deflate").write_bytes(bytes(range(7, 255)) * 3)
+    (folder / "random.json.lz4").write_bytes(bytes(range(3, 200)) * 3)
+    (folder / "colon:name.json").write_bytes(lines("x", 2))
+    (folder / "dangling.json").symlink_to(tmp_path / "nowhere.json")
+    os.mkfifo(folder / "fifo.json")
+    (folder / "loop").symlink_to(folder)
+    (folder / "linked").symlink_to(folder / "sub")  # a link to a folder is followed: its file is read twice
+    lake = str(tmp_path / "lake")
+    result = ingest_events.ingest(spark, str(tmp_path / "landing"), lake, DAY, DAY, PipelineConfig())
+    refused = {"corrupt.json.bz2", "cut.json.bz2", "random.deflate", "random.json.lz4", "colon:name.json",
+               "dangling.json", "fifo.json", "loop"}
+    quarantine = delta_io.read_table(spark, QUARANTINE.path(lake)).collect()
+    assert {(q.source_file.rsplit("/", 1)[1].replace("%3A", ":"), q.reason, q.raw) for q in quarantine} == {
+        (name, "unreadable_file", None) for name in refused}
+    assert result.accepted == 3 + 5 + 5 and result.duplicates == 5  # sub/ and linked/ hold the same events
+    assert result.reconciles
 
 
 def test_lines_are_numbered_within_each_file_whatever_the_tasks_that_read_it(spark, tmp_path):
