@@ -42,7 +42,7 @@ REASONS = (
     "unreadable_file",         # a compressed file that is corrupt or cut, a ':' in its name, a dangling link, a FIFO, a loop (whole file: jobs.landing_files)
     "bad_encoding",            # a line that is not UTF-8 (a Latin-1 byte, UTF-16's zero bytes)
     "malformed_json",          # not one JSON object (two objects on a line, trailing text: malformed)
-    "missing_key",             # key field absent, null, empty or only blanks
+    "missing_key",             # key field absent, null, empty or only blanks (a tab, a newline, a no-break space ...)
     "key_not_string",          # a key given as a number, boolean, object or array: keys are strings as given
     "missing_timestamp",       # timestamp absent or null
     "unparseable_timestamp",   # not an ISO-8601 instant
@@ -318,13 +318,14 @@ def measured_field(record: Column, column: str, ddl: str, config: PipelineConfig
         is_double = kind.isin("FLOAT", "DOUBLE")
         numeric = kind.rlike(_NUMBER_KINDS)
         exact_whole = F.abs(as_double) <= F.lit(float(EXACT_DOUBLE))
+        infinite = F.abs(as_double) == F.lit(float("inf"))  # 1e400: out of range, not a fraction
         if kind_of == field_types.DOUBLE:
             typed = as_double
             finite = ~F.isnan(as_double) & (F.abs(as_double) < F.lit(float("inf")))
             problems = [(~numeric, "not_numeric"), (~F.coalesce(finite, F.lit(False)), "out_of_range")]
         elif kind_of == field_types.INTEGER:
             number = F.try_variant_get(value, "$", "decimal(38,0)")
-            whole = kind.rlike(_WHOLE_NUMBER_KINDS) | (is_double & (as_double % 1 == 0))
+            whole = kind.rlike(_WHOLE_NUMBER_KINDS) | (is_double & ((as_double % 1 == 0) | infinite))
             in_range = F.when(is_double, exact_whole).otherwise(number.between(-(2**63), 2**63 - 1))
             # try_cast: a quarantined line's value may lie beyond a long (its reason says so), and a
             # plain cast of it would fail the whole day (CAST_OVERFLOW) instead.
@@ -334,7 +335,7 @@ def measured_field(record: Column, column: str, ddl: str, config: PipelineConfig
         else:  # decimal(P,S)
             _, scale = field_types.precision_and_scale(ddl)
             given_scale = F.coalesce(F.regexp_extract(kind, _DECIMAL_SCALE, 1).try_cast("int"), F.lit(0))
-            within_scale = F.when(is_double, as_double % 1 == 0).otherwise(given_scale <= scale)
+            within_scale = F.when(is_double, (as_double % 1 == 0) | infinite).otherwise(given_scale <= scale)
             typed = F.when(~is_double | exact_whole, F.try_variant_get(value, "$", ddl))
             problems = [(~numeric, "not_numeric"), (~F.coalesce(within_scale, F.lit(False)), "beyond_scale"),
                         (typed.isNull(), "out_of_range")]
@@ -347,12 +348,17 @@ def measured_field(record: Column, column: str, ddl: str, config: PipelineConfig
     return typed.cast(ddl), F.when(present, problem)
 
 
+# Empty or only blanks, any Unicode white space among them (a tab, a newline, a no-break space):
+# Java's \s with UNICODE_CHARACTER_CLASS.
+ONLY_BLANKS = r"(?U)^\s*$"
+
+
 def _reason(config: PipelineConfig) -> Column:
     arrival_day_end = F.date_add("arrival_date", 1).cast("timestamp")
     checks = [
         (~F.col("is_object"), "malformed_json"),
         (F.col("key_kind").isNull() | (F.col("key_kind") == "VOID")
-         | ((F.col("key_kind") == "STRING") & (F.trim("key") == "")), "missing_key"),
+         | ((F.col("key_kind") == "STRING") & F.col("key").rlike(ONLY_BLANKS)), "missing_key"),
         (F.col("key_kind") != "STRING", "key_not_string"),
         (F.col("timestamp_text").isNull(), "missing_timestamp"),
         (F.col("event_time").isNull(), "unparseable_timestamp"),

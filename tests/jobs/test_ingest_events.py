@@ -16,7 +16,10 @@ DAY = date(2025, 1, 30)
 BAD = {
     "malformed_json": ['{"user_id": "u1", "timestamp": ', "plain text", "[1, 2]", '"a string"'],
     "missing_key": ['{"timestamp": "2025-01-30T10:00:00Z"}', '{"user_id": null, "timestamp": "2025-01-30T10:00:00Z"}',
-                    '{"user_id": "  ", "timestamp": "2025-01-30T10:00:00Z"}'],
+                    '{"user_id": "  ", "timestamp": "2025-01-30T10:00:00Z"}',
+                    # only blanks of any kind: a tab, a newline, a no-break space
+                    *(f'{{"user_id": "{blank}", "timestamp": "2025-01-30T10:00:00Z"}}' for blank in
+                      (r"\t", r"\n", r" \u00a0 ", "\u2003"))],
     "key_not_string": ['{"user_id": 42, "timestamp": "2025-01-30T12:00:00Z", "value": "7", "event_id": "b"}'],
     "missing_timestamp": ['{"user_id": "u1"}', '{"user_id": "u1", "timestamp": null}'],
     "unparseable_timestamp": ['{"user_id": "u1", "timestamp": "yesterday"}',
@@ -26,7 +29,8 @@ BAD = {
     "value_not_numeric": ['{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": "abc"}',
                           '{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": true}'],
     "value_not_integer": ['{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": 2.5}'],
-    "value_out_of_range": ['{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": 1e30}'],
+    "value_out_of_range": ['{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": 1e30}',
+                           '{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": -1e400}'],
 }
 GOOD = [
     {"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "event_id": "a"},
@@ -36,20 +40,22 @@ GOOD = [
     {"user_id": "u3", "timestamp": "2025-01-30T13:00:00Z", "value": 4.0, "event_id": "c"},
     {"user_id": "u4", "timestamp": "2025-01-26T13:00:00Z", "event_id": "d"},  # 4 days late
 ]
+# Below the smallest double: 0 to JSON parsers (Python's json too), so 0 here, as documented.
+TINY = '{"user_id": "u5", "timestamp": "2025-01-30T14:00:00Z", "value": 1e-400, "event_id": "t"}'
 
 
 def test_every_record_ends_in_exactly_one_place(spark, tmp_path):
     folder = tmp_path / "landing" / DAY.isoformat()
     folder.mkdir(parents=True)
     bad_lines = [line for lines in BAD.values() for line in lines]
-    (folder / "a.json").write_text("\n".join(bad_lines) + "\n\n")  # a blank line is no record
+    (folder / "a.json").write_text("\n".join([*bad_lines, TINY]) + "\n\n")  # a blank line is no record
     (folder / "b.json.gz").write_bytes(gzip.compress("\n".join(json.dumps(r) for r in GOOD).encode()))
     lake = str(tmp_path / "lake")
 
     result = ingest_events.ingest(spark, str(tmp_path / "landing"), lake, DAY, DAY, PipelineConfig())
 
-    assert result.input_records == len(bad_lines) + len(GOOD)
-    assert (result.accepted, result.duplicates, result.late) == (4, 1, 1)
+    assert result.input_records == len(bad_lines) + len(GOOD) + 1
+    assert (result.accepted, result.duplicates, result.late) == (5, 1, 1)
     assert result.quarantined_by_reason == {reason: len(lines) for reason, lines in BAD.items()}
     assert result.reconciles
 
@@ -57,7 +63,8 @@ def test_every_record_ends_in_exactly_one_place(spark, tmp_path):
     assert quarantined == {(line, reason) for reason, lines in BAD.items() for line in lines}
     events = {r.key: (r.value, str(r.event_time)) for r in delta_io.read_table(spark, EVENTS.path(lake)).collect()}
     assert events == {"u1": (1, "2025-01-30 10:00:00"), "u2": (3, "2025-01-30 10:00:00.250000"),
-                      "42": (7, "2025-01-30 12:00:00"), "u3": (4, "2025-01-30 13:00:00")}
+                      "42": (7, "2025-01-30 12:00:00"), "u3": (4, "2025-01-30 13:00:00"),
+                      "u5": (0, "2025-01-30 14:00:00")}
     late = delta_io.read_table(spark, LATE_EVENTS.path(lake)).collect()
     assert [(r.key, r.reason, r.event_date) for r in late] == [("u4", "beyond_allowed_lateness", date(2025, 1, 26))]
 
