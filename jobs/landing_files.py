@@ -44,11 +44,12 @@ _UNREADABLE = "raw string, source_file string, file_time timestamp, read_problem
 
 @dataclass(frozen=True)
 class Listing:
-    """``sources``: what Spark reads (the folder itself where its own listing is exact, else the
-    files one by one); ``refused``: one quarantine record per file it must not read."""
+    """``sources``: what Spark reads, the folder itself where its own listing is exact, else the
+    files one by one (``named``); ``refused``: one quarantine record per file it must not read."""
 
     sources: list[str]
     refused: list[tuple]
+    named: bool = False
 
 
 def read_folder(spark: SparkSession, folder: str) -> tuple[DataFrame | None, DataFrame]:
@@ -59,9 +60,11 @@ def read_folder(spark: SparkSession, folder: str) -> tuple[DataFrame | None, Dat
     refused = listing.refused + [(None, r["source_file"], r["file_time"], r["read_problem"])
                                  for r in problems.values()]
     unreadable = spark.createDataFrame(refused, _UNREADABLE)
-    if listing.sources == [folder] and not problems:  # the usual case: Spark reads the folder
+    if not listing.named and not problems:  # the usual case: Spark reads the folder
         return spark.read.option("recursiveFileLookup", "true").text(folder), unreadable
-    readable = [_glob_escaped(p) for p in _listed(spark, listing.sources) if _os_path(p) not in problems]
+    files = (listing.sources if listing.named
+             else [r["path"] for r in _files(spark, listing.sources).select("path").collect()])
+    readable = [_glob_escaped(p) for p in files if _os_path(p) not in problems]
     return (spark.read.text(readable) if readable else None), unreadable
 
 
@@ -71,7 +74,7 @@ def list_folder(spark: SparkSession, folder: str) -> Listing:
     local = _local(folder) if _client_sees_disk(spark) else None
     if local is None:
         try:
-            _files(spark, [folder]).columns  # Spark's own listing: any file system Spark reads
+            _ = _files(spark, [folder]).columns  # Spark's own listing: any file system Spark reads
         except AnalysisException as err:
             if err.getCondition() != "PATH_NOT_FOUND":
                 raise
@@ -108,7 +111,7 @@ def _walk(folder: str, root: str) -> Listing:
                     continue
                 if stat.S_ISDIR(info.st_mode):
                     real = os.path.realpath(entry.path)
-                    if real in ancestors:  # a cycle: the file system holds no more than once
+                    if real in ancestors:  # a link back to a folder holding it: a cycle
                         odd = True
                         refused.append(_record(entry.path, os.lstat(entry.path), UNREADABLE_FILE))
                     else:
@@ -125,8 +128,9 @@ def _walk(folder: str, root: str) -> Listing:
                         refused.append(_record(entry.path, info, UNREADABLE_FILE))
                 else:
                     readable.append(entry.path)
-    return Listing([_spelled(p) for p in sorted(readable)] if odd else [folder],
-                   sorted(refused, key=lambda r: r[1]))
+    # Named one by one as Hadoop paths: "file:" and the path as it is (a URI's %20 is no space to Hadoop).
+    return Listing([f"file:{p}" for p in sorted(readable)] if odd else [folder],
+                   sorted(refused, key=lambda r: r[1]), named=odd)
 
 
 def _record(path: str, info: os.stat_result, reason: str) -> tuple:
@@ -146,8 +150,12 @@ def _spelled(path: str) -> str:
 
 
 def _os_path(spelled: str) -> str:
-    """The one spelling of a file to compare listings by (Spark writes some of them as URIs)."""
-    return unquote(re.sub(r"^file:/*", "/", spelled)) if spelled.startswith("file:") else spelled
+    """The one spelling of a local file to compare listings by: the walk names files as they
+    are, Spark's listing as URIs (``%20`` for a space)."""
+    if not spelled.startswith("file:"):
+        return spelled
+    path = re.sub(r"^file:/*", "/", spelled)
+    return path if os.path.exists(path) else unquote(path)
 
 
 def _hidden(name: str) -> bool:
@@ -190,13 +198,6 @@ def _files(spark: SparkSession, sources: list[str], glob: str | None = None) -> 
     if glob:
         reader = reader.option("pathGlobFilter", glob)
     return reader.load([_glob_escaped(s) if s.startswith("file:") else s for s in sources])
-
-
-def _listed(spark: SparkSession, sources: list[str]) -> list[str]:
-    """The files of ``sources``: as given where the walk named them, else Spark's listing."""
-    if all(s.startswith("file:") and not os.path.isdir(_os_path(s)) for s in sources):
-        return sources
-    return [r["path"] for r in _files(spark, sources).select("path").collect()]
 
 
 def _glob_escaped(path: str) -> str:
