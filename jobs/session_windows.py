@@ -50,6 +50,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import arrival_frames, delta_io
+from jobs.partial_merges import merged_in_passes, most_rows_of, prefix_merged, with_finished_values
 from jobs.tables import (
     ARRIVAL_PARTIALS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter, declared_columns,
     frame_times, partial_columns,
@@ -133,12 +134,10 @@ def with_sessions_so_far(numbered: DataFrame, config: PipelineConfig) -> DataFra
     including the piece: a running merge over the session's pieces in time order.
 
     A partial with no incremental window aggregate (``spark_combine``: moments of doubles) is
-    merged in log2 passes (``sliding_windows.prefix_merged``) rather than refolded at every
+    merged in log2 passes (``partial_merges.prefix_merged``) rather than refolded at every
     piece; a session's pieces have no bound known before the run (a bootstrap reads every
     earlier day), so the largest session's is counted first, one more job only for those
     partials."""
-    from jobs.sliding_windows import merged_in_passes, most_rows_of, prefix_merged
-
     running = Window.partitionBy("key", "session").orderBy("first").rowsBetween(Window.unboundedPreceding, 0)
     scanned = merged_in_passes(config.aggregations)
     if scanned:
@@ -173,8 +172,6 @@ def closed_sessions(numbered: DataFrame, spec: SessionSpec, config: PipelineConf
                     watermark: int | None) -> DataFrame:
     """``emit: final`` rows: each session whose end lies on ``first .. last`` and is at or
     behind the watermark (microseconds; None: no events, nothing closed)."""
-    from jobs.sliding_windows import with_finished_values
-
     end = session_end(F.col("start"), F.col("last"), spec)
     closed = (_sessions(numbered, config).withColumn("end", end)
               .where(_on_days(F.col("end"), first, last)
@@ -188,8 +185,6 @@ def session_changes(numbered: DataFrame, spec: SessionSpec, config: PipelineConf
     piece's last frame (a running merge over the session's pieces, as the carried state is),
     and the step back to empty at the first bucket end after each session's end, unless the
     key's next session starts in the frame holding that end (its first change is then there)."""
-    from jobs.sliding_windows import with_finished_values
-
     so_far = with_sessions_so_far(numbered, config).select(
         "key", "start", _bucket_end(F.col("last"), spec).alias("at"), "event_count", *partial_columns(config))
     joins = with_finished_values(so_far.where(_on_days(F.col("at"), first, last)), config)

@@ -33,8 +33,9 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import arrival_frames, delta_io, pipes
+from jobs import arrival_frames, delta_io, pipes, session_windows
 from jobs.errors import MissingInputError
+from jobs.partial_merges import merged_in_passes, most_rows_of, prefix_merged, with_finished_values
 from jobs.tables import days as day_range
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT,
@@ -245,46 +246,6 @@ def baseline_from_frames(frames: DataFrame, spec: WindowSpec, config: PipelineCo
 # -- non-invertible aggregations: exact over hierarchical frames ----------------------------------
 
 
-def merged_in_passes(aggregations: list[Aggregation] | tuple[Aggregation, ...]) -> list[Aggregation]:
-    """The aggregations whose running merges take ``prefix_merged`` (they have ``spark_combine``)."""
-    return [a for a in aggregations if a.merges_in_passes]
-
-
-def most_rows_of(rows: DataFrame, *by: str) -> int:
-    """The most rows one group of ``by`` holds in ``rows``: the passes ``prefix_merged`` needs for
-    the data at hand, one Spark job. A day tile could hold 1,440 frames (11 passes, each a
-    window over the whole row set in the plan); a small day's tiles hold a few dozen (6)."""
-    return rows.groupBy(*by).count().agg(F.max("count")).first()[0] or 0
-
-
-def prefix_merged(rows: DataFrame, aggregations: list[Aggregation], by: list[str], order: list[Column],
-                  most_rows: int) -> DataFrame:
-    """``rows`` with each aggregation's partial replaced by the merge of the partials of its
-    partition's rows (``by``) up to and including it in ``order``; at most ``most_rows`` rows
-    per partition.
-
-    For the partials Spark has no incremental window aggregate for (``spark_combine``: Chan's
-    and Pebay's updates of moments of doubles). A running ``aggregate(collect_list(...))``
-    refolds the whole frame at every row: quadratic in a partition's rows, and interpreted; a
-    day tile of 1,440 frames per key at 10^7 events a day ran for more than 15 minutes in one
-    stage (``bench.aggregation_cost``, ``numeric``). This is the inclusive scan of Hillis and
-    Steele ("Data parallel algorithms", 1986): pass p merges each row's partial with that of the
-    row 2**p before it (``lag``), so after ceil(log2(most_rows)) passes each row holds its whole
-    prefix. Each pass is a window with the same partitioning and order: no shuffle, no sort, and
-    the merges are generated code. The merges associate differently from a left fold, in a
-    fixed order all the same: equal inputs give equal bits.
-    """
-    window = Window.partitionBy(*by).orderBy(*order)
-    for p in range(max(most_rows - 1, 0).bit_length()):
-        merged = {}
-        for agg in aggregations:
-            columns = agg.field_columns()
-            earlier = [F.lag(c, 2**p).over(window) for c in columns]
-            merged.update(zip(columns, agg.spark_combine(earlier, [F.col(c) for c in columns]), strict=True))
-        rows = rows.withColumns(merged)
-    return rows
-
-
 def _running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column], most_frames: int) -> DataFrame:
     """Each query row's merge of the frame rows before it in ``order`` within its (key, tile),
     which holds at most ``most_frames`` frame rows (``frames_per_tile``).
@@ -412,13 +373,6 @@ def tiles_of(frames: DataFrame, spec: WindowSpec, config: PipelineConfig) -> Dat
 
 
 # -- change points and snapshots ------------------------------------------------------------------
-
-
-def with_finished_values(frame: DataFrame, config: PipelineConfig) -> DataFrame:
-    return frame.withColumns({
-        a.name: a.spark_finish([F.col(c) for c in a.field_columns()]).cast(a.output_type)
-        for a in config.aggregations
-    })
 
 
 def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, last: date) -> DataFrame:
@@ -771,8 +725,6 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     """Compute days ``first .. last`` and replace both tables' partitions, from one pass; with
     session windows configured, their rows and ``session_state`` join the same write
     (``jobs.session_windows``)."""
-    from jobs import session_windows  # it reuses this module's helpers
-
     delta_io.require_whole_writes([t.path(lakehouse) for t in written_together(WINDOW_CHANGES, config)], first, last)
     event = by_clock(config, "event")
     rows, info = (sliding_windows(spark, lakehouse, first, last, event) if event

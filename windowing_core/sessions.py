@@ -1,5 +1,5 @@
 """Session windows (Flink's ``EventTimeSessionWindows.withGap``, Bytewax's ``SessionWindower``):
-the spec, its pure rules, and the brute-force oracle.
+the spec and its pure rules (the brute-force oracle is ``reference.session_rows``).
 
 Bounds, once for the whole module:
 
@@ -48,10 +48,9 @@ frames of a key belong to one session exactly when the next frame's first event 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from datetime import date, datetime, timedelta, timezone
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from windowing_core.window_spec import (
@@ -147,17 +146,7 @@ class SessionSpec:
         return text
 
 
-# -- the oracle: brute force from the raw events ------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SessionRow:
-    key: str
-    window: str
-    window_start: datetime
-    window_end: datetime
-    event_count: int
-    values: tuple
+# -- the rules every path shares ---------------------------------------------------------------
 
 
 def micros(moment: datetime) -> int:
@@ -183,77 +172,3 @@ def _end(first: datetime, last: datetime, spec: SessionSpec) -> datetime:
     if cell is not None:
         end = min(end, first + timedelta(microseconds=cell - micros(first)))
     return end
-
-
-def session_rows(events: Iterable, config, first: date, last: date) -> list[SessionRow]:
-    """The rows of every configured session window whose ``window_end`` lies on days
-    ``first .. last``: under ``emit: final`` the sessions at or behind the watermark, under
-    ``changes`` the change points (the module's bounds). Each row's values are folded again
-    from the raw events inside it."""
-    from windowing_core.reference import accepted_events  # the reference imports the specs
-
-    accepted = accepted_events(events, config)
-    rows: list[SessionRow] = []
-    for spec in config.sessions:
-        placed = accepted if spec.time == "event" else [replace(e, event_time=e.arrival_time) for e in accepted]
-        if not placed:
-            continue
-        if spec.time == "event":
-            watermark = max(e.event_time for e in placed) - timedelta(seconds=config.max_out_of_orderness)
-        else:
-            watermark = max(e.event_time for e in placed)
-        by_key: dict[str, list] = defaultdict(list)
-        for e in placed:
-            by_key[e.key].append(e)
-        for key, mine in sorted(by_key.items()):
-            emitted = _final_rows if spec.emit == "final" else _change_rows
-            rows += emitted(key, mine, spec, config, watermark, first, last)
-    return rows
-
-
-def _runs(mine: list, spec: SessionSpec) -> list[tuple[datetime, datetime, list]]:
-    """One key's sessions: ``(window_start, window_end, the events inside)``."""
-    return [(start, end, [e for e in mine if start <= e.event_time < end])
-            for start, end in sessions([e.event_time for e in mine], spec)]
-
-
-def _final_rows(key, mine, spec, config, watermark, first, last) -> list[SessionRow]:
-    from windowing_core.reference import fold
-
-    return [SessionRow(key, spec.name, start, end, len(inside), fold(config, inside))
-            for start, end, inside in _runs(mine, spec)
-            if end <= watermark and first <= end.date() <= last]
-
-
-def _change_rows(key, mine, spec, config, watermark, first, last) -> list[SessionRow]:
-    """Brute force over the bucket ends where the key's value can change: the end of each
-    event's frame and the first bucket end after each session's end. At each, the value is
-    refolded from the events of the session holding it (``start < T <= end``)."""
-    from windowing_core.change_points import change_points
-    from windowing_core.reference import fold
-
-    bucket = timedelta(seconds=spec.bucket)
-
-    def after(moment: datetime) -> datetime:  # the first bucket end after the instant
-        return moment - timedelta(microseconds=micros(moment) % (spec.bucket * 1_000_000)) + bucket
-
-    runs = _runs(mine, spec)
-
-    def state(at: datetime) -> tuple:
-        holding = [(start, inside) for start, end, inside in runs if start < at <= end]
-        if not holding:
-            closed = [start for start, end, _ in runs if end < at]
-            return (closed[-1] if closed else None), 0, fold(config, [])
-        start, inside = holding[0]
-        before = [e for e in inside if e.event_time < at]
-        return start, len(before), fold(config, before)
-
-    def value(s: tuple) -> tuple:  # what a change compares: the empty state is one, whatever its start
-        return ("empty",) if s[1] == 0 else s
-
-    lo = datetime(first.year, first.month, first.day, tzinfo=timezone.utc)
-    hi = datetime(last.year, last.month, last.day, tzinfo=timezone.utc) + timedelta(days=1)
-    candidates = sorted({after(e.event_time) for e in mine} | {after(end) for _, end, _ in runs})
-    states = {t: state(t) for t in candidates if lo <= t < hi}
-    changed = change_points(((t, value(states[t])) for t in sorted(states)), value(state(lo - bucket)))
-    return [SessionRow(key, spec.name, states[t][0], t, states[t][1], states[t][2]) for t, _ in changed]

@@ -16,7 +16,7 @@ import pytest
 from jobs import delta_io, ingest_events, minute_partials, sliding_windows
 from jobs.tables import EVENTS, LATE_EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
-from jobs.sliding_windows import with_finished_values
+from jobs.partial_merges import with_finished_values
 from windowing_core import reference
 from windowing_core.aggregations import AGGREGATIONS, ApproxDistinct, Moments, Variance, aggregation
 from windowing_core.config import PipelineConfig

@@ -21,7 +21,8 @@ from tests.landing import ensure_days, random_landing
 from windowing_core import reference
 from windowing_core.aggregations import aggregation
 from windowing_core.config import PipelineConfig
-from windowing_core.sessions import SessionSpec, session_rows
+from windowing_core.reference import session_rows
+from windowing_core.sessions import SessionSpec
 from windowing_core.spine import SpineSpec
 from windowing_core.window_spec import WindowSpec, from_epoch_seconds
 

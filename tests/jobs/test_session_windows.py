@@ -14,7 +14,8 @@ from tests.jobs.test_pipeline_against_oracle import (
 )
 from tests.landing import ensure_days, random_landing
 from windowing_core.config import PipelineConfig
-from windowing_core.sessions import SessionSpec, session_rows
+from windowing_core.reference import session_rows
+from windowing_core.sessions import SessionSpec
 from windowing_core.window_spec import WindowSpec
 
 DAY = date(2025, 1, 30)

@@ -4,8 +4,8 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 
 from windowing_core.config import PipelineConfig
-from windowing_core.reference import Event
-from windowing_core.sessions import SessionSpec, session_rows, sessions
+from windowing_core.reference import Event, session_rows
+from windowing_core.sessions import SessionSpec, sessions
 
 ZERO = datetime(2025, 1, 28, tzinfo=timezone.utc)
 
