@@ -7,7 +7,7 @@ import dagster as dg
 from pyspark.sql import SparkSession
 
 from jobs import progress
-from jobs.delta_io import ConcurrentWriteError
+from jobs.errors import ConcurrentWriteError
 
 OVERTAKEN_RETRIES = 2  # another run replacing the same days twice more during a retry is rare
 

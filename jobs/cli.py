@@ -86,10 +86,10 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
 def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argparse.Namespace,
          config: PipelineConfig, last: date, every: float) -> int:
     from jobs import progress
-    from jobs.delta_io import (
-        ConcurrentWriteError, DamagedTableError, IncompleteWriteError, MissingTableError, StampMismatchError,
+    from jobs.errors import (
+        ConcurrentWriteError, DamagedTableError, IncompleteWriteError, MissingInputError, MissingTableError,
+        StampMismatchError,
     )
-    from jobs.errors import MissingInputError
     from jobs.spark_session import get_spark
 
     spark = get_spark(roots=[args.lakehouse, getattr(args, "landing", "")])

@@ -47,36 +47,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
+from jobs.errors import (
+    ConcurrentWriteError, DamagedTableError, IncompleteWriteError, MissingTableError, StampMismatchError,
+)
+
 WRITER = "delta-spark"
 
 _OPS = ("=", "!=", "<", "<=", ">", ">=", "in", "not in")
 
 Filter = tuple[str, str, Any]
-
-
-class MissingTableError(Exception):
-    """A job's input has not been materialised yet: a clear, one-line operator error."""
-
-    def __init__(self, path: str):
-        name = os.path.basename(str(path).rstrip("/")) or str(path)
-        super().__init__(f"no Delta table at {path}: materialise {name} first")
-        self.path = str(path)
-
-
-class ConcurrentWriteError(Exception):
-    """Another write changed what this one replaces while this one ran (Delta's conflict check)."""
-
-
-class DamagedTableError(Exception):
-    """A table folder whose Delta log is damaged or gone: no job may read or write it as it is."""
-
-
-class IncompleteWriteError(Exception):
-    """A run's routed write reached some of its tables and not the rest (killed between commits)."""
-
-
-class StampMismatchError(ValueError):
-    """A write or read of a table whose rows were made under another stamp (``Target.stamp``)."""
 
 
 # ---------------------------------------------------------------------------------------------

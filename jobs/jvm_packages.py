@@ -24,6 +24,8 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
+from jobs.errors import MissingJarsError
+
 # delta-spark 4.4.0 is the newest Delta release built for Spark 4.2 on Maven Central (the pip
 # package delta-spark is pinned to the same version); hadoop-aws must match the Hadoop 3.5.0
 # of pyspark 4.2.0's jars, and the AWS SDK bundle and S3 analytics accelerator are the ones
@@ -34,10 +36,6 @@ S3A = ("org.apache.hadoop:hadoop-aws:3.5.0", "software.amazon.awssdk:bundle:2.35
 PACKAGES = DELTA + S3A
 
 REPO_ENV = "PANES_MAVEN_REPO"
-
-
-class MissingJarsError(RuntimeError):
-    """The jars are not in the local Maven repository: the setup did not run, or failed."""
 
 
 def repository() -> Path:

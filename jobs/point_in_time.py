@@ -53,7 +53,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io
+from jobs import delta_io, errors
 from jobs.cli import documented_parser
 from jobs.sliding_windows import continued_windows
 from jobs.tables import ARRIVAL_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, days
@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rows = values_as_of(get_spark(roots=[args.lakehouse]), args.lakehouse, args.at, config, args.key)
         rows.orderBy("window", "key").show(args.limit, truncate=False)
-    except delta_io.MissingTableError as err:
+    except errors.MissingTableError as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 1
     return 0

@@ -48,17 +48,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampNTZType, TimestampType
 
-from jobs import delta_io, pipes
+from jobs import delta_io, errors, pipes
+from jobs.errors import SpineError
 from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
 from jobs.tables import SPINE_VALUES, day_filter
 from windowing_core.config import PipelineConfig
 from windowing_core.spine import SpineSpec
 
 PARTITION = "date"
-
-
-class SpineError(ValueError):
-    """A spine the join cannot read as configured: one line naming the column or the field."""
 
 
 def read_spine(spark: SparkSession, spine: SpineSpec, first: date | None = None, last: date | None = None) -> DataFrame:
@@ -70,7 +67,7 @@ def read_spine(spark: SparkSession, spine: SpineSpec, first: date | None = None,
         if fmt == "delta":
             rows = delta_io.read_table(spark, spine.path)
         elif "://" not in spine.path and not os.path.exists(spine.path):
-            raise delta_io.MissingTableError(spine.path)
+            raise errors.MissingTableError(spine.path)
         else:
             rows = spark.read.parquet(spine.path)
     for label, column in (("key", spine.key), ("ts", spine.ts)):
@@ -174,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         except SpineError as err:
             print(f"{parser.prog}: error: {err}", file=sys.stderr)
             return EXIT_BAD_ARGUMENTS
-        except delta_io.MissingTableError as err:
+        except errors.MissingTableError as err:
             print(f"{parser.prog}: error: {err}", file=sys.stderr)
             return EXIT_MISSING_INPUT
         pipes.report("point_in_time_join", result)

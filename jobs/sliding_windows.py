@@ -166,7 +166,6 @@ def period_leaves(entering: DataFrame, spec: WindowSpec, config: PipelineConfig,
     baseline's state where the period began before the run, plus the frames entering since) at
     the period's restart, the first end of the next period. One row per key and period, from the
     rows the running sum reads anyway, so no frame of an earlier day is read to deduct it."""
-    state = state_columns(config)
     restart = window_start_of(F.col("end"), spec) + spec.length + spec.step
     return (entering.groupBy("key", restart.alias("end")).agg(*merged_state(config))
             .where(F.col("end") < stop).select("key", "end", *negated_state(config), F.lit(0).alias("entering")))

@@ -10,7 +10,7 @@ from dagster_pyspark import PySparkResource
 from assets import build_assets
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource
-from jobs import delta_io
+from jobs import delta_io, errors
 from jobs.tables import (
     ALL_TABLES, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
 )
@@ -160,7 +160,7 @@ def test_a_step_another_run_overtook_is_run_again(lakehouse, spark, monkeypatch,
     def overtaken_at_first(*args, **kwargs):
         commits.append(1)
         if len(commits) <= overtaken:
-            raise delta_io.ConcurrentWriteError("window_changes: partitions ['date=...'] replaced meanwhile")
+            raise errors.ConcurrentWriteError("window_changes: partitions ['date=...'] replaced meanwhile")
         return write(*args, **kwargs)
 
     monkeypatch.setattr(delta_io, "replace_partitions_routed", overtaken_at_first)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from jobs import delta_io, ingest_events, jvm_packages, minute_partials, sliding_windows
+from jobs import delta_io, ingest_events, jvm_packages, landing_files, minute_partials, sliding_windows
 from jobs.spark_session import STATIC_SQL, SPARK_DEFAULTS
 from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing

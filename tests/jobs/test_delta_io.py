@@ -13,8 +13,9 @@ from deltalake import DeltaTable
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs import delta_io
-from jobs.delta_io import MissingTableError, read_table, replace_partitions, table_exists, table_version
+from jobs import delta_io, errors
+from jobs.errors import MissingTableError
+from jobs.delta_io import read_table, replace_partitions, table_exists, table_version
 
 
 SCHEMA = T.StructType([
@@ -360,14 +361,14 @@ def test_a_stamped_write_refuses_a_table_stamped_otherwise_and_commits_nothing(s
     assert delta_io.commit_stamp(path, "bucketSeconds") == "60"
     version = table_version(path)
 
-    with pytest.raises(delta_io.StampMismatchError, match="holds rows made with bucketSeconds 60, and this "
+    with pytest.raises(errors.StampMismatchError, match="holds rows made with bucketSeconds 60, and this "
                                                           "job's is 300: a table holds rows of one bucketSeconds"):
         write_with({"bucketSeconds": 300}, [("a", 3, None, D2, "counts")])
     assert table_version(path) == version
     delta_io.vacuum(path, retain_hours=0, enforce_retention=False)  # commits of its own, unstamped
     write_with({"bucketSeconds": "60"}, [("a", 4, None, D2, "counts")])
     assert sorted(r.n for r in read_table(spark, path).collect()) == [2, 4]
-    with pytest.raises(delta_io.StampMismatchError):
+    with pytest.raises(errors.StampMismatchError):
         delta_io.require_stamp(path, {"bucketSeconds": "1"})
     delta_io.require_stamp(path, {"bucketSeconds": "60", "other": "x"})  # a key the table lacks passes
 
@@ -403,7 +404,7 @@ def test_a_log_that_lost_its_newest_entry_is_refused_not_read_at_an_older_versio
         "missing" if damage == "deleted" else "empty")
     for use in (lambda: table_exists(str(path)), lambda: read_table(spark, str(path)),
                 lambda: write(frame(spark, [row("c", D3)]), path, [D3])):
-        with pytest.raises(delta_io.DamagedTableError, match=message):
+        with pytest.raises(errors.DamagedTableError, match=message):
             use()
 
 
@@ -412,7 +413,7 @@ def test_data_files_without_a_log_are_refused_not_overwritten_by_a_new_table(spa
     write(frame(spark, [row("a", D1)]), path, [D1])
     shutil.rmtree(path / "_delta_log")
 
-    with pytest.raises(delta_io.DamagedTableError, match=r"minute_partials holds event_date=2025-01-30 and more "
+    with pytest.raises(errors.DamagedTableError, match=r"minute_partials holds event_date=2025-01-30 and more "
                                                           r"but no _delta_log"):
         write(frame(spark, [row("b", D2)]), path, [D2])
     assert not (path / "_delta_log").exists()

@@ -15,6 +15,7 @@ import pytest
 
 from expectations import asset_checks, catalog
 from jobs import cli, delta_io, ingest_events, minute_partials, sliding_windows
+from jobs.errors import ConcurrentWriteError
 from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
 from windowing_core import reference
 from windowing_core.config import PipelineConfig
@@ -118,7 +119,7 @@ def test_a_refused_concurrent_write_is_one_line_naming_the_table(spark, tmp_path
     (folder / "a.json").write_text(GOOD + "\n")
 
     def beaten(rows, route, targets, **write):  # what delta_io raises when another run replaced the partitions
-        raise delta_io.ConcurrentWriteError(
+        raise ConcurrentWriteError(
             f"another write replaced partitions [('arrival_date', 'in', ['2025-01-27'])] of\n"
             f"{targets['events'].path} after this write started; nothing of this write was committed")
 

@@ -15,7 +15,7 @@ from datetime import date, timedelta
 import pytest
 
 from expectations import asset_checks
-from jobs import delta_io, ingest_events, minute_partials, sliding_windows
+from jobs import delta_io, errors, ingest_events, minute_partials, sliding_windows
 from jobs.tables import EVENTS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
 from windowing_core.config import PipelineConfig
@@ -67,7 +67,7 @@ def test_a_run_killed_between_its_commits_is_finished_before_any_other_day(spark
     assert written_whole(spark, landing, lakehouse, WINDOW_CHANGES, config, [FIRST, D2, D3]) == {
         FIRST: True, D2: False, D3: True}
 
-    with pytest.raises(delta_io.IncompleteWriteError, match=r"^window_changes holds a write whose window_snapshot "
+    with pytest.raises(errors.IncompleteWriteError, match=r"^window_changes holds a write whose window_snapshot "
                        r"commit never landed .*: run days 2025-01-29 \.\. 2025-01-29 again"):
         sliding_windows.run(spark, lakehouse, D3, D3, config)
     sliding_windows.run(spark, lakehouse, D2, D3, config)  # covers the unfinished days: goes on
@@ -95,7 +95,7 @@ def test_an_ingest_killed_between_events_and_quarantine_fails_the_check_until_it
         ingest_events.ingest(spark, str(landing), lakehouse, D2, D2, config)
     restore()
     assert written_whole(spark, landing, lakehouse, EVENTS, config, [FIRST, D2]) == {FIRST: True, D2: False}
-    with pytest.raises(delta_io.IncompleteWriteError, match=r"^events holds a write whose quarantine commit"):
+    with pytest.raises(errors.IncompleteWriteError, match=r"^events holds a write whose quarantine commit"):
         ingest_events.ingest(spark, str(landing), lakehouse, FIRST, FIRST, config)
     ingest_events.ingest(spark, str(landing), lakehouse, D2, D2, config)
     assert all(written_whole(spark, landing, lakehouse, EVENTS, config, [FIRST, D2]).values())

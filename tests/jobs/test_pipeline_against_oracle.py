@@ -13,7 +13,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from jobs import delta_io, ingest_events, minute_partials, sliding_windows
+from jobs import delta_io, errors, ingest_events, minute_partials, sliding_windows
 from jobs.tables import EVENTS, LATE_EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
 from jobs.partial_merges import with_finished_values
@@ -355,9 +355,9 @@ def test_frames_of_another_bucket_are_refused_until_the_tables_are_rebuilt(spark
     coarser = PipelineConfig(bucket=600, windows=(WindowSpec.of("1d", "1d", "10m", bucket="10m"),))
     day = FIRST + timedelta(days=1)
     refusal = "minute_partials holds rows made with bucketSeconds 60, and this job's is 600"
-    with pytest.raises(delta_io.StampMismatchError, match=refusal):
+    with pytest.raises(errors.StampMismatchError, match=refusal):
         sliding_windows.run(spark, lakehouse, day, day, coarser)
-    with pytest.raises(delta_io.StampMismatchError, match=refusal):
+    with pytest.raises(errors.StampMismatchError, match=refusal):
         minute_partials.run(spark, lakehouse, day, day, coarser)
 
     for table in (MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT):  # the rebuild the error asks for

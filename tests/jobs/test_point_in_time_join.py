@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs import delta_io, ingest_events, minute_partials, point_in_time_join, sliding_windows
+from jobs import delta_io, errors, ingest_events, minute_partials, point_in_time_join, sliding_windows
 from jobs.point_in_time import Reading, values_as_of
 from orchestration.report import top_keys
 from tests.landing import ensure_days, random_landing
@@ -188,15 +188,15 @@ def test_a_spine_without_its_columns_with_null_times_or_clashing_names_is_refuse
     path = str(tmp_path / "spine.parquet")
     spark.createDataFrame([("k0", None, 1), ("k1", datetime(2025, 1, 28, 12), 2)],
                           "user_id string, ts timestamp, `1h__count` int").write.parquet(path)
-    with pytest.raises(point_in_time_join.SpineError, match="spine.key: the spine .* has no column 'account'"):
+    with pytest.raises(errors.SpineError, match="spine.key: the spine .* has no column 'account'"):
         point_in_time_join.read_spine(spark, SpineSpec(path=path, key="account"))
-    with pytest.raises(point_in_time_join.SpineError, match="spine.ts: column 'user_id' .* is string, not a timestamp"):
+    with pytest.raises(errors.SpineError, match="spine.ts: column 'user_id' .* is string, not a timestamp"):
         point_in_time_join.read_spine(spark, SpineSpec(path=path, key="ts", ts="user_id"))
     spine = SpineSpec(path=path)
     rows = point_in_time_join.read_spine(spark, spine)
-    with pytest.raises(point_in_time_join.SpineError, match="spine.ts: 1 row.* have a null 'ts'"):
+    with pytest.raises(errors.SpineError, match="spine.ts: 1 row.* have a null 'ts'"):
         point_in_time_join.spine_bounds(rows, spine)
-    with pytest.raises(point_in_time_join.SpineError, match="column.* 1h__count .* clash"):
+    with pytest.raises(errors.SpineError, match="column.* 1h__count .* clash"):
         point_in_time_join.joined(spark, str(tmp_path / "lake"), rows, spine, CONFIG, Reading.of(CONFIG),
                                   _midnight(FIRST), _midnight(FIRST))
 
