@@ -7,7 +7,7 @@ import dagster as dg
 from pyspark.sql import SparkSession
 
 from jobs import progress
-from jobs.errors import ConcurrentWriteError
+from jobs.errors import ConcurrentWriteError, table_files_checked
 
 OVERTAKEN_RETRIES = 2  # another run replacing the same days twice more during a retry is rare
 
@@ -36,7 +36,7 @@ def spark_work(context: dg.AssetExecutionContext, spark: SparkSession, what: str
     was committed. Any other error fails the step as before.
     """
     try:
-        with progress.reported(spark, what, context.log.info):
+        with table_files_checked(), progress.reported(spark, what, context.log.info):
             yield
     except ConcurrentWriteError as err:
         context.log.warning(f"{what}: {err}; running the step again on the newer tables")

@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from collections.abc import Callable
-from datetime import date
+from datetime import date, datetime
+from pathlib import Path
 
 from jobs import pipes
 from windowing_core.config import PipelineConfig
@@ -83,18 +85,53 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
         return _run(parser, job, args, config, last, every)
 
 
+LOG_DIR_ENV = "PANES_LOG_DIR"
+
+# The JVM's log of a job run from the command line goes to a file of its own, every level from
+# WARN: a failed task's stack traces (hundreds of lines) would bury the job's one-line error.
+_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = ${sys:panes.log.file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def spark_log_file(job: str) -> str:
+    """Where this run's JVM log goes: ``PANES_LOG_DIR`` (default: the temporary folder's
+    ``panes-logs``), one file per run."""
+    folder = os.environ.get(LOG_DIR_ENV) or os.path.join(tempfile.gettempdir(), "panes-logs")
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, f"{job.rsplit('.', 1)[-1]}-{datetime.now():%Y%m%dT%H%M%S}-{os.getpid()}.log")
+
+
+def log4j_options(log: str) -> str:
+    """The JVM options that send Spark's log to ``log`` and nothing of it to the terminal (Spark
+    reads a log4j2 file given this way before it starts)."""
+    properties = os.path.join(os.path.dirname(log), "log4j2-panes.properties")
+    if not os.path.exists(properties) or Path(properties).read_text() != _LOG4J2:
+        Path(properties).write_text(_LOG4J2)
+    return f"-Dlog4j2.configurationFile=file:{properties} -Dpanes.log.file={log}"
+
+
 def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argparse.Namespace,
          config: PipelineConfig, last: date, every: float) -> int:
     from jobs import progress
     from jobs.errors import (
         ConcurrentWriteError, DamagedTableError, IncompleteWriteError, MissingInputError, MissingTableError,
-        StampMismatchError,
+        StampMismatchError, table_files_checked,
     )
-    from jobs.spark_session import get_spark
+    from jobs.spark_session import SPARK_DEFAULTS, get_spark
 
-    spark = get_spark(roots=[args.lakehouse, getattr(args, "landing", "")])
+    log = spark_log_file(_name(job))
+    print(f"{parser.prog}: Spark's own log: {log}", file=sys.stderr)
+    options = f"{SPARK_DEFAULTS['spark.driver.extraJavaOptions']} {log4j_options(log)}"
+    spark = get_spark({"spark.driver.extraJavaOptions": options}, roots=[args.lakehouse, getattr(args, "landing", "")])
     try:
-        with progress.reported(spark, f"{_name(job)} {args.date} .. {last}", _to_stderr, every):
+        with table_files_checked(), progress.reported(spark, f"{_name(job)} {args.date} .. {last}", _to_stderr, every):
             summary = job(spark, config, args, args.date, last)
     except (MissingInputError, MissingTableError, DamagedTableError, IncompleteWriteError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)

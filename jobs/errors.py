@@ -8,6 +8,9 @@ from ``jobs.ingest_events``, so a missing landing folder escaped as a traceback.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class MissingInputError(Exception):
@@ -45,3 +48,43 @@ class SpineError(ValueError):
 
 class MissingJarsError(RuntimeError):
     """The jars are not in the local Maven repository: the setup did not run, or failed."""
+
+
+# Spark's words for a data file it could not read: a file that is gone, or not Parquet any more.
+_FAILED_READ = re.compile(r"\[FAILED_READ_FILE\.(\w+)\] Encountered error while reading file (\S+?)\.(?=\s)")
+
+
+def unreadable_table_file(err: BaseException) -> DamagedTableError | None:
+    """Spark's failure to read one data file of a partitioned table, as one line naming the
+    table, the partition and what to do; None for any other error.
+
+    Delta's log lists every file of a table, so a file it lists and Spark cannot read was
+    removed or changed outside Delta: nothing a rerun fixes, and 300 lines of stack trace say
+    less than the table and the days to make again."""
+    found = _FAILED_READ.search(str(err))
+    if not found:
+        return None
+    condition, path = found.groups()
+    parts = path.rstrip("/").split("/")
+    partitions = [i for i, part in enumerate(parts) if "=" in part]
+    if not partitions:  # not a table's file (a landing file, say): the error says it best
+        return None
+    table, partition = parts[partitions[0] - 1], "/".join(parts[partitions[0]:-1])
+    state = "is missing" if condition == "FILE_NOT_EXIST" else "is damaged (Spark cannot read it as Parquet)"
+    return DamagedTableError(
+        f"{table}: the file {partition}/{parts[-1]} that its Delta log lists {state}: the table's "
+        f"files were changed outside Delta. Materialise {table} again for {partition} (or restore the "
+        f"file, or the table with Delta's RESTORE), then run this again")
+
+
+@contextmanager
+def table_files_checked() -> Iterator[None]:
+    """Raise ``unreadable_table_file``'s one line in place of Spark's error where it applies."""
+    try:
+        yield
+    except Exception as err:
+        damaged = unreadable_table_file(err)
+        if damaged is None:
+            raise
+        raise damaged from None
+

@@ -7,6 +7,7 @@ Each test feeds the issue's exact input and checks where every record ends: ``ev
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from datetime import date, datetime, timezone
@@ -106,11 +107,17 @@ def test_a_missing_landing_folder_run_as_a_module_is_one_line_exit_one(tmp_path)
     """Run as ``python -m``: the job's module is ``__main__`` there, the case that escaped."""
     done = subprocess.run([sys.executable, "-m", "jobs.ingest_events", "--landing", str(tmp_path / "nowhere"),
                            "--lakehouse", str(tmp_path / "lake"), "--date", "2025-01-27"],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+                          capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.getcwd(), cli.LOG_DIR_ENV: str(tmp_path / "logs")})
     assert done.returncode == cli.EXIT_MISSING_INPUT, done.stderr
     assert "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if ": error: " in line]
     assert len(errors) == 1 and "no landing folder" in errors[0] and "nowhere/2025-01-27" in errors[0]
+    # Round 2, item 8: the line, not the noise: Spark's log goes to a file the first line names.
+    lines = done.stderr.splitlines()
+    assert lines[-1] == errors[0] and not [line for line in lines if " WARN " in line or " ERROR " in line], lines
+    log = next(line.split("Spark's own log: ", 1)[1] for line in lines if "Spark's own log: " in line)
+    assert os.path.dirname(log) == str(tmp_path / "logs") and " WARN " in open(log).read()
 
 
 def test_a_refused_concurrent_write_is_one_line_naming_the_table(spark, tmp_path, monkeypatch, capsys):
@@ -197,6 +204,50 @@ def test_a_bootstrap_over_a_day_whose_partials_were_never_built_exits_one_until_
                   for r in reference.window_changes(events, config, first, first))
     assert got == want
     assert ("kb", "7d", datetime(2025, 3, 1, 0, 1), 2, 10) in got  # the issue's row: both of kb's events
+
+
+def test_a_table_file_changed_outside_delta_is_one_line_naming_the_table_and_the_days(spark, tmp_path, capsys):
+    """Round 2, item 6: a partition's files removed, random bytes inside one, a file cut short:
+    exit 1 and one line naming the table, the partition and what to make again, not Spark's
+    stack traces."""
+    landing, base = tmp_path / "landing", tmp_path / "base"
+    for day in (date(2025, 4, 1), date(2025, 4, 2), date(2025, 4, 3)):
+        (landing / day.isoformat()).mkdir(parents=True)
+        (landing / day.isoformat() / "a.json").write_text("".join(
+            f'{{"user_id":"u{i}","timestamp":"{day}T1{i}:00:00Z"}}\n' for i in range(4)))
+    days = ["--date", "2025-04-01", "--until", "2025-04-03"]
+    assert ingest_events.main(["--landing", str(landing), "--lakehouse", str(base), *days]) == 0
+    assert minute_partials.main(["--lakehouse", str(base), *days]) == 0
+    assert sliding_windows.main(["--lakehouse", str(base), "--date", "2025-04-01", "--until", "2025-04-02"]) == 0
+
+    def first_file(folder):
+        return next(p for p in sorted(folder.iterdir()) if p.suffix == ".parquet")
+
+    def overwrite_middle(path):
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2:len(data) // 2 + 64] = bytes(range(64))
+        path.write_bytes(bytes(data))
+
+    cases = [  # damage, the job run after it, what the line must name
+        (lambda lake: shutil.rmtree(lake / "minute_partials" / "event_date=2025-04-02"),
+         sliding_windows, ["--date", "2025-04-02"], "minute_partials: the file event_date=2025-04-02/", "is missing"),
+        (lambda lake: overwrite_middle(first_file(lake / "minute_partials" / "event_date=2025-04-03")),
+         sliding_windows, ["--date", "2025-04-03"], "minute_partials: the file event_date=2025-04-03/", "is damaged"),
+        (lambda lake: shutil.rmtree(lake / "window_snapshot" / "date=2025-04-02"),
+         sliding_windows, ["--date", "2025-04-03"], "window_snapshot: the file date=2025-04-02/", "is missing"),
+        (lambda lake: [p.write_bytes(p.read_bytes()[:len(p.read_bytes()) // 3])
+                       for p in (lake / "events" / "arrival_date=2025-04-02").iterdir() if p.suffix == ".parquet"],
+         minute_partials, ["--date", "2025-04-02"], "events: the file arrival_date=2025-04-02/", "is damaged"),
+    ]
+    for i, (damage, job, args, names, state) in enumerate(cases):
+        lake = tmp_path / f"lake{i}"
+        shutil.copytree(base, lake)
+        damage(lake)
+        capsys.readouterr()
+        assert job.main(["--lakehouse", str(lake), *args]) == cli.EXIT_MISSING_INPUT
+        errors = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
+        assert len(errors) == 1 and names in errors[0] and state in errors[0], errors
+        assert "Materialise " + names.split(":")[0] + " again for " in errors[0]
 
 
 # -- item 3: sums beyond a long widen -------------------------------------------------------------
