@@ -1,14 +1,19 @@
-"""Property (issue 30): landing folders mixing good lines with random bad ones of every kind the
-issue names. Every good line reaches its window exactly (the oracle's change points), and every
-line is accounted for: accepted, or quarantined with the reason of its kind.
+"""Property: landing folders mixing good lines with random bad ones of every kind the hostile
+probes found (records, files, names, codecs, links). Every good line reaches its window exactly
+(the oracle's change points), and every line and file is accounted for: accepted, or quarantined
+with the reason of its kind.
 
 Hypothesis draws few, small cases: each runs ingest, minute partials and sliding windows.
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
+import os
 import tempfile
+import zlib
 from collections import Counter
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -44,21 +49,46 @@ BAD_KINDS = {
     "two_objects": ("malformed_json", lambda n: f'{{"user_id":"k1","timestamp":"{_stamp(n)}"}} {{"n":{n}}}'),
     "trailing_text": ("malformed_json", lambda n: f'{{"user_id":"k1","timestamp":"{_stamp(n)}","n":{n}}} trailing'),
     "missing_key": ("missing_key", lambda n: f'{{"user_id":"","timestamp":"{_stamp(n)}","n":{n}}}'),
+    "blank_key": ("missing_key", lambda n: f'{{"user_id":"\\t\\u00a0","timestamp":"{_stamp(n)}","n":{n}}}'),
+    "infinite_value": ("value_out_of_range", lambda n: f'{{"user_id":"k1","timestamp":"{_stamp(n)}","value":1e400,"n":{n}}}'),
 }
+
+
+def _random_bytes(path: Path, n: int) -> None:
+    path.write_bytes(bytes((n * 7 + i * 13) % 256 for i in range(300)))
+
+
+# Each bad file: how to make it in a folder (n makes its name distinct). Each is one
+# unreadable_file record, and the good files beside it are read.
+BAD_FILES = {
+    "corrupt_bz2": lambda folder, n: _random_bytes(folder / f"corrupt{n}.json.bz2", n),
+    "cut_bz2": lambda folder, n: (folder / f"cut{n}.json.bz2").write_bytes(
+        bz2.compress("".join(f'{{"user_id":"k{i}","n":{i}}}\n' for i in range(3000)).encode())[:120]),
+    "random_deflate": lambda folder, n: _random_bytes(folder / f"random{n}.deflate", n),
+    "random_lz4": lambda folder, n: _random_bytes(folder / f"random{n}.json.lz4", n),
+    "colon_name": lambda folder, n: (folder / f"colon:{n}.json").write_text(f'{{"user_id":"k1","n":{n}}}\n'),
+    "dangling_link": lambda folder, n: (folder / f"dangling{n}.json").symlink_to(folder / "nowhere.json"),
+    "fifo": lambda folder, n: os.mkfifo(folder / f"fifo{n}.json"),
+    "loop_link": lambda folder, n: (folder / f"loop{n}").symlink_to(folder),
+}
+CODECS = {"": lambda text: text.encode(), ".gz": lambda text: gzip.compress(text.encode()),
+          ".bz2": lambda text: bz2.compress(text.encode()), ".deflate": lambda text: zlib.compress(text.encode())}
 
 good_line = st.tuples(st.sampled_from(KEYS), st.integers(0, 86399), st.integers(-5, 2**62),
                       st.booleans(), st.booleans())  # key, second, value, empty event_id, in a subfolder
 bad_line = st.tuples(st.sampled_from(sorted(BAD_KINDS)), st.booleans())  # kind, in a subfolder
 # Hypothesis tries small cases first: the lower bounds make even the first a mix of every part.
 case = st.tuples(st.lists(good_line, min_size=3, max_size=12), st.lists(bad_line, min_size=4, max_size=10),
-                 st.integers(1, 3))  # lines of a hidden file
+                 st.integers(1, 3),  # lines of a hidden file
+                 st.lists(st.sampled_from(sorted(BAD_FILES)), min_size=2, max_size=5, unique=True),
+                 st.sampled_from(sorted(CODECS)))  # how the subfolder's good file is compressed
 
 
 @settings(max_examples=2, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case)
 def test_every_good_line_reaches_its_window_and_every_line_is_accounted_for(spark, drawn):
-    goods, bads, hidden_lines = drawn
+    goods, bads, hidden_lines, bad_files, codec = drawn
     config = PipelineConfig()
     with tempfile.TemporaryDirectory() as work:
         folder = Path(work) / "landing" / DAY.isoformat()
@@ -80,8 +110,15 @@ def test_every_good_line_reaches_its_window_and_every_line_is_accounted_for(spar
             files[folder / "_in_flight.json"] = [json.dumps({"user_id": "k9", "timestamp": _stamp(i)})
                                                  for i in range(hidden_lines)]
             expected_reasons["hidden_file"] += 1
+        for i, kind in enumerate(bad_files):  # in the day's folder or its subfolder
+            BAD_FILES[kind](folder / "sub" if i % 2 else folder, i)
+            expected_reasons["unreadable_file"] += 1
         for path, lines in files.items():
-            path.write_text("".join(line + "\n" for line in lines))
+            text = "".join(line + "\n" for line in lines)
+            if path.parent.name == "sub":
+                path.with_name(path.name + codec).write_bytes(CODECS[codec](text))
+            else:
+                path.write_text(text)
         lake = str(Path(work) / "lake")
 
         result = ingest_events.ingest(spark, str(Path(work) / "landing"), lake, DAY, DAY, config)
@@ -89,7 +126,7 @@ def test_every_good_line_reaches_its_window_and_every_line_is_accounted_for(spar
         sliding_windows.run(spark, lake, DAY, DAY, config)
 
         visible = len(goods) + len(bads)
-        assert result.input_records == visible + (1 if hidden_lines else 0)
+        assert result.input_records == visible + (1 if hidden_lines else 0) + len(bad_files)
         assert (result.accepted, result.duplicates, result.late) == (len(goods), 0, 0)
         assert result.quarantined_by_reason == dict(expected_reasons)
         assert result.reconciles
