@@ -10,9 +10,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from datetime import date, datetime, timezone
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from expectations import asset_checks, catalog
 from jobs import cli, delta_io, ingest_events, minute_partials, sliding_windows
@@ -206,32 +210,41 @@ def test_a_bootstrap_over_a_day_whose_partials_were_never_built_exits_one_until_
     assert ("kb", "7d", datetime(2025, 3, 1, 0, 1), 2, 10) in got  # the issue's row: both of kb's events
 
 
-def test_a_table_file_changed_outside_delta_is_one_line_naming_the_table_and_the_days(spark, tmp_path, capsys):
-    """Round 2, item 6: a partition's files removed, random bytes inside one, a file cut short:
-    exit 1 and one line naming the table, the partition and what to make again, not Spark's
-    stack traces."""
-    landing, base = tmp_path / "landing", tmp_path / "base"
+@pytest.fixture(scope="module")
+def three_days(spark, tmp_path_factory):
+    """A lakehouse of three days of events, their partials and two days of windows (built once)."""
+    work = tmp_path_factory.mktemp("three_days")
+    landing, base = work / "landing", work / "base"
     for day in (date(2025, 4, 1), date(2025, 4, 2), date(2025, 4, 3)):
         (landing / day.isoformat()).mkdir(parents=True)
         (landing / day.isoformat() / "a.json").write_text("".join(
-            f'{{"user_id":"u{i}","timestamp":"{day}T1{i}:00:00Z"}}\n' for i in range(4)))
+            f'{{"user_id":"u{i % 3}","timestamp":"{day}T1{i}:00:00Z","value":{i}}}\n' for i in range(6)))
     days = ["--date", "2025-04-01", "--until", "2025-04-03"]
     assert ingest_events.main(["--landing", str(landing), "--lakehouse", str(base), *days]) == 0
     assert minute_partials.main(["--lakehouse", str(base), *days]) == 0
     assert sliding_windows.main(["--lakehouse", str(base), "--date", "2025-04-01", "--until", "2025-04-02"]) == 0
+    return base
 
-    def first_file(folder):
-        return next(p for p in sorted(folder.iterdir()) if p.suffix == ".parquet")
 
-    def overwrite_middle(path):
-        data = bytearray(path.read_bytes())
-        data[len(data) // 2:len(data) // 2 + 64] = bytes(range(64))
-        path.write_bytes(bytes(data))
+def _parquet_files(folder):
+    return [p for p in sorted(folder.iterdir()) if p.suffix == ".parquet"]
 
+
+def _overwrite_middle(path, salt=0):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2:len(data) // 2 + 64] = bytes((i * 31 + salt) % 256 for i in range(64))
+    path.write_bytes(bytes(data))
+
+
+def test_a_table_file_changed_outside_delta_is_one_line_naming_the_table_and_the_days(three_days, tmp_path, capsys):
+    """Round 2, item 6: a partition's files removed, random bytes inside one, a file cut short:
+    exit 1 and one line naming the table, the partition and what to make again, not Spark's
+    stack traces."""
+    base = three_days
     cases = [  # damage, the job run after it, what the line must name
         (lambda lake: shutil.rmtree(lake / "minute_partials" / "event_date=2025-04-02"),
          sliding_windows, ["--date", "2025-04-02"], "minute_partials: the file event_date=2025-04-02/", "is missing"),
-        (lambda lake: overwrite_middle(first_file(lake / "minute_partials" / "event_date=2025-04-03")),
+        (lambda lake: _overwrite_middle(_parquet_files(lake / "minute_partials" / "event_date=2025-04-03")[0]),
          sliding_windows, ["--date", "2025-04-03"], "minute_partials: the file event_date=2025-04-03/", "is damaged"),
         (lambda lake: shutil.rmtree(lake / "window_snapshot" / "date=2025-04-02"),
          sliding_windows, ["--date", "2025-04-03"], "window_snapshot: the file date=2025-04-02/", "is missing"),
@@ -248,6 +261,62 @@ def test_a_table_file_changed_outside_delta_is_one_line_naming_the_table_and_the
         errors = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
         assert len(errors) == 1 and names in errors[0] and state in errors[0], errors
         assert "Materialise " + names.split(":")[0] + " again for " in errors[0]
+
+
+PARTITIONED = {"events": "arrival_date", "minute_partials": "event_date", "window_snapshot": "date",
+               "window_changes": "date"}
+WRITES = {"minute_partials": (minute_partials, [(MINUTE_PARTIALS, "event_date")]),
+          "sliding_windows": (sliding_windows, [(WINDOW_CHANGES, "date"), (WINDOW_SNAPSHOT, "date")])}
+
+
+def _damage(lake, table, day, how, salt):
+    folder = lake / table / f"{PARTITIONED[table]}={day}"
+    if how == "remove_partition":
+        shutil.rmtree(folder)
+        return
+    target = _parquet_files(folder)[salt % len(_parquet_files(folder))]
+    if how == "remove_file":
+        target.unlink()
+    elif how == "overwrite_bytes":
+        _overwrite_middle(target, salt)
+    else:  # cut short
+        target.write_bytes(target.read_bytes()[:len(target.read_bytes()) * (1 + salt % 3) // 4])
+
+
+def _rows(spark, lake, table, column, day):
+    path = table.path(str(lake))
+    if not delta_io.table_exists(path):
+        return []
+    return sorted(map(tuple, delta_io.read_table(spark, path, partition_filters=[(column, "=", day)]).collect()))
+
+
+@settings(max_examples=4, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(table=st.sampled_from(sorted(PARTITIONED)), day=st.sampled_from(["2025-04-01", "2025-04-02"]),
+       how=st.sampled_from(["remove_partition", "remove_file", "overwrite_bytes", "cut_short"]),
+       salt=st.integers(0, 255),
+       runs=st.lists(st.tuples(st.sampled_from(sorted(WRITES)), st.sampled_from(["2025-04-02", "2025-04-03"])),
+                     min_size=1, max_size=2))
+def test_a_run_over_a_damaged_table_refuses_in_one_line_or_writes_what_a_clean_run_writes(
+        spark, three_days, capsys, table, day, how, salt, runs):
+    """Round 2: a random table file or partition damaged outside Delta, then random runs. No run
+    may exit 0 with numbers a run over the undamaged tables would not write."""
+    with tempfile.TemporaryDirectory() as work:
+        clean, damaged = Path(work) / "clean", Path(work) / "damaged"
+        shutil.copytree(three_days, clean)
+        shutil.copytree(three_days, damaged)
+        _damage(damaged, table, day, how, salt)
+        for job, run_day in runs:
+            module, written = WRITES[job]
+            assert module.main(["--lakehouse", str(clean), "--date", run_day]) == 0
+            capsys.readouterr()
+            code = module.main(["--lakehouse", str(damaged), "--date", run_day])
+            errors = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
+            if code != 0:
+                assert code == cli.EXIT_MISSING_INPUT and len(errors) == 1, (code, errors)
+                return
+            for target, column in written:
+                assert _rows(spark, damaged, target, column, run_day) == _rows(spark, clean, target, column, run_day)
 
 
 # -- item 3: sums beyond a long widen -------------------------------------------------------------
