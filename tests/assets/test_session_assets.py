@@ -9,7 +9,8 @@ from jobs.tables import SESSION_STATE, WINDOW_CHANGES
 from orchestration.definitions import build_definitions
 from tests.landing import ensure_days, random_landing
 from windowing_core.config import PipelineConfig
-from windowing_core.sessions import SessionSpec, session_rows
+from windowing_core.reference import session_rows
+from windowing_core.sessions import SessionSpec
 from windowing_core.window_spec import WindowSpec
 
 FIRST = date(2025, 1, 28)
