@@ -27,7 +27,7 @@ keys combined (``with_all_keys``); ``final`` emission repeats a key's state at e
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import date, timedelta
+from datetime import UTC, date, timedelta
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -564,7 +564,8 @@ def unmaterialised_partials(spark: SparkSession, lakehouse: str, event_days: lis
             late, partition_filters=[*frames, ("reason", "=", "behind_watermark")]))
 
     suspect = [d for d in event_days if empty(d)
-               and delta_io.row_count(events, partition_filters=day_filter("arrival_date", d, d + lateness))]
+               and delta_io.row_count(events, partition_filters=day_filter("arrival_date", d, d + lateness))
+               and _may_hold_events_of(events, d, lateness)]
     if not suspect:
         return []
     arrivals = sorted({a for d in suspect for a in day_filter("arrival_date", d, d + lateness)[0][2]})
@@ -572,6 +573,15 @@ def unmaterialised_partials(spark: SparkSession, lakehouse: str, event_days: lis
             .select(F.to_date("event_time").alias("event_date")).where(F.col("event_date").isin(suspect))
             .distinct().collect())
     return sorted(r["event_date"] for r in rows)
+
+
+def _may_hold_events_of(events: str, day: date, lateness: timedelta) -> bool:
+    """Whether the events that arrived on ``day .. day + lateness`` may hold one of ``day``, by
+    the log's ``event_time`` statistics (yes, where a file has none). The days just before the
+    first day of data are asked this on every bootstrap: answered here, no Spark job."""
+    arrivals = day_filter("arrival_date", day, day + lateness)
+    return any(f is None or f["event_time"][0].astimezone(UTC).date() <= day <= f["event_time"][1].astimezone(UTC).date()
+               for f in delta_io.file_ranges(events, ["event_time"], partition_filters=arrivals))
 
 
 def require_partials(spark: SparkSession, lakehouse: str, event_days: list[date], config: PipelineConfig) -> None:
