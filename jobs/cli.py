@@ -117,6 +117,14 @@ def log4j_options(log: str) -> str:
     return f"-Dlog4j2.configurationFile=file:{properties} -Dpanes.log.file={log}"
 
 
+def _starts_its_own_jvm() -> bool:
+    """Whether this run starts the JVM: not under spark-submit, Spark Connect or a live session."""
+    from pyspark.sql import SparkSession
+
+    return (SparkSession.getActiveSession() is None and not os.environ.get("SPARK_REMOTE")
+            and "PYSPARK_GATEWAY_PORT" not in os.environ)
+
+
 def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argparse.Namespace,
          config: PipelineConfig, last: date, every: float) -> int:
     from jobs import progress
@@ -126,12 +134,16 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
     )
     from jobs.spark_session import SPARK_DEFAULTS, get_spark
 
-    log = spark_log_file(_name(job))
-    print(f"{parser.prog}: Spark's own log: {log}", file=sys.stderr)
-    options = f"{SPARK_DEFAULTS['spark.driver.extraJavaOptions']} {log4j_options(log)}"
-    spark = get_spark({"spark.driver.extraJavaOptions": options}, roots=[args.lakehouse, getattr(args, "landing", "")])
+    overrides = {}
+    if _starts_its_own_jvm():  # else the JVM's logging is whoever started it's
+        log = spark_log_file(_name(job))
+        print(f"{parser.prog}: Spark's own log: {log}", file=sys.stderr)
+        overrides = {"spark.driver.extraJavaOptions":
+                     f"{SPARK_DEFAULTS['spark.driver.extraJavaOptions']} {log4j_options(log)}"}
+    spark = get_spark(overrides, roots=[args.lakehouse, getattr(args, "landing", "")])
     try:
-        with table_files_checked(), progress.reported(spark, f"{_name(job)} {args.date} .. {last}", _to_stderr, every):
+        with table_files_checked(), progress.reported(spark, f"{_name(job)} {args.date} .. {last}", _to_stderr,
+                                                      every):
             summary = job(spark, config, args, args.date, last)
     except (MissingInputError, MissingTableError, DamagedTableError, IncompleteWriteError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
