@@ -265,21 +265,21 @@ def _zlib_rest(data: bytes) -> bytes | None:
 def codec_problems(spark: SparkSession, sources: list[str]) -> list:
     """One row (``path``, ``source_file``, ``file_time``, ``read_problem``) per compressed file
     that cannot be decompressed to its end: checked in Spark tasks (Spark's text reader would
-    fail the whole job on it), or, for the codecs only Hadoop decodes, by reading it alone."""
+    fail the whole job on it), or, for the codecs only Hadoop decodes, by reading it alone. One
+    listing for both: it runs for every arrival day."""
     if not sources:
         return []
     problem = F.udf(codec_problem, "string")  # no hints: a plain UDF
-    checked = (
-        _files(spark, sources, "*.{" + ",".join(e[1:] for e in sorted(CHECKED)) + "}")
-        .select("path", F.col("_metadata.file_path").alias("source_file"),  # spelled as the text reader does
-                F.col("modificationTime").alias("file_time"), problem("path", "content").alias("read_problem"))
-        .where(F.col("read_problem").isNotNull())
+    probed = F.lower("path").rlike("(" + "|".join(re.escape(e) for e in sorted(PROBED)) + ")$")
+    compressed = (
+        _files(spark, sources, "*.{" + ",".join(e[1:] for e in sorted(CHECKED | PROBED)) + "}")
+        .select("path", "length", F.col("_metadata.file_path").alias("source_file"),  # as the text reader spells it
+                F.col("modificationTime").alias("file_time"), probed.alias("probed"),
+                F.when(~probed, problem("path", "content")).alias("read_problem"))
+        .where(F.col("read_problem").isNotNull() | F.col("probed"))
         .collect())
-    probed = (_files(spark, sources, "*.{" + ",".join(e[1:] for e in sorted(PROBED)) + "}")
-              .select("path", "length", F.col("_metadata.file_path").alias("source_file"),
-                      F.col("modificationTime").alias("file_time")).collect())
-    return checked + [{**r.asDict(), "read_problem": UNREADABLE_FILE} for r in probed
-                      if not _readable(spark, r["path"], r["length"])]
+    return [r.asDict() | ({} if r["read_problem"] else {"read_problem": UNREADABLE_FILE}) for r in compressed
+            if r["read_problem"] or not _readable(spark, r["path"], r["length"])]
 
 
 def _readable(spark: SparkSession, path: str, length: int) -> bool:
