@@ -117,14 +117,6 @@ def log4j_options(log: str) -> str:
     return f"-Dlog4j2.configurationFile=file:{properties} -Dpanes.log.file={log}"
 
 
-def _starts_its_own_jvm() -> bool:
-    """Whether this run starts the JVM: not under spark-submit, Spark Connect or a live session."""
-    from pyspark.sql import SparkSession
-
-    return (SparkSession.getActiveSession() is None and not os.environ.get("SPARK_REMOTE")
-            and "PYSPARK_GATEWAY_PORT" not in os.environ)
-
-
 def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argparse.Namespace,
          config: PipelineConfig, last: date, every: float) -> int:
     from jobs import progress
@@ -132,10 +124,10 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
         ConcurrentWriteError, DamagedTableError, IncompleteWriteError, MissingInputError, MissingTableError,
         StampMismatchError, table_files_checked,
     )
-    from jobs.spark_session import SPARK_DEFAULTS, get_spark
+    from jobs.spark_session import SPARK_DEFAULTS, get_spark, starts_a_jvm
 
     overrides = {}
-    if _starts_its_own_jvm():  # else the JVM's logging is whoever started it's
+    if starts_a_jvm():  # else the JVM's logging is whoever started it's
         log = spark_log_file(_name(job))
         print(f"{parser.prog}: Spark's own log: {log}", file=sys.stderr)
         overrides = {"spark.driver.extraJavaOptions":

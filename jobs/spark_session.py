@@ -119,6 +119,17 @@ def connect_config(remote: str, overrides: dict[str, str] | None = None) -> dict
     return {"spark.remote": remote, **sql}
 
 
+def _submitted() -> bool:
+    """Launched by spark-submit: its master and JVM stand."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def starts_a_jvm() -> bool:
+    """Whether ``get_spark`` would start the JVM here, so that JVM options still apply: not
+    under spark-submit, Spark Connect or a live session."""
+    return SparkSession.getActiveSession() is None and not os.environ.get("SPARK_REMOTE") and not _submitted()
+
+
 def get_spark(overrides: dict[str, str] | None = None, roots: Iterable[str] = ()) -> SparkSession:
     """The active session, or a new one with panes' defaults (spark-submit's settings win), for
     reading and writing under ``roots`` (``with_jvm_packages``).
@@ -132,7 +143,7 @@ def get_spark(overrides: dict[str, str] | None = None, roots: Iterable[str] = ()
     if remote:
         return SparkSession.builder.config(map=connect_config(remote, overrides)).getOrCreate()
     builder = SparkSession.builder
-    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit: its master and JVM stand
+    submitted = _submitted()
     config = local_python({**SPARK_DEFAULTS, **(overrides or {})})
     # Under spark-submit the JVM has started: its class path (--jars) stands.
     config = {**config, **s3a_settings(config)} if submitted else with_jvm_packages(config, roots)
