@@ -6,14 +6,17 @@ else is a laptop-friendly default that spark-submit or the Dagster resource may 
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Iterable
 from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
-from jobs import jvm_packages
+from jobs import class_archive, jvm_packages
 
 SPARK_DEFAULTS: dict[str, str] = {
     "spark.master": "local[*]",
@@ -65,6 +68,49 @@ def with_jvm_packages(config: dict[str, str], roots: Iterable[str] = ()) -> dict
     for key in ("spark.driver.extraClassPath", "spark.executor.extraClassPath"):
         extra[key] = os.pathsep.join(p for p in (config.get(key), jars) if p)
     return {**config, **extra, **s3a_settings(config)}
+
+
+def with_class_archive(config: dict[str, str]) -> dict[str, str]:
+    """The driver's JVM started from the class archive of its class path, where setup built one
+    (``jobs.class_archive``)."""
+    archive = class_archive.java_options(config.get("spark.driver.extraClassPath", ""))
+    if not archive:
+        return config
+    options = " ".join(o for o in (config.get("spark.driver.extraJavaOptions", ""), archive) if o)
+    return {**config, "spark.driver.extraJavaOptions": options}
+
+
+def archive_classes() -> Path | None:
+    """Build the class archive of the default driver (``jobs.class_archive``): start it as
+    ``get_spark`` would, write and read a small Delta table with a window query (the classes a
+    job loads), and let its JVM dump them as it exits. Returns its path (None without ``java``)."""
+    config = with_jvm_packages(local_python({**SPARK_DEFAULTS, "spark.master": "local[1]",
+                                              "spark.ui.enabled": "false"}))
+    path = class_archive.archive_path(config["spark.driver.extraClassPath"])
+    if path is None or path.is_file() or not starts_a_jvm():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.unlink(missing_ok=True)
+    config["spark.driver.extraJavaOptions"] += " " + class_archive.dump_options(partial)
+    builder = SparkSession.builder
+    for key, value in config.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    with tempfile.TemporaryDirectory() as scratch:
+        table = str(Path(scratch, "t"))
+        spark.sql("select id % 7 as key, id as value, current_date() as day from range(1000)") \
+            .write.format("delta").partitionBy("day").save(table)
+        spark.sql(f"select key, sum(value) over (partition by key order by value) as running "
+                  f"from delta.`{table}`").groupBy("key").count().collect()
+    process = spark.sparkContext._gateway.proc
+    spark.stop()
+    process.stdin.close()  # the JVM exits when its standard input closes, and dumps as it exits
+    process.wait(timeout=300)
+    if not partial.is_file():
+        return None
+    partial.replace(path)
+    return path
 
 
 def s3a_settings(config: dict[str, str] | None = None) -> dict[str, str]:
@@ -146,7 +192,7 @@ def get_spark(overrides: dict[str, str] | None = None, roots: Iterable[str] = ()
     submitted = _submitted()
     config = local_python({**SPARK_DEFAULTS, **(overrides or {})})
     # Under spark-submit the JVM has started: its class path (--jars) stands.
-    config = {**config, **s3a_settings(config)} if submitted else with_jvm_packages(config, roots)
+    config = {**config, **s3a_settings(config)} if submitted else with_class_archive(with_jvm_packages(config, roots))
     for key, value in config.items():
         if submitted and key in ("spark.master", "spark.driver.memory", "spark.driver.extraJavaOptions"):
             continue
@@ -154,3 +200,18 @@ def get_spark(overrides: dict[str, str] | None = None, roots: Iterable[str] = ()
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jobs.spark_session", description=__doc__.splitlines()[0])
+    parser.add_argument("--archive-classes", action="store_true", required=True,
+                        help="build the class archive the driver's JVM starts from (jobs.class_archive), once")
+    parser.parse_args(argv)
+    path = archive_classes()
+    print(f"[panes] the driver's class archive: {path or 'none (no java found)'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

@@ -1,0 +1,60 @@
+"""A class-data-sharing archive of the classes a panes driver loads, so that its JVM starts faster.
+
+A job run alone spends seconds before its first query loading and verifying the classes of
+Spark, Delta and their dependencies. Java's dynamic archives (JEP 350, ``-XX:ArchiveClassesAtExit``
+and ``-XX:SharedArchiveFile``) map them from one file instead: a session's start took 6.2-6.8 s
+without and 3.5-3.9 s with one (issue 41; ``python -m bench small`` measures a job run alone).
+
+``bash run.sh setup`` builds the archive once per class path (``python -m jobs.spark_session
+--archive-classes``: ``spark_session.archive_classes``), into
+``$PANES_CACHE`` (default ``~/.cache/panes``), named after everything that must not change under it:
+the ``java`` that runs, Spark's jars and the extra class path. ``get_spark`` then starts its JVM with
+it (``java_options``). A JVM whose class path or JDK differs from the archive's ignores it and loads
+its classes as before (Java checks, silently), so a stale or missing archive only costs the seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pyspark
+
+CACHE_ENV = "PANES_CACHE"
+
+
+def cache() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "panes").expanduser()
+
+
+def _java() -> Path | None:
+    """The ``java`` spark-submit runs: ``$JAVA_HOME/bin/java``, else the first on the PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = Path(home, "bin", "java") if home else (Path(shutil.which("java")) if shutil.which("java") else None)
+    return found.resolve() if found and found.exists() else None
+
+
+def archive_path(extra_class_path: str) -> Path | None:
+    """Where the archive of a driver with this extra class path lives (None without a ``java``)."""
+    java = _java()
+    if java is None:
+        return None
+    jars = Path(pyspark.__file__).parent / "jars"
+    stat = java.stat()
+    key = "\n".join([str(java), str(stat.st_size), str(stat.st_mtime_ns), str(jars), pyspark.__version__,
+                     extra_class_path])
+    return cache() / "jvm" / f"driver-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def java_options(extra_class_path: str) -> str:
+    """``-XX:SharedArchiveFile=...`` where an archive of this class path exists, else nothing."""
+    path = archive_path(extra_class_path)
+    return f"-XX:SharedArchiveFile={path}" if path is not None and path.is_file() else ""
+
+
+def dump_options(path: Path) -> str:
+    """The JVM options that dump the classes a JVM loaded into ``path`` as it exits (quietly:
+    Java warns about every class it cannot archive)."""
+    return f"-Xlog:disable -XX:ArchiveClassesAtExit={path}"
