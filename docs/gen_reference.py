@@ -320,6 +320,7 @@ COMMANDS = [
     ("jobs.vacuum", "Delete data files no version within the retention needs."),
     ("jobs.demo_events", "Write the seeded demo event set into a landing folder."),
     ("jobs.jvm_packages", "Fetch (or list) the pinned JVM jars."),
+    ("jobs.spark_session", "Build the class archive a job's JVM starts from, once (`bash run.sh setup` does)."),
     ("orchestration.demo", "The demo (`bash run.sh demo`): every asset over the demo's days."),
     ("orchestration.ci_checks", "CI: materialise demo days and judge every check."),
 ]

@@ -204,9 +204,11 @@ def get_spark(overrides: dict[str, str] | None = None, roots: Iterable[str] = ()
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobs.spark_session", description=__doc__.splitlines()[0])
-    parser.add_argument("--archive-classes", action="store_true", required=True,
+    parser.add_argument("--archive-classes", action="store_true",
                         help="build the class archive the driver's JVM starts from (jobs.class_archive), once")
-    parser.parse_args(argv)
+    if not parser.parse_args(argv).archive_classes:
+        parser.print_usage(sys.stderr)
+        return 2
     path = archive_classes()
     print(f"[panes] the driver's class archive: {path or 'none (no java found)'}", file=sys.stderr)
     return 0
