@@ -10,7 +10,8 @@ without and 3.5-3.9 s with one (issue 41; ``python -m bench small`` measures a j
 ``$PANES_CACHE`` (default ``~/.cache/panes``), named after everything that must not change under it:
 the ``java`` that runs, Spark's jars and the extra class path. ``get_spark`` then starts its JVM with
 it (``java_options``). A JVM whose class path or JDK differs from the archive's ignores it and loads
-its classes as before (Java checks, silently), so a stale or missing archive only costs the seconds.
+its classes as before (Java checks, silently), so a stale or missing archive only costs the seconds;
+the setup removes the archives of a JDK or checkout that is gone (``prune``).
 """
 
 from __future__ import annotations
@@ -36,16 +37,41 @@ def _java() -> Path | None:
     return found.resolve() if found and found.exists() else None
 
 
+def _built_from() -> tuple[Path, Path] | None:
+    """The ``java`` and Spark's jars folder a driver starts from (None without a ``java``)."""
+    java = _java()
+    return (java, Path(pyspark.__file__).parent / "jars") if java is not None else None
+
+
 def archive_path(extra_class_path: str) -> Path | None:
     """Where the archive of a driver with this extra class path lives (None without a ``java``)."""
-    java = _java()
-    if java is None:
+    built_from = _built_from()
+    if built_from is None:
         return None
-    jars = Path(pyspark.__file__).parent / "jars"
+    java, jars = built_from
     stat = java.stat()
     key = "\n".join([str(java), str(stat.st_size), str(stat.st_mtime_ns), str(jars), pyspark.__version__,
                      extra_class_path])
     return cache() / "jvm" / f"driver-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def record(path: Path) -> None:
+    """Write beside an archive the files it was built from, for ``prune``."""
+    built_from = _built_from()
+    if built_from is not None:
+        path.with_suffix(".from").write_text("\n".join(str(p) for p in built_from) + "\n")
+
+
+def prune() -> list[Path]:
+    """Remove the archives whose ``java`` or Spark jars are gone (an uninstalled JDK, a deleted
+    checkout's virtualenv): no JVM can start from them again, and each is about 190 MB."""
+    removed = []
+    for sources in (cache() / "jvm").glob("driver-*.from"):
+        if not all(Path(line).exists() for line in sources.read_text().splitlines() if line):
+            for stale in (sources.with_suffix(".jsa"), sources):
+                stale.unlink(missing_ok=True)
+            removed.append(sources.with_suffix(".jsa"))
+    return removed
 
 
 def java_options(extra_class_path: str) -> str:

@@ -87,8 +87,40 @@ def archive_classes() -> Path | None:
     config = with_jvm_packages(local_python({**SPARK_DEFAULTS, "spark.master": "local[1]",
                                               "spark.ui.enabled": "false"}))
     path = class_archive.archive_path(config["spark.driver.extraClassPath"])
-    if path is None or path.is_file() or not starts_a_jvm():
-        return path
+    if path is None:
+        return None
+    if not path.is_file():
+        if not starts_a_jvm():
+            return None
+        _dump_classes(config, path)
+    if path.is_file():
+        class_archive.record(path)
+    class_archive.prune()
+    return path if path.is_file() else None
+
+
+def _dump_classes(config: dict[str, str], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.unlink(missing_ok=True)
+    config = {**config, "spark.driver.extraJavaOptions": f"{config.get('spark.driver.extraJavaOptions', '')} "
+                                                         f"{class_archive.dump_options(partial)}".strip()}
+    builder = SparkSession.builder
+    for key, value in config.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    with tempfile.TemporaryDirectory() as scratch:
+        table = str(Path(scratch, "t"))
+        spark.sql("select id % 7 as key, id as value, current_date() as day from range(1000)") \
+            .write.format("delta").partitionBy("day").save(table)
+        spark.sql(f"select key, sum(value) over (partition by key order by value) as running "
+                  f"from delta.`{table}`").groupBy("key").count().collect()
+    process = spark.sparkContext._gateway.proc
+    spark.stop()
+    process.stdin.close()  # the JVM exits when its standard input closes, and dumps as it exits
+    process.wait(timeout=300)
+    if partial.is_file():
+        partial.replace(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")
     partial.unlink(missing_ok=True)
@@ -110,6 +142,8 @@ def archive_classes() -> Path | None:
     if not partial.is_file():
         return None
     partial.replace(path)
+    class_archive.record(path)
+    class_archive.prune()
     return path
 
 
