@@ -101,8 +101,7 @@ def archive_classes() -> Path | None:
 
 def _dump_classes(config: dict[str, str], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.unlink(missing_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.partial")  # two setups at once each write their own
     config = {**config, "spark.driver.extraJavaOptions": f"{config.get('spark.driver.extraJavaOptions', '')} "
                                                          f"{class_archive.dump_options(partial)}".strip()}
     builder = SparkSession.builder
@@ -122,8 +121,7 @@ def _dump_classes(config: dict[str, str], path: Path) -> None:
     if partial.is_file():
         partial.replace(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.unlink(missing_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.partial")  # two setups at once each write their own
     config["spark.driver.extraJavaOptions"] += " " + class_archive.dump_options(partial)
     builder = SparkSession.builder
     for key, value in config.items():
