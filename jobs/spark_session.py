@@ -120,29 +120,6 @@ def _dump_classes(config: dict[str, str], path: Path) -> None:
     process.wait(timeout=300)
     if partial.is_file():
         partial.replace(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.partial")  # two setups at once each write their own
-    config["spark.driver.extraJavaOptions"] += " " + class_archive.dump_options(partial)
-    builder = SparkSession.builder
-    for key, value in config.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    with tempfile.TemporaryDirectory() as scratch:
-        table = str(Path(scratch, "t"))
-        spark.sql("select id % 7 as key, id as value, current_date() as day from range(1000)") \
-            .write.format("delta").partitionBy("day").save(table)
-        spark.sql(f"select key, sum(value) over (partition by key order by value) as running "
-                  f"from delta.`{table}`").groupBy("key").count().collect()
-    process = spark.sparkContext._gateway.proc
-    spark.stop()
-    process.stdin.close()  # the JVM exits when its standard input closes, and dumps as it exits
-    process.wait(timeout=300)
-    if not partial.is_file():
-        return None
-    partial.replace(path)
-    class_archive.record(path)
-    class_archive.prune()
-    return path
 
 
 def s3a_settings(config: dict[str, str] | None = None) -> dict[str, str]:
