@@ -219,10 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         return 2
     path = archive_classes()
-    print(f"[panes] the driver's class archive: {path or 'none (no java found)'}", file=sys.stderr)
+    print(f"[panes] the driver's class archive: {path or 'none (no java here, or this process does not start its own JVM)'}", file=sys.stderr)
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
-
