@@ -32,8 +32,8 @@ def cache() -> Path:
 
 def _java() -> Path | None:
     """The ``java`` spark-submit runs: ``$JAVA_HOME/bin/java``, else the first on the PATH."""
-    home = os.environ.get("JAVA_HOME")
-    found = Path(home, "bin", "java") if home else (Path(shutil.which("java")) if shutil.which("java") else None)
+    home, on_path = os.environ.get("JAVA_HOME"), shutil.which("java")
+    found = Path(home, "bin", "java") if home else Path(on_path) if on_path else None
     return found.resolve() if found and found.exists() else None
 
 

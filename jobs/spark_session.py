@@ -81,33 +81,27 @@ def with_class_archive(config: dict[str, str]) -> dict[str, str]:
 
 
 def archive_classes() -> Path | None:
-    """Build the class archive of the default driver (``jobs.class_archive``): start it as
-    ``get_spark`` would, write and read a small Delta table with a window query (the classes a
-    job loads), and let its JVM dump them as it exits. Returns its path (None without ``java``)."""
-    config = with_jvm_packages(local_python({**SPARK_DEFAULTS, "spark.master": "local[1]",
-                                              "spark.ui.enabled": "false"}))
-    path = class_archive.archive_path(config["spark.driver.extraClassPath"])
-    if path is None:
+    """Build the class archive of the default driver (``jobs.class_archive``): start it with
+    ``get_spark``, write and read a small Delta table with a window query (the classes a job
+    loads), and let its JVM dump them as it exits. Returns its path (None without ``java``, or
+    where this process does not start the JVM)."""
+    path = class_archive.archive_path(with_jvm_packages({})["spark.driver.extraClassPath"])
+    if path is None or (not path.is_file() and not starts_a_jvm()):
         return None
     if not path.is_file():
-        if not starts_a_jvm():
-            return None
-        _dump_classes(config, path)
+        _dump_classes(path)
     if path.is_file():
         class_archive.record(path)
     class_archive.prune()
     return path if path.is_file() else None
 
 
-def _dump_classes(config: dict[str, str], path: Path) -> None:
+def _dump_classes(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.partial")  # two setups at once each write their own
-    config = {**config, "spark.driver.extraJavaOptions": f"{config.get('spark.driver.extraJavaOptions', '')} "
-                                                         f"{class_archive.dump_options(partial)}".strip()}
-    builder = SparkSession.builder
-    for key, value in config.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    spark = get_spark({"spark.master": "local[1]", "spark.ui.enabled": "false",
+                       "spark.driver.extraJavaOptions": f"{SPARK_DEFAULTS['spark.driver.extraJavaOptions']} "
+                                                        f"{class_archive.dump_options(partial)}"})
     with tempfile.TemporaryDirectory() as scratch:
         table = str(Path(scratch, "t"))
         spark.sql("select id % 7 as key, id as value, current_date() as day from range(1000)") \
