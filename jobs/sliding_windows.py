@@ -26,6 +26,7 @@ keys combined (``with_all_keys``); ``final`` emission repeats a key's state at e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, date, timedelta
 from functools import reduce
@@ -41,6 +42,7 @@ from jobs.tables import (
     DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT,
     day_filter, declared_columns, frame_stamp, partial_columns, written_together,
 )
+from jobs.window_grid import Windows, floor_to
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
@@ -84,24 +86,6 @@ def _over(aggregate: Column, window: WindowSpec | None) -> Column:
     return aggregate if window is None else aggregate.over(window)
 
 
-def _ceil_to_grid(seconds: Column, spec: WindowSpec) -> Column:
-    """``WindowSpec.end_at_or_after`` as a Spark expression."""
-    return seconds + F.pmod(F.lit(spec.end_offset) - seconds, F.lit(spec.slide))
-
-
-def _floor_to(seconds: Column, size: int) -> Column:
-    return seconds - F.pmod(seconds, F.lit(size))
-
-
-def window_start_of(end: Column, spec: WindowSpec) -> Column:
-    """``WindowSpec.window_start`` as a Spark expression: ``end - length``, or a cumulating
-    window's period start."""
-    if spec.cumulating:
-        before = end - spec.step
-        return before - F.pmod(before - F.lit(spec.offset), F.lit(spec.length))
-    return end - spec.length
-
-
 def _seconds(column: str = "frame_start") -> Column:
     return F.unix_seconds(F.col(column))
 
@@ -114,7 +98,7 @@ def _utc_date(seconds: Column) -> Column:
     """The UTC date of an instant in epoch seconds, as whole days since 1970: ``to_date`` of a
     timestamp takes each row through java.time's zone rules (4 percent of the sliding job's
     samples in a profile), the same answer in UTC."""
-    return F.date_from_unix_date((_floor_to(seconds, DAY_SECONDS) / DAY_SECONDS).cast("int"))
+    return F.date_from_unix_date((floor_to(seconds, DAY_SECONDS) / DAY_SECONDS).cast("int"))
 
 
 def _utc_midnight(day: Column) -> Column:
@@ -139,36 +123,38 @@ def with_all_keys(frames: DataFrame, config: PipelineConfig, *by: str) -> DataFr
 # -- invertible aggregations: a running sum of entering and leaving deltas ------------------------
 
 
-def frame_deltas(frames: DataFrame, spec: WindowSpec, config: PipelineConfig,
-                 after: int, stop: int) -> DataFrame:
+def frame_deltas(frames: DataFrame, windows: Windows, config: PipelineConfig, after: Column,
+                 stop: int) -> DataFrame:
     """``+state`` at each frame's enter end, ``-state`` at its leave end, for ends in (after, stop).
 
-    One pass over the frames emits both deltas of a frame (``inline`` of a two-element array),
-    so the frames are read once and never cached. ``entering`` counts the frames entering at an
-    end.
+    One pass over the frames (each tagged with its ``window``) emits both deltas of a frame
+    (``inline`` of a two-element array), so the frames are read once and never cached.
+    ``entering`` counts the frames entering at an end.
 
     A cumulating window's frames leave together, at the first end of the next period: those
     deltas are ``period_leaves``, one per key and period, and the frames give only ``+state``.
     """
     state = state_columns(config)
-    f = _seconds()
-    enter = F.struct(_ceil_to_grid(f + spec.bucket, spec).alias("end"), *[F.col(c).alias(c) for c in state],
+    f, bucket = _seconds(), windows.param(lambda s: s.bucket)
+    enter = F.struct(windows.end_at_or_after(f + bucket).alias("end"), *[F.col(c).alias(c) for c in state],
                      F.lit(1).alias("entering"))
-    leave = F.struct(_ceil_to_grid(f + spec.length + spec.bucket, spec).alias("end"),
+    leave = F.struct(windows.end_at_or_after(f + windows.param(lambda s: s.length) + bucket).alias("end"),
                      *negated_state(config), F.lit(0).alias("entering"))
-    both = F.array(enter) if spec.cumulating else F.array(enter, leave)
-    return (frames.select("key", F.inline(both))
+    both = windows.choose(lambda s: s.cumulating, lambda: F.array(enter), lambda: F.array(enter, leave))
+    return (frames.select("window", "key", F.inline(both))
             .where((F.col("end") > after) & (F.col("end") < stop)))
 
 
-def period_leaves(entering: DataFrame, spec: WindowSpec, config: PipelineConfig, stop: int) -> DataFrame:
+def period_leaves(entering: DataFrame, windows: Windows, config: PipelineConfig, stop: int) -> DataFrame:
     """A cumulating window starts again each period: ``-state`` of the whole period (the
     baseline's state where the period began before the run, plus the frames entering since) at
     the period's restart, the first end of the next period. One row per key and period, from the
     rows the running sum reads anyway, so no frame of an earlier day is read to deduct it."""
-    restart = window_start_of(F.col("end"), spec) + spec.length + spec.step
-    return (entering.groupBy("key", restart.alias("end")).agg(*merged_state(config))
-            .where(F.col("end") < stop).select("key", "end", *negated_state(config), F.lit(0).alias("entering")))
+    restart = (windows.window_start_of(F.col("end")) + windows.param(lambda s: s.length)
+               + windows.param(lambda s: s.step))
+    return (entering.groupBy("window", "key", restart.alias("end")).agg(*merged_state(config))
+            .where(F.col("end") < stop).select("window", "key", "end", *negated_state(config),
+                                               F.lit(0).alias("entering")))
 
 
 KEY_HASH = "key_hash"  # the high 32 bits of xxhash64(key): the running sum's first sort column
@@ -178,21 +164,24 @@ def with_key_hash(deltas: DataFrame) -> DataFrame:
     return deltas.withColumn(KEY_HASH, F.shiftright(F.xxhash64("key"), 32))
 
 
-def presorted_by_key(deltas: DataFrame, after: int) -> DataFrame:
+def presorted_by_key(deltas: DataFrame, windows: Windows, after: Column) -> DataFrame:
     """The deltas clustered on key and, within each task, in the running sum's order already.
 
     Spark's radix sort serves only a sort on one column whose 8-byte prefix is its whole value,
     so the Window's own sort on (key, end) runs comparisons: 29 percent of the sliding job's
     samples in a JFR profile at 10^7 events (``bench.profile``). Sorting first on one long,
-    ``(key_hash << 32) + (end - after)``, is a radix sort, and the Window's sort on
-    (key_hash, key, end) then finds its input in order: one run of TimSort. Exact whatever the
-    hash: two keys sharing one only leave the Window's sort a few rows to move, which it still
-    does. Ends lie after ``after`` (the baseline's end) within the run. The sliding job's rows
-    into the ``noop`` sink, interleaved, best of 5: 1.17x faster at 10^7 events, 1.09x at 10^6,
-    level at 10^4 (``bench/variants.py``, since removed, reran the comparison: git log).
+    ``(key_hash << 32) + (place << 27) + (end - after)``, is a radix sort, and the Window's sort
+    on (key_hash, window, key, end) then finds its input in order: one run of TimSort. ``place``
+    is the window's among the run's, in the Window's order; ends lie after ``after`` (the
+    baseline's end) within the run, less than 2**27 s (four years) later. Exact whatever the hash,
+    the places and the run's length: out-of-order rows only leave the Window's sort some rows to
+    move, which it still does. The sliding job's rows into the ``noop`` sink, interleaved, best
+    of 5: 1.17x faster at 10^7 events, 1.09x at 10^6, level at 10^4 (``bench/variants.py``, since removed, reran the comparison: git log).
     """
-    return (with_key_hash(deltas).repartition(KEY_HASH, "key")
-            .sortWithinPartitions(F.shiftleft(F.col(KEY_HASH), 32) + (F.col("end") - F.lit(after))))
+    place = {name: i for i, name in enumerate(sorted(windows.names))}
+    order = (F.shiftleft(F.col(KEY_HASH), 32) + F.shiftleft(windows.param(lambda s: place[s.name]), 27)
+             + (F.col("end") - after))
+    return with_key_hash(deltas).repartition(KEY_HASH, "window", "key").sortWithinPartitions(order)
 
 
 def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
@@ -211,11 +200,11 @@ def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
     end's minus the deltas at it), and ``next_end`` (the row after an end's last is the first
     of the key's next end).
     """
-    by_key = Window.partitionBy(KEY_HASH, "key").orderBy("end")
+    by_key = Window.partitionBy(KEY_HASH, "window", "key").orderBy("end")
     upto, at = (by_key.rangeBetween(Window.unboundedPreceding, Window.currentRow),
                 by_key.rangeBetween(Window.currentRow, Window.currentRow))
     state = state_columns(config)
-    running = deltas.select("key", "end", F.sum("entering").over(at).alias("entering"),
+    running = deltas.select("window", "key", "end", F.sum("entering").over(at).alias("entering"),
                             *merged_state(config, upto),
                             *merged_state(config, at, prefix="at_end_")[1:],
                             F.lead("end").over(by_key).alias("next_end"))
@@ -225,21 +214,24 @@ def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
         names = a.field_columns()
         previous += [c.alias(f"previous_{n}") for c, n in zip(
             a.spark_deduct([F.col(n) for n in names], [F.col(f"at_end_{n}") for n in names]), names)]
-    return running.where(last_of_end).select("key", "end", "entering", *state, *previous, "next_end")
+    return running.where(last_of_end).select("window", "key", "end", "entering", *state, *previous, "next_end")
 
 
-def baseline_from_snapshot(snapshot: DataFrame, spec: WindowSpec, config: PipelineConfig,
-                           at: int) -> DataFrame:
-    return snapshot.where(F.col("window") == spec.name).select(
-        "key", F.lit(at).cast("long").alias("end"), *state_columns(config), F.lit(0).alias("entering"))
+def baseline_from_snapshot(snapshot: DataFrame, windows: Windows, config: PipelineConfig,
+                           after: Column) -> DataFrame:
+    return snapshot.where(windows.filter()).select(
+        "window", "key", after.alias("end"), *state_columns(config), F.lit(0).alias("entering"))
 
 
-def baseline_from_frames(frames: DataFrame, spec: WindowSpec, config: PipelineConfig, at: int) -> DataFrame:
-    """Bootstrap: fold the frames of the window ending at ``at`` (only when no snapshot exists)."""
+def baseline_from_frames(frames: DataFrame, windows: Windows, config: PipelineConfig,
+                         plans: dict[str, _Plan]) -> DataFrame:
+    """Bootstrap: fold the frames of the window ending at each window's ``after`` (only where no
+    snapshot holds its state); ``frames`` are tagged with their window."""
     f = _seconds()
-    inside = frames.where((f >= spec.window_start(at)) & (f < at))
-    return inside.groupBy("key").agg(*merged_state(config)).select(
-        "key", F.lit(at).cast("long").alias("end"), *state_columns(config), F.lit(0).alias("entering"))
+    start, at = windows.param(lambda s: plans[s.name].baseline_window[0]), windows.param(lambda s: plans[s.name].after)
+    inside = frames.where((f >= start) & (f < at))
+    return inside.groupBy("window", "key").agg(*merged_state(config)).select(
+        "window", "key", at.alias("end"), *state_columns(config), F.lit(0).alias("entering"))
 
 
 # -- non-invertible aggregations: exact over hierarchical frames ----------------------------------
@@ -247,7 +239,7 @@ def baseline_from_frames(frames: DataFrame, spec: WindowSpec, config: PipelineCo
 
 def _running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column], most_frames: int) -> DataFrame:
     """Each query row's merge of the frame rows before it in ``order`` within its (key, tile),
-    which holds at most ``most_frames`` frame rows (``frames_per_tile``).
+    which holds at most ``most_frames`` frame rows (``frames_per_tile``), per window.
 
     Three ways, by what Spark can merge incrementally over a growing window frame:
     - a window aggregate (``spark_merge`` over the frame: sums, min/max, sketch unions);
@@ -260,11 +252,11 @@ def _running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column],
       (``prefix_merged``, frame rows before query rows), and each query row takes the last
       frame row's before it.
     """
-    window = Window.partitionBy("key", "tile").orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)
+    window = Window.partitionBy("window", "key", "tile").orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)
     aggregations = [a for a in config.aggregations if not a.invertible]
     scanned = merged_in_passes(aggregations)
     if scanned:
-        rows = prefix_merged(rows, scanned, ["key", "tile"], [F.col("is_query").asc(), *order], most_frames)
+        rows = prefix_merged(rows, scanned, ["window", "key", "tile"], [F.col("is_query").asc(), *order], most_frames)
     listed = {a.name for a in aggregations if a.spark_elements([F.col(c) for c in a.field_columns()]) is not None}
     if listed:  # query rows (null partials) and empty lists keep one row, position null
         lists = [a.field_columns()[0] for a in aggregations if a.name in listed]
@@ -282,78 +274,82 @@ def _running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column],
         else:
             fields = [F.when(first, F.col(c)) if listed else F.col(c) for c in columns]
             merged += [c.alias(n) for c, n in zip(agg.spark_merge(fields, window), columns)]
-    return rows.select("key", "end", "is_query", *merged).where("is_query").drop("is_query")
+    return rows.select("window", "key", "end", "is_query", *merged).where("is_query").drop("is_query")
 
 
-def exact_values(frames: DataFrame, tiles: DataFrame, ends: DataFrame, spec: WindowSpec,
+def _nulls(config: PipelineConfig) -> list[Column]:
+    return [F.lit(None).cast(t).alias(c) for a in config.aggregations if not a.invertible
+            for c, t in zip(a.field_columns(), [x.spark_type for x in a.fields])]
+
+
+def exact_values(frames: DataFrame, tiles: DataFrame, ends: DataFrame, windows: Windows,
                  config: PipelineConfig) -> DataFrame:
-    """Non-invertible partials of the window ending at each (key, end) in ``ends``.
+    """Non-invertible partials of the window ending at each (window, key, end) in ``ends``.
 
     The window ``[t - length, t)`` splits into the suffix of the tile holding its start (frames
     at or after the start), the whole tiles strictly between, and the prefix of the tile holding
     its end (frames before the end): the two stacks of a two-stacks queue (Hirzel et al.), here
     as running aggregates over one tile's frames, and never a refold of the window's frames.
     """
-    size = tile_size(spec)
+    size = windows.param(tile_size)
     fields = partial_columns(config, invertible=False)
     f = _seconds()
-    frame_rows = frames.select("key", f.alias("pos"), _floor_to(f, size).alias("tile"), *fields,
+    frame_rows = frames.select("window", "key", f.alias("pos"), floor_to(f, size).alias("tile"), *fields,
                                F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
-    nulls = [F.lit(None).cast(t).alias(c) for a in config.aggregations if not a.invertible
-             for c, t in zip(a.field_columns(), [x.spark_type for x in a.fields])]
-    start = F.col("end") - spec.length
+    start = F.col("end") - windows.param(lambda s: s.length)
 
     # suffix of the start's tile: frames with f >= start, so frames sort before the query on ties
-    head_queries = ends.select("key", start.alias("pos"), _floor_to(start, size).alias("tile"), *nulls,
-                               F.lit(True).alias("is_query"), "end")
+    head_queries = ends.select("window", "key", start.alias("pos"), floor_to(start, size).alias("tile"),
+                               *_nulls(config), F.lit(True).alias("is_query"), "end")
     most_frames = frames_per_tile(frame_rows, config)
     head = _running_merge(frame_rows.unionByName(head_queries), config,
                           [F.col("pos").desc(), F.col("is_query").asc()], most_frames)
     # prefix of the end's tile: frames with f < end, so the query sorts before frames on ties
-    tail_queries = ends.select("key", F.col("end").alias("pos"), _floor_to(F.col("end"), size).alias("tile"),
-                               *nulls, F.lit(True).alias("is_query"), "end")
+    tail_queries = ends.select("window", "key", F.col("end").alias("pos"), floor_to(F.col("end"), size).alias("tile"),
+                               *_nulls(config), F.lit(True).alias("is_query"), "end")
     tail = _running_merge(frame_rows.unionByName(tail_queries), config,
                           [F.col("pos").asc(), F.col("is_query").desc()], most_frames)
     # whole tiles strictly between: evaluated once per key and tile span, not per end
-    spans = ends.select("key", "end", (_floor_to(start, size) + size).alias("lo"), _floor_to(F.col("end"), size).alias("hi"))
-    distinct_spans = spans.select("key", "lo", "hi").distinct()
-    inside = distinct_spans.join(tiles, (distinct_spans.key == tiles.key) & (tiles.tile >= distinct_spans.lo)
-                                 & (tiles.tile < distinct_spans.hi)).select(distinct_spans.key, "lo", "hi", *fields)
-    per_span = merge_non_invertible(inside, config, "key", "lo", "hi")
-    middle = spans.join(per_span, ["key", "lo", "hi"]).select("key", "end", *fields)
-    return merge_non_invertible(head.unionByName(tail).unionByName(middle), config, "key", "end")
+    spans = ends.select("window", "key", "end", (floor_to(start, size) + size).alias("lo"),
+                        floor_to(F.col("end"), size).alias("hi"))
+    distinct_spans = spans.select("window", "key", "lo", "hi").distinct()
+    inside = distinct_spans.join(tiles, (distinct_spans.window == tiles.window) & (distinct_spans.key == tiles.key)
+                                 & (tiles.tile >= distinct_spans.lo) & (tiles.tile < distinct_spans.hi)
+                                 ).select(distinct_spans.window, distinct_spans.key, "lo", "hi", *fields)
+    per_span = merge_non_invertible(inside, config, "window", "key", "lo", "hi")
+    middle = spans.join(per_span, ["window", "key", "lo", "hi"]).select("window", "key", "end", *fields)
+    return merge_non_invertible(head.unionByName(tail).unionByName(middle), config, "window", "key", "end")
 
 
-def exact_cumulating_values(frames: DataFrame, tiles: DataFrame | None, ends: DataFrame, spec: WindowSpec,
+def exact_cumulating_values(frames: DataFrame, tiles: DataFrame | None, ends: DataFrame, windows: Windows,
                             config: PipelineConfig) -> DataFrame:
-    """Non-invertible partials of a cumulating window at each (key, end): a running merge of
-    the frames (and whole-day ``tiles``, where the plan reads them: ``_Plan``) of the end's
-    period before the end (a frame or tile sorts after a query at its own position; a tile
+    """Non-invertible partials of a cumulating window at each (window, key, end): a running
+    merge of the frames (and whole-day ``tiles``, where the plan reads them: ``_Plan``) of the
+    end's period before the end (a frame or tile sorts after a query at its own position; a tile
     lies wholly before every end of the run), one Window over the period's frames and never a
     refold per end. Day tiles keep a long period's read to its whole days' tiles plus the frames
     of at most two partial days, whatever the length."""
     fields = partial_columns(config, invertible=False)
+    step = windows.param(lambda s: s.step)
     f = _seconds()
-    frame_rows = frames.select("key", f.alias("pos"), window_start_of(f + spec.step, spec).alias("tile"), *fields,
-                               F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
+    frame_rows = frames.select("window", "key", f.alias("pos"), windows.window_start_of(f + step).alias("tile"),
+                               *fields, F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
     if tiles is not None:
         at = F.col("tile")
         frame_rows = frame_rows.unionByName(tiles.select(
-            "key", at.alias("pos"), window_start_of(at + spec.step, spec).alias("tile"), *fields,
+            "window", "key", at.alias("pos"), windows.window_start_of(at + step).alias("tile"), *fields,
             F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end")))
-    nulls = [F.lit(None).cast(t).alias(c) for a in config.aggregations if not a.invertible
-             for c, t in zip(a.field_columns(), [x.spark_type for x in a.fields])]
-    queries = ends.select("key", F.col("end").alias("pos"), window_start_of(F.col("end"), spec).alias("tile"),
-                          *nulls, F.lit(True).alias("is_query"), "end")
+    queries = ends.select("window", "key", F.col("end").alias("pos"), windows.window_start_of(F.col("end")).alias("tile"),
+                          *_nulls(config), F.lit(True).alias("is_query"), "end")
     # a period's frame rows: its frames and the whole-day tiles read for the days they do not cover
     merged = _running_merge(frame_rows.unionByName(queries), config, [F.col("pos").asc(), F.col("is_query").desc()],
                             frames_per_tile(frame_rows, config))
-    return merge_non_invertible(merged, config, "key", "end")
+    return merge_non_invertible(merged, config, "window", "key", "end")
 
 
 def frames_per_tile(frame_rows: DataFrame, config: PipelineConfig) -> int:
     """The most frame rows of one (key, tile), counted only where a partial merges in passes."""
-    return most_rows_of(frame_rows, "key", "tile") if merged_in_passes(config.aggregations) else 0
+    return most_rows_of(frame_rows, "window", "key", "tile") if merged_in_passes(config.aggregations) else 0
 
 
 def merge_non_invertible(rows: DataFrame, config: PipelineConfig, *by: str) -> DataFrame:
@@ -365,10 +361,10 @@ def merge_non_invertible(rows: DataFrame, config: PipelineConfig, *by: str) -> D
     return rows.groupBy(*by).agg(*merged)
 
 
-def tiles_of(frames: DataFrame, spec: WindowSpec, config: PipelineConfig) -> DataFrame:
+def tiles_of(frames: DataFrame, windows: Windows, config: PipelineConfig) -> DataFrame:
     """Tiles smaller than a day, merged from frames the job reads anyway."""
-    size = tile_size(spec)
-    return merge_non_invertible(frames.withColumn("tile", _floor_to(_seconds(), size)), config, "key", "tile")
+    tiled = frames.withColumn("tile", floor_to(_seconds(), windows.param(tile_size)))
+    return merge_non_invertible(tiled, config, "window", "key", "tile")
 
 
 # -- change points and snapshots ------------------------------------------------------------------
@@ -386,7 +382,7 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     ``date``/``until``: the day of an end (the baseline's end counts as the first day) and, on
     the day's last end, the last day its state holds before the key's next change.
     """
-    by_key = Window.partitionBy("key").orderBy("end")
+    by_key = Window.partitionBy("window", "key").orderBy("end")
 
     def previous(a: Aggregation) -> Column:
         if a.invertible:
@@ -408,7 +404,7 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     return values.select("*", *marks).drop(*handed_on)
 
 
-def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, after: int, last_end: int) -> DataFrame:
+def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plans: dict[str, _Plan]) -> DataFrame:
     """Both tables' rows of one window from one pass over its marks, tagged by ``TABLE_COLUMN``.
 
     ``window_changes``: the change points, or for ``final`` emission one row per key and window
@@ -427,14 +423,16 @@ def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, afte
     elements are longs for both tables: ends in epoch seconds, or days since 1970.
     """
     end, is_change = F.col("end"), F.col(TABLE_COLUMN) == WINDOW_CHANGES.name
-    if spec.emit == "final":  # every end from this one to the key's next, within the run
-        first, last = F.greatest(end, F.lit(after + spec.slide)), F.coalesce(F.col("next_end") - spec.slide,
-                                                                              F.lit(last_end))
-        emitted = (F.col("event_count") > 0) & (first <= last)
-        change_ends = F.sequence(first, last, F.lit(spec.slide))
-    else:
-        emitted = (end > after) & F.col("changed")
-        change_ends = F.array(end)
+    slide, after = windows.param(lambda s: s.slide), windows.param(lambda s: plans[s.name].after)
+    # ``final``: every end from this one to the key's next, within the run
+    first = F.greatest(end, after + slide)
+    last = F.coalesce(F.col("next_end") - slide, windows.param(lambda s: plans[s.name].last_end))
+    def final(s: WindowSpec) -> bool:
+        return s.emit == "final"
+
+    emitted = windows.choose(final, lambda: (F.col("event_count") > 0) & (first <= last),
+                             lambda: (end > after) & F.col("changed"))
+    change_ends = windows.choose(final, lambda: F.sequence(first, last, slide), lambda: F.array(end))
     held = F.col("until").isNotNull() & (F.col("event_count") > 0)
     tagged = (marked.select("*", F.explode(F.array(F.lit(WINDOW_CHANGES.name), F.lit(WINDOW_SNAPSHOT.name)))
                             .alias(TABLE_COLUMN))
@@ -443,11 +441,11 @@ def table_rows(marked: DataFrame, spec: WindowSpec, config: PipelineConfig, afte
         F.sequence(F.unix_date("date").cast("long"), F.unix_date("until").cast("long")))).alias("at"))
     at = F.col("at")
     day = F.when(is_change, _utc_date(at)).otherwise(F.date_from_unix_date(at.cast("int")))
-    as_of = _ceil_to_grid(_utc_midnight(day) + DAY_SECONDS, spec) - spec.slide
+    as_of = windows.end_at_or_after(_utc_midnight(day) + DAY_SECONDS) - slide
     return days.select(
         "key",
-        F.lit(spec.name).alias("window"),
-        _timestamp(window_start_of(F.when(is_change, at).otherwise(as_of), spec)).alias("window_start"),
+        "window",
+        _timestamp(windows.window_start_of(F.when(is_change, at).otherwise(as_of))).alias("window_start"),
         F.when(is_change, _timestamp(at)).alias("window_end"),
         F.when(~is_change, _timestamp(as_of)).alias("as_of"),
         "event_count",
@@ -650,21 +648,68 @@ def read_snapshot(spark: SparkSession, lakehouse: str, day: date, windows: set[s
 # -- the job --------------------------------------------------------------------------------------
 
 
-def window_values(frames: DataFrame, baseline: DataFrame, tiles: DataFrame | None, spec: WindowSpec,
-                  config: PipelineConfig, plan: _Plan) -> DataFrame:
-    """Every aggregation's finished value at each end where a key's window can change."""
-    deltas = frame_deltas(frames.where(_in_ranges(_seconds(), plan.delta_ranges)), spec, config,
-                          plan.after, plan.stop).unionByName(baseline)
-    if spec.cumulating:
-        deltas = deltas.unionByName(period_leaves(deltas, spec, config, plan.stop))
-    running = with_running_state(presorted_by_key(deltas, plan.after), config)
-    if plan.exact_ranges:
-        exact_frames = frames.where(_in_ranges(_seconds(), plan.exact_ranges))
-        if spec.cumulating:
-            exact = exact_cumulating_values(exact_frames, tiles, running.select("key", "end"), spec, config)
-        else:
-            exact = exact_values(exact_frames, tiles, running.select("key", "end"), spec, config)
-        running = running.join(exact, ["key", "end"], "left")
+class _Inputs:
+    """What a run reads, per window: its frames (a non-keyed window's of all keys combined:
+    ``with_all_keys``) within the ranges a step needs, and its tiles, each row tagged with its
+    ``window``, so that one plan serves all windows (``jobs.window_grid``)."""
+
+    def __init__(self, spark: SparkSession, lakehouse: str, frames: DataFrame, config: PipelineConfig,
+                 plans: dict[str, _Plan], clock: str) -> None:
+        self.spark, self.lakehouse, self.config, self.plans, self.clock = spark, lakehouse, config, plans, clock
+        self.frames = {True: frames}
+        if any(not s.keyed for s in config.windows):
+            self.frames[False] = with_all_keys(frames, config, "frame_start", "event_date")
+        self.columns = ["key", "frame_start", *state_columns(config), *partial_columns(config, invertible=False)]
+
+    def frames_of(self, windows: Windows, ranges: Callable[[WindowSpec], list[tuple[int, int]]]) -> DataFrame:
+        return reduce(DataFrame.unionByName, [
+            self.frames[s.keyed].where(_in_ranges(_seconds(), ranges(s))).select(F.lit(s.name).alias("window"),
+                                                                                 *self.columns)
+            for s in windows.specs])
+
+    def tiles_of(self, windows: Windows) -> DataFrame | None:
+        """Each window's tiles for its exact values: whole days (``daily_partials``) where its plan
+        reads them, else (a sliding window) tiles merged from its frames, or none."""
+        fields = ["window", "key", "tile", *partial_columns(self.config, invertible=False)]
+        by_day = windows.where(lambda s: bool(self.plans[s.name].tile_days))
+        parts = []
+        if by_day:
+            days = sorted({d for s in by_day.specs for d in self.plans[s.name].tile_days})
+            tiles = {True: _read_day_tiles(self.spark, self.lakehouse, days, self.config, self.clock)}
+            if any(not s.keyed for s in by_day.specs):
+                tiles[False] = with_all_keys(tiles[True], self.config, "tile", "event_date")
+            for s in by_day.specs:
+                midnights = [day_start(date.fromisoformat(d)) for d in self.plans[s.name].tile_days]
+                parts.append(tiles[s.keyed].where(F.col("tile").isin(midnights))
+                             .select(F.lit(s.name).alias("window"), *fields[1:]))
+        from_frames = windows.where(lambda s: not self.plans[s.name].tile_days and not s.cumulating)
+        if from_frames:
+            frames = self.frames_of(from_frames, lambda s: self.plans[s.name].exact_ranges)
+            parts.append(tiles_of(frames, from_frames, self.config).select(*fields))
+        return reduce(DataFrame.unionByName, parts) if parts else None
+
+
+def window_values(inputs: _Inputs, baseline: DataFrame, windows: Windows, stop: int) -> DataFrame:
+    """Every aggregation's finished value at each (window, key, end) where a key's window can change."""
+    plans, config = inputs.plans, inputs.config
+    after = windows.param(lambda s: plans[s.name].after)
+    deltas = frame_deltas(inputs.frames_of(windows, lambda s: plans[s.name].delta_ranges), windows, config,
+                          after, stop).unionByName(baseline)
+    cumulating = windows.where(lambda s: s.cumulating)
+    if cumulating:
+        entering = deltas if cumulating.names == windows.names else deltas.where(cumulating.filter())
+        deltas = deltas.unionByName(period_leaves(entering, cumulating, config, stop))
+    running = with_running_state(presorted_by_key(deltas, windows, after), config)
+    exact = []
+    for is_cumulating, values in ((False, exact_values), (True, exact_cumulating_values)):
+        family = windows.where(lambda s, c=is_cumulating: s.cumulating == c and bool(plans[s.name].exact_ranges))
+        if family:
+            ends = running.select("window", "key", "end")
+            ends = ends if family.names == windows.names else ends.where(family.filter())
+            frames = inputs.frames_of(family, lambda s: plans[s.name].exact_ranges)
+            exact.append(values(frames, inputs.tiles_of(family), ends, family, config))
+    if exact:
+        running = running.join(reduce(DataFrame.unionByName, exact), ["window", "key", "end"], "left")
     return with_finished_values(running, config)
 
 
@@ -672,11 +717,12 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
                     config: PipelineConfig, clock: str = "event") -> tuple[DataFrame | None, dict]:
     """The rows of both tables (``table_rows``) of every configured window, for days ``first .. last``.
 
-    All windows come from one read of the minute partials: the union of the frames each needs
-    (with ``clock="arrival"``, of the frames by arrival time: ``jobs.arrival_frames``). The rows
-    are None for a configuration without sliding windows. ``info["baseline"]`` says per window
-    whether it continued from the snapshot of the day before ``first`` or was bootstrapped;
-    ``info["persisted"]`` lists what the caller unpersists once the rows are written.
+    All windows come from one read of the minute partials, the union of the frames each needs
+    (with ``clock="arrival"``, of the frames by arrival time: ``jobs.arrival_frames``), and go
+    through one plan (``jobs.window_grid``). The rows are None for a configuration without
+    sliding windows. ``info["baseline"]`` says per window whether it continued from the snapshot
+    of the day before ``first`` or was bootstrapped; ``info["persisted"]`` lists what the caller
+    unpersists once the rows are written.
     """
     delta_io.require_stamp(MINUTE_PARTIALS.path(lakehouse), frame_stamp(config))
     if not config.windows:  # only session windows (jobs.session_windows)
@@ -692,36 +738,33 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     read = day_range(first, last) if clock == "arrival" else [date.fromisoformat(d) for d in _days_of(*ranges)]
     require_partials(spark, lakehouse, read, config)
     frames = _read_frames(spark, lakehouse, ranges, config, clock)
-    rows, persisted = [], []
+    persisted = []
     # The daily case (one invertible window continuing from a snapshot) reads the frames once;
     # anything reading them again (a bootstrap, exact values, more windows) reads them cached.
     if len(continued) < len(plans) or len(plans) > 1 or any(p.exact_ranges for p in plans.values()):
         frames = frames.persist()
         persisted.append(frames)
     try:
-        for spec in config.windows:
-            plan = plans[spec.name]
-            spec_frames = frames if spec.keyed else with_all_keys(frames, config, "frame_start", "event_date")
-            if spec.name in continued:
-                baseline = baseline_from_snapshot(previous, spec, config, plan.after)
-            else:
-                baseline = baseline_from_frames(spec_frames, spec, config, plan.after)
-            tiles = None
-            if plan.exact_ranges and plan.tile_days:
-                tiles = _read_day_tiles(spark, lakehouse, plan.tile_days, config, clock)
-                tiles = tiles if spec.keyed else with_all_keys(tiles, config, "tile", "event_date")
-            elif plan.exact_ranges and not spec.cumulating:
-                tiles = tiles_of(spec_frames.where(_in_ranges(_seconds(), plan.exact_ranges)), spec, config)
-            marked = with_emission_marks(window_values(spec_frames, baseline, tiles, spec, config, plan),
-                                         config, first, last)
-            rows.append(table_rows(marked, spec, config, plan.after, plan.last_end))
+        inputs = _Inputs(spark, lakehouse, frames, config, plans, clock)
+        windows = Windows(config.windows)
+        baselines = []
+        if continued:
+            kept = windows.where(lambda s: s.name in continued)
+            baselines.append(baseline_from_snapshot(previous, kept, config, kept.param(lambda s: plans[s.name].after)))
+        bootstrapped = windows.where(lambda s: s.name not in continued)
+        if bootstrapped:
+            at = inputs.frames_of(bootstrapped, lambda s: [plans[s.name].baseline_window])
+            baselines.append(baseline_from_frames(at, bootstrapped, config, plans))
+        stop = day_start(last) + DAY_SECONDS
+        values = window_values(inputs, reduce(DataFrame.unionByName, baselines), windows, stop)
+        rows = table_rows(with_emission_marks(values, config, first, last), windows, config, plans)
     except BaseException:  # the caller unpersists only what it is handed
         for df in persisted:
             df.unpersist()
         raise
     info = {"baseline": {name: "snapshot" if name in continued else "bootstrap" for name in plans},
             "persisted": persisted}
-    return reduce(DataFrame.unionByName, rows), info
+    return rows, info
 
 
 def by_clock(config: PipelineConfig, clock: str) -> PipelineConfig | None:

@@ -122,7 +122,7 @@ def _finished_running_merges(spark, config, partials, ends: dict, most_frames: i
     queries = spark.createDataFrame(list(ends.items()), "pos int, end long")
     union = (partials.select("*", F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
              .unionByName(queries.select("pos", "end", F.lit(True).alias("is_query")), allowMissingColumns=True)
-             .withColumn("key", F.lit("k")).withColumn("tile", F.lit(0)))
+             .withColumn("window", F.lit("w")).withColumn("key", F.lit("k")).withColumn("tile", F.lit(0)))
     merged = _running_merge(union, config, [F.col("pos").asc(), F.col("is_query").asc()], most_frames)
     return {r["end"]: r for r in merged.select("end", *[a.spark_finish([F.col(c) for c in a.field_columns()]).alias(a.name)
                                                          for a in config.aggregations]).collect()}
