@@ -39,6 +39,9 @@ so that day's run still writes it; the state is the same under both emissions.
 Sessions by arrival time (``time: arrival``) run the same way over the frames by arrival time
 (``arrival_partials``, with each frame's first and last arrival time), with the newest arrival
 time as their watermark: processing time runs in order.
+
+All session windows of a run go through one plan, their rows told apart by ``window``
+(``jobs.window_grid``).
 """
 
 from __future__ import annotations
@@ -56,12 +59,12 @@ from jobs.tables import (
     frame_times, partial_columns,
 )
 from jobs.tables import days as day_list
+from jobs.window_grid import Windows
 from windowing_core.config import PipelineConfig
 from windowing_core.sessions import SessionSpec
 
 MICROS = 1_000_000
 DAY_MICROS = 86400 * MICROS
-PIECE = ["key", "first", "last", "event_count"]  # then every partial column
 
 
 def _micros(column: str) -> Column:
@@ -73,20 +76,25 @@ def _date(micros: Column) -> Column:
     return F.date_from_unix_date(((micros - F.pmod(micros, F.lit(DAY_MICROS))) / DAY_MICROS).cast("int"))
 
 
-def _cell_end(micros: Column, spec: SessionSpec) -> Column:
-    size = F.lit(spec.max_length * MICROS)
+def _cut(spec: SessionSpec) -> bool:
+    return spec.max_length is not None
+
+
+def _cell_end(micros: Column, sessions: Windows) -> Column:
+    """The end of the ``max_length`` cell holding an instant (for the sessions that are cut)."""
+    size = sessions.param(lambda s: (s.max_length or s.gap) * MICROS)
     return micros - F.pmod(micros, size) + size
 
 
-def session_end(start: Column, last: Column, spec: SessionSpec) -> Column:
+def session_end(start: Column, last: Column, sessions: Windows) -> Column:
     """``SessionSpec``'s window end: ``last + gap``, cut at the end of ``start``'s cell."""
-    end = last + F.lit(spec.gap * MICROS)
-    return end if spec.max_length is None else F.least(end, _cell_end(start, spec))
+    end = last + sessions.param(lambda s: s.gap * MICROS)
+    return sessions.choose(_cut, lambda: F.least(end, _cell_end(start, sessions)), lambda: end)
 
 
-def _bucket_end(micros: Column, spec: SessionSpec) -> Column:
+def _bucket_end(micros: Column, sessions: Windows) -> Column:
     """The first bucket end after an instant: the end of the frame holding it."""
-    size = F.lit(spec.bucket * MICROS)
+    size = sessions.param(lambda s: s.bucket * MICROS)
     return micros - F.pmod(micros, size) + size
 
 
@@ -98,27 +106,34 @@ def frame_pieces(frames: DataFrame, config: PipelineConfig, clock: str = "event"
 
 
 def state_pieces(state: DataFrame, config: PipelineConfig) -> DataFrame:
-    """A carried open session as one piece: from its first event to its last."""
-    return state.select("key", _micros("window_start").alias("first"), _micros("last_event_time").alias("last"),
-                        "event_count", *partial_columns(config))
+    """A carried open session as one piece of its window: from its first event to its last."""
+    return state.select("window", "key", _micros("window_start").alias("first"),
+                        _micros("last_event_time").alias("last"), "event_count", *partial_columns(config))
 
 
-def with_session_numbers(pieces: DataFrame, spec: SessionSpec) -> DataFrame:
+def pieces_of(frames: dict[str, DataFrame], sessions: Windows) -> DataFrame:
+    """Each session window's pieces: the frame pieces of its clock (``frames`` by ``time``),
+    tagged with its name."""
+    return reduce(DataFrame.unionByName, [frames[s.time].select(F.lit(s.name).alias("window"), "*")
+                                          for s in sessions.specs])
+
+
+def with_session_numbers(pieces: DataFrame, sessions: Windows) -> DataFrame:
     """Number each key's sessions: ``session`` is the running count of pieces that start one.
 
     A key's pieces never overlap in time (frames are disjoint; a carried session ends before
     the run's first day), so ordering by ``first`` orders them by ``last`` too. ``next_first``
     is the first event time of the session's next piece, for the state's last day.
     """
-    by_key = Window.partitionBy("key").orderBy("first")
+    by_key = Window.partitionBy("window", "key").orderBy("first")
     previous = F.lag("last").over(by_key)
-    starts = previous.isNull() | (F.col("first") - previous >= F.lit(spec.gap * MICROS))
-    if spec.max_length is not None:
-        starts = starts | (_cell_end(F.col("first"), spec) != _cell_end(previous, spec))
+    apart = previous.isNull() | (F.col("first") - previous >= sessions.param(lambda s: s.gap * MICROS))
+    starts = sessions.choose(_cut, lambda: apart | (_cell_end(F.col("first"), sessions) != _cell_end(previous, sessions)),
+                             lambda: apart)
     numbered = (pieces.withColumn("starts", starts.cast("long"))
                 .withColumn("session", F.sum("starts").over(by_key.rowsBetween(Window.unboundedPreceding, 0))))
-    return numbered.withColumn("next_first", F.lead("first").over(Window.partitionBy("key", "session").orderBy("first"))
-                               ).drop("starts")
+    next_first = F.lead("first").over(Window.partitionBy("window", "key", "session").orderBy("first"))
+    return numbered.withColumn("next_first", next_first).drop("starts")
 
 
 def _merges(config: PipelineConfig) -> list[Column]:
@@ -138,23 +153,24 @@ def with_sessions_so_far(numbered: DataFrame, config: PipelineConfig) -> DataFra
     piece; a session's pieces have no bound known before the run (a bootstrap reads every
     earlier day), so the largest session's is counted first, one more job only for those
     partials."""
-    running = Window.partitionBy("key", "session").orderBy("first").rowsBetween(Window.unboundedPreceding, 0)
+    by = ["window", "key", "session"]
+    running = Window.partitionBy(*by).orderBy("first").rowsBetween(Window.unboundedPreceding, 0)
     scanned = merged_in_passes(config.aggregations)
     if scanned:
-        numbered = prefix_merged(numbered, scanned, ["key", "session"], [F.col("first")],
-                                 most_rows_of(numbered, "key", "session"))
+        numbered = prefix_merged(numbered, scanned, by, [F.col("first")], most_rows_of(numbered, *by))
     merged = [F.sum("event_count").over(running).alias("event_count")]
     for agg in config.aggregations:
         columns = agg.field_columns()
         merged += ([F.col(c) for c in columns] if agg in scanned else
                    [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns], running), columns)])
-    return numbered.select("key", F.min("first").over(running).alias("start"), "last", "next_first", *merged)
+    return numbered.select("window", "key", F.min("first").over(running).alias("start"), "last", "next_first",
+                           *merged)
 
 
-def _change_rows(rows: DataFrame, spec: SessionSpec, config: PipelineConfig, end: str) -> DataFrame:
+def _change_rows(rows: DataFrame, config: PipelineConfig, end: str) -> DataFrame:
     """``window_changes`` rows from ``start``, ``end`` (microseconds) and finished values."""
     return rows.select(
-        "key", F.lit(spec.name).alias("window"), F.timestamp_micros("start").alias("window_start"),
+        "key", "window", F.timestamp_micros("start").alias("window_start"),
         F.timestamp_micros(end).alias("window_end"), "event_count", *[a.name for a in config.aggregations],
         _date(F.col(end)).alias("date"), F.lit(WINDOW_CHANGES.name).alias(TABLE_COLUMN))
 
@@ -164,42 +180,43 @@ def _on_days(micros: Column, first: date, last: date) -> Column:
 
 
 def _sessions(numbered: DataFrame, config: PipelineConfig) -> DataFrame:
-    return numbered.groupBy("key", "session").agg(F.min("first").alias("start"), F.max("last").alias("last"),
+    return numbered.groupBy("window", "key", "session").agg(F.min("first").alias("start"), F.max("last").alias("last"),
                                                   *_merges(config))
 
 
-def closed_sessions(numbered: DataFrame, spec: SessionSpec, config: PipelineConfig, first: date, last: date,
-                    watermark: int | None) -> DataFrame:
+def closed_sessions(numbered: DataFrame, sessions: Windows, config: PipelineConfig, first: date, last: date,
+                    watermarks: dict[str, int | None]) -> DataFrame:
     """``emit: final`` rows: each session whose end lies on ``first .. last`` and is at or
-    behind the watermark (microseconds; None: no events, nothing closed)."""
-    end = session_end(F.col("start"), F.col("last"), spec)
+    behind the watermark of its clock (microseconds; None: no events, nothing closed)."""
+    end = session_end(F.col("start"), F.col("last"), sessions)
+    watermark = sessions.param(lambda s: watermarks[s.time] if watermarks[s.time] is not None else -(2 ** 62))
     closed = (_sessions(numbered, config).withColumn("end", end)
-              .where(_on_days(F.col("end"), first, last)
-                     & (F.col("end") <= F.lit(watermark if watermark is not None else -(2 ** 62)))))
-    return _change_rows(with_finished_values(closed, config), spec, config, "end")
+              .where(_on_days(F.col("end"), first, last) & (F.col("end") <= watermark)))
+    return _change_rows(with_finished_values(closed, config), config, "end")
 
 
-def session_changes(numbered: DataFrame, spec: SessionSpec, config: PipelineConfig, first: date,
+def session_changes(numbered: DataFrame, sessions: Windows, config: PipelineConfig, first: date,
                     last: date) -> DataFrame:
     """``emit: changes`` rows on days ``first .. last``: the session so far at the end of each
     piece's last frame (a running merge over the session's pieces, as the carried state is),
     and the step back to empty at the first bucket end after each session's end, unless the
     key's next session starts in the frame holding that end (its first change is then there)."""
     so_far = with_sessions_so_far(numbered, config).select(
-        "key", "start", _bucket_end(F.col("last"), spec).alias("at"), "event_count", *partial_columns(config))
+        "window", "key", "start", _bucket_end(F.col("last"), sessions).alias("at"), "event_count",
+        *partial_columns(config))
     joins = with_finished_values(so_far.where(_on_days(F.col("at"), first, last)), config)
-    sessions = numbered.groupBy("key", "session").agg(F.min("first").alias("start"), F.max("last").alias("last"))
-    step_back = _bucket_end(session_end(F.col("start"), F.col("last"), spec), spec)
-    next_start = F.lead("start").over(Window.partitionBy("key").orderBy("start"))
+    spans = numbered.groupBy("window", "key", "session").agg(F.min("first").alias("start"), F.max("last").alias("last"))
+    step_back = _bucket_end(session_end(F.col("start"), F.col("last"), sessions), sessions)
+    next_start = F.lead("start").over(Window.partitionBy("window", "key").orderBy("start"))
     empty = [a.spark_empty_value().alias(a.name) for a in config.aggregations]
-    closes = (sessions.select("key", "start", step_back.alias("at"), next_start.alias("next_start"))
+    closes = (spans.select("window", "key", "start", step_back.alias("at"), next_start.alias("next_start"))
               .where(_on_days(F.col("at"), first, last)
-                     & (F.col("next_start").isNull() | (_bucket_end(F.col("next_start"), spec) != F.col("at"))))
-              .select("key", "start", "at", F.lit(0).cast("long").alias("event_count"), *empty))
-    return _change_rows(joins, spec, config, "at").unionByName(_change_rows(closes, spec, config, "at"))
+                     & (F.col("next_start").isNull() | (_bucket_end(F.col("next_start"), sessions) != F.col("at"))))
+              .select("window", "key", "start", "at", F.lit(0).cast("long").alias("event_count"), *empty))
+    return _change_rows(joins, config, "at").unionByName(_change_rows(closes, config, "at"))
 
 
-def open_sessions(numbered: DataFrame, spec: SessionSpec, config: PipelineConfig, first: date,
+def open_sessions(numbered: DataFrame, sessions: Windows, config: PipelineConfig, first: date,
                   last: date) -> DataFrame:
     """``session_state`` rows: per key and day of ``first .. last``, its sessions not yet
     emitted at the day's end, with their partials so far.
@@ -212,24 +229,31 @@ def open_sessions(numbered: DataFrame, spec: SessionSpec, config: PipelineConfig
     the day it ends on: its row belongs to that day's partition, which reads none of its frames.
     """
     states = with_sessions_so_far(numbered, config)
-    end = session_end(F.col("start"), F.col("last"), spec)
+    end = session_end(F.col("start"), F.col("last"), sessions)
     since = F.greatest(_date(F.col("last")), F.lit(first))
-    until = F.least(F.lit(last), F.date_sub(_date(_bucket_end(end, spec)), 1),
+    until = F.least(F.lit(last), F.date_sub(_date(_bucket_end(end, sessions)), 1),
                     F.date_sub(_date(F.col("next_first")), 1))
     return states.where(since <= until).select(
-        "key", F.lit(spec.name).alias("window"), F.timestamp_micros("start").alias("window_start"),
+        "key", "window", F.timestamp_micros("start").alias("window_start"),
         F.timestamp_micros("last").alias("last_event_time"), "event_count", *partial_columns(config),
-        F.lit(spec.gap).cast("long").alias("gap_seconds"),
-        F.lit(spec.max_length).cast("long").alias("max_length_seconds"), F.lit(spec.time).alias("time"),
-        F.explode(F.sequence(since, until)).alias("date"), F.lit(SESSION_STATE.name).alias(TABLE_COLUMN))
+        *_definition(sessions), F.explode(F.sequence(since, until)).alias("date"),
+        F.lit(SESSION_STATE.name).alias(TABLE_COLUMN))
 
 
-def day_marks(spark: SparkSession, spec: SessionSpec, first: date, last: date) -> DataFrame:
-    """One null-key row per day: this day's state of the window was materialised (even empty)."""
-    return spark.createDataFrame([(spec.name, day) for day in day_list(first, last)], "window string, date date").select(
-        F.lit(None).cast("string").alias("key"), "window", F.lit(0).cast("long").alias("event_count"),
-        F.lit(spec.gap).cast("long").alias("gap_seconds"), F.lit(spec.max_length).cast("long").alias("max_length_seconds"),
-        F.lit(spec.time).alias("time"), "date", F.lit(SESSION_STATE.name).alias(TABLE_COLUMN))
+def _definition(sessions: Windows) -> list[Column]:
+    """What a state row says of its window's definition, for the next day to check."""
+    return [sessions.param(lambda s: s.gap).alias("gap_seconds"),
+            sessions.param(lambda s: s.max_length).alias("max_length_seconds"),
+            sessions.param(lambda s: s.time).alias("time")]
+
+
+def day_marks(spark: SparkSession, sessions: Windows, first: date, last: date) -> DataFrame:
+    """One null-key row per window and day: this day's state of the window was materialised
+    (even empty)."""
+    marks = spark.createDataFrame([(name, day) for name in sessions.names for day in day_list(first, last)],
+                                  "window string, date date")
+    return marks.select(F.lit(None).cast("string").alias("key"), "window", F.lit(0).cast("long").alias("event_count"),
+                        *_definition(sessions), "date", F.lit(SESSION_STATE.name).alias(TABLE_COLUMN))
 
 
 # -- reading ----------------------------------------------------------------------------------------
@@ -276,20 +300,32 @@ def watermark(spark: SparkSession, lakehouse: str, config: PipelineConfig, clock
     return newest - config.max_out_of_orderness * MICROS if clock == "event" else newest
 
 
-def carried_state(spark: SparkSession, lakehouse: str, spec: SessionSpec, config: PipelineConfig,
-                  first: date) -> tuple[DataFrame, str]:
-    """The open sessions at the end of ``first - 1`` as pieces, and where they came from."""
+def carried_state(spark: SparkSession, lakehouse: str, sessions: Windows, config: PipelineConfig,
+                  first: date) -> tuple[DataFrame | None, dict[str, str]]:
+    """The open sessions of every window at the end of ``first - 1`` as pieces, and per window
+    where they came from: its state of that day, where the day's mark says it was materialised
+    under the window's definition, else a bootstrap from every earlier frame."""
     day = first - timedelta(days=1)
     path = SESSION_STATE.path(lakehouse)
+    continued: set[str] = set()
     if delta_io.table_exists(path) and "time" in delta_io.table_columns(path):
         state = delta_io.read_table(spark, path, partition_filters=day_filter("date", day, day)).where(
-            F.col("window") == spec.name)
-        same = ((F.col("gap_seconds") == spec.gap) & (F.col("time") == spec.time)
-                & F.col("max_length_seconds").eqNullSafe(F.lit(spec.max_length).cast("long")))
-        if state.where(F.col("key").isNull() & same).limit(1).count():
-            return state_pieces(state.where(F.col("key").isNotNull()), config), "state"
-    numbered = with_session_numbers(_frames(spark, lakehouse, None, day, config, spec.time), spec)
-    return state_pieces(open_sessions(numbered, spec, config, day, day), config), "bootstrap"
+            F.col("window").isin(sessions.names))
+        marks = state.where(F.col("key").isNull()).select("window", "gap_seconds", "max_length_seconds", "time")
+        held = {tuple(r) for r in marks.distinct().collect()}
+        continued = {s.name for s in sessions.specs if (s.name, s.gap, s.max_length, s.time) in held}
+    pieces = []
+    if continued:
+        pieces.append(state_pieces(state.where(F.col("key").isNotNull() & F.col("window").isin(sorted(continued))),
+                                   config))
+    bootstrapped = sessions.where(lambda s: s.name not in continued)
+    if bootstrapped:
+        frames = {clock: _frames(spark, lakehouse, None, day, config, clock)
+                  for clock in sorted({s.time for s in bootstrapped.specs})}
+        numbered = with_session_numbers(pieces_of(frames, bootstrapped), bootstrapped)
+        pieces.append(state_pieces(open_sessions(numbered, bootstrapped, config, day, day), config))
+    return reduce(DataFrame.unionByName, pieces), {s.name: "state" if s.name in continued else "bootstrap"
+                                                   for s in sessions.specs}
 
 
 # -- the job ----------------------------------------------------------------------------------------
@@ -303,16 +339,19 @@ def session_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     arrival) the watermark that closed ``final`` sessions."""
     if not config.sessions:
         return None, {"baseline": {}, "watermark": {}}
+    sessions = Windows(config.sessions)
     clocks = sorted({spec.time for spec in config.sessions})
     frames = {clock: _frames(spark, lakehouse, first, last, config, clock) for clock in clocks}
     marks = {clock: watermark(spark, lakehouse, config, clock) for clock in clocks}
-    rows, baseline = [], {}
-    for spec in config.sessions:
-        carried, baseline[spec.name] = carried_state(spark, lakehouse, spec, config, first)
-        numbered = with_session_numbers(frames[spec.time].unionByName(carried), spec)
-        emitted = (closed_sessions(numbered, spec, config, first, last, marks[spec.time]) if spec.emit == "final"
-                   else session_changes(numbered, spec, config, first, last))
-        rows += [emitted, open_sessions(numbered, spec, config, first, last), day_marks(spark, spec, first, last)]
+    carried, baseline = carried_state(spark, lakehouse, sessions, config, first)
+    numbered = with_session_numbers(pieces_of(frames, sessions).unionByName(carried), sessions)
+    rows = []
+    for emit, emitted in (("final", closed_sessions), ("changes", session_changes)):
+        family = sessions.where(lambda s, e=emit: s.emit == e)
+        if family:
+            own = numbered if family.names == sessions.names else numbered.where(family.filter())
+            rows.append(emitted(own, family, config, first, last, *((marks,) if emit == "final" else ())))
+    rows += [open_sessions(numbered, sessions, config, first, last), day_marks(spark, sessions, first, last)]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), rows)
     return union, {"baseline": baseline, "watermark": marks}
 

@@ -1,10 +1,10 @@
-"""The grid of ``windowing_core.window_spec`` as Spark expressions, for several windows at once.
+"""Several windows in one plan, and the grid of ``windowing_core.window_spec`` as Spark expressions.
 
-The windows a job computes together are rows of one plan, told apart by the ``window`` column,
-so one shuffle, sort and Window serve all of them: a plan branch per window repeated each of
-them per window, and a small day's run paid its planning and its stages once per window
-(``python -m bench small``). A window's parameter is a literal where every window has the same
-value (so a single window's plan holds constants, as before), else a CASE on the name.
+The windows a job computes together (sliding, or session windows) are rows of one plan, told
+apart by the ``window`` column, so one shuffle, sort and Window serve all of them: a plan branch
+per window repeated each of them per window, and a small day's run paid its planning and its
+stages once per window. A window's parameter is a literal where every window has the same value
+(so a single window's plan holds constants), else a CASE on the name.
 """
 
 from __future__ import annotations
@@ -14,34 +14,37 @@ from collections.abc import Callable, Iterable
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from windowing_core.sessions import SessionSpec
 from windowing_core.window_spec import WindowSpec
+
+Spec = WindowSpec | SessionSpec
 
 
 class Windows:
     """Windows computed together; ``param`` and ``choose`` turn what differs between them into
     expressions over the row's ``window``."""
 
-    def __init__(self, specs: Iterable[WindowSpec]) -> None:
+    def __init__(self, specs: Iterable[Spec]) -> None:
         self.specs = tuple(specs)
         self.names = [s.name for s in self.specs]
 
     def __bool__(self) -> bool:
         return bool(self.specs)
 
-    def where(self, keep: Callable[[WindowSpec], bool]) -> Windows:
+    def where(self, keep: Callable[[Spec], bool]) -> Windows:
         return Windows(s for s in self.specs if keep(s))
 
     def filter(self) -> Column:
         """Rows of these windows."""
         return F.col("window").isin(self.names)
 
-    def param(self, value: Callable[[WindowSpec], int | bool]) -> Column:
-        """``value(spec)`` of the row's window. Whole numbers are longs: epoch seconds and their
-        sums must not overflow an int."""
+    def param(self, value: Callable[[Spec], int | bool | str | None]) -> Column:
+        """``value(spec)`` of the row's window. Whole numbers (and None) are longs: epoch seconds
+        and their sums must not overflow an int."""
         by_name = {s.name: value(s) for s in self.specs}
 
-        def literal(v: int | bool) -> Column:
-            return F.lit(v) if isinstance(v, bool) else F.lit(v).cast("long")
+        def literal(v: int | bool | str | None) -> Column:
+            return F.lit(v) if isinstance(v, bool | str) else F.lit(v).cast("long")
 
         if len(set(by_name.values())) == 1:
             return literal(next(iter(by_name.values())))
@@ -50,7 +53,7 @@ class Windows:
             case = F.when(window == name, literal(v)) if case is None else case.when(window == name, literal(v))
         return case
 
-    def choose(self, flag: Callable[[WindowSpec], bool], yes: Callable[[], Column], no: Callable[[], Column]) -> Column:
+    def choose(self, flag: Callable[[Spec], bool], yes: Callable[[], Column], no: Callable[[], Column]) -> Column:
         """``yes()`` for the windows where ``flag`` holds, ``no()`` for the others."""
         flags = {bool(flag(s)) for s in self.specs}
         if flags == {True}:
