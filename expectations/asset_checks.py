@@ -84,9 +84,14 @@ def tables_written_whole(inputs: Inputs, table: Table) -> dict[date, Outcome]:
     (``delta_io.unfinished_write``); the jobs refuse to go on from torn tables, this says so in
     Dagster, for the days the stopped run wrote."""
     together = written_together(table, inputs.config)
-    torn = delta_io.unfinished_write([t.path(inputs.lakehouse_root) for t in together])
-    return {d: Outcome(False, {"problem": str(torn), "reached": list(torn.reached), "missed": list(torn.missed)})
-            if torn is not None and torn.holds(d) else Outcome(True) for d in inputs.days}
+    paths = [t.path(inputs.lakehouse_root) for t in together]
+    torn = delta_io.unfinished_write(paths)
+    looked_at = {"tables": ", ".join(t.name for t in together),
+                 "table_versions": ", ".join(f"{t.name} {delta_io.table_version(p)}" if delta_io.table_exists(p)
+                                             else f"{t.name} none" for t, p in zip(together, paths))}
+    return {d: Outcome(False, {"problem": str(torn), "reached": list(torn.reached), "missed": list(torn.missed),
+                               **looked_at})
+            if torn is not None and torn.holds(d) else Outcome(True, looked_at) for d in inputs.days}
 
 
 def evaluate_events(inputs: Inputs) -> Results:
@@ -193,9 +198,16 @@ def partials_materialised(inputs: Inputs) -> dict[date, Outcome]:
     materialised wherever its events were ingested (``sliding_windows.unmaterialised_partials``)."""
     missing = set(sliding_windows.unmaterialised_partials(inputs.spark, inputs.lakehouse_root, inputs.days,
                                                           inputs.config))
+    path = MINUTE_PARTIALS.path(inputs.lakehouse_root)
+    exists = delta_io.table_exists(path)
+
+    def looked_at(day: date) -> dict[str, Any]:  # from the Delta log's statistics: no Spark job
+        frames = delta_io.row_count(path, partition_filters=day_filter("event_date", day, day)) if exists else 0
+        return {"event_day": day.isoformat(), "minute_partials_frames": frames}
+
     return {day: Outcome(False, {"problem": f"minute_partials of {day} were never materialised, though "
-                                            "events holds events of that day"})
-            if day in missing else Outcome(True) for day in inputs.days}
+                                            "events holds events of that day", **looked_at(day)})
+            if day in missing else Outcome(True, looked_at(day)) for day in inputs.days}
 
 
 def evaluate_window_snapshot(inputs: Inputs) -> Results:

@@ -131,18 +131,22 @@ def print_table(rows: list[Row], out=None) -> None:
 
 def expected_checks(defs, config) -> list[tuple[str, str, str]]:
     """(asset, check, severity) of every check the Definitions hold, in the catalog's table order
-    (pipeline order); a check outside the catalog counts as ERROR until it reports otherwise."""
+    (pipeline order); a check outside the catalog has the severity its spec declares (ERROR if
+    none)."""
     from expectations.catalog import catalog
 
     known = {(c.table, c.name): c.severity for c in catalog(config)}
     tables = list(dict.fromkeys(t for t, _ in known))
-    keys = {(k.asset_key.to_user_string(), k.name) for k in defs.resolve_asset_graph().asset_check_keys}
+    graph = defs.resolve_asset_graph()
+    keys = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
+    declared = {(k.asset_key.to_user_string(), k.name): graph.get_check_spec(k).metadata.get("severity", "ERROR")
+                for k in graph.asset_check_keys}
     order = {key: i for i, key in enumerate(known)}
     def position(key: tuple[str, str]) -> tuple:
         table = tables.index(key[0]) if key[0] in tables else len(tables)
         return table, order.get(key, len(order)), key
 
-    return [(asset, name, known.get((asset, name), "ERROR")) for asset, name in sorted(keys, key=position)]
+    return [(asset, name, known.get((asset, name), declared[asset, name])) for asset, name in sorted(keys, key=position)]
 
 
 def materialise_with_checks(defs, first: date, last: date):

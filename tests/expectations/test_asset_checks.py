@@ -12,7 +12,7 @@ import dagster as dg
 import pytest
 from pyspark.sql import functions as F
 
-from expectations.catalog import ERROR, catalog
+from expectations.catalog import ERROR, WARN, catalog
 from jobs import delta_io
 from jobs.demo_events import generate_demo_events
 from jobs.tables import EVENTS, QUARANTINE
@@ -105,6 +105,11 @@ def test_every_check_is_defined_next_to_its_asset(materialised):
         spec = graph.get_check_spec(dg.AssetCheckKey(dg.AssetKey(check.table), check.name))
         assert spec.blocking == (check.severity == ERROR), check
         assert spec.partitions_def is not None, check
+    for key in graph.asset_check_keys:  # one rule: a check's severity, its description and blocking agree
+        spec = graph.get_check_spec(key)
+        severity = spec.metadata.get("severity")
+        assert severity in (ERROR, WARN) and spec.description.startswith(f"[{severity}] "), (key, spec.description)
+        assert spec.blocking == (severity == ERROR), key
 
 
 def test_a_range_run_evaluates_every_check_for_every_partition_and_error_checks_pass(materialised):
@@ -113,6 +118,7 @@ def test_a_range_run_evaluates_every_check_for_every_partition_and_error_checks_
     for check in catalog(CONFIG):
         for day in (FIRST, LAST):
             evaluation = found[(check.table, check.name, day.isoformat())]
+            assert evaluation.metadata, f"{check.name} on {day} says nothing of what it looked at"
             if check.severity == ERROR:
                 assert evaluation.passed, (check.table, check.name, day, evaluation.metadata)
     assert result.success
