@@ -20,16 +20,18 @@ from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig, reads_day_tiles
 
 
-def finality(lakehouse_root: str, last: date, config: PipelineConfig) -> dict:
-    """Whether the run's days are final: every event that may still change them is behind the
-    watermark plus the allowed lateness. Otherwise they are provisional and will late-fire."""
+def finality(lakehouse_root: str, days: list[date], config: PipelineConfig) -> tuple[dict, dict[date, dict]]:
+    """The watermark when the run wrote, and per window day whether that day is final: every
+    event that may still change it is behind the watermark plus the allowed lateness. Otherwise
+    it is provisional and will late-fire."""
     newest = delta_io.column_max(EVENTS.path(lakehouse_root), "event_time")
-    if newest is None:
-        return {"final": False, "watermark": "none (no events)"}
-    watermark = newest - timedelta(seconds=config.max_out_of_orderness)
-    closes = datetime.combine(last + timedelta(days=1 + config.allowed_lateness_days), time(), timezone.utc)
-    return {"final": watermark >= closes, "watermark": watermark.isoformat(),
-            "final_once_watermark_passes": closes.isoformat()}
+    watermark = None if newest is None else newest - timedelta(seconds=config.max_out_of_orderness)
+    by_day = {}
+    for day in days:
+        closes = datetime.combine(day + timedelta(days=1 + config.allowed_lateness_days), time(), timezone.utc)
+        by_day[day] = {"final": watermark is not None and watermark >= closes,
+                       "final_once_watermark_passes": closes.isoformat()}
+    return {"watermark_at_run": "none (no events)" if watermark is None else watermark.isoformat()}, by_day
 
 
 def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
@@ -72,12 +74,13 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         result = spark_launch.run(
             context, pyspark, f"sliding_windows {days}", "sliding_windows", job_days(lakehouse.lakehouse_root, first, last), config,
             lambda spark: sliding_windows.run(spark, lakehouse.lakehouse_root, first, last, config))
-        shared = {"window_end_days": days, "windows": windows, "baseline": result["baseline"],
-                  **finality(lakehouse.lakehouse_root, last, config)}
         root, window_days = lakehouse.lakehouse_root, day_list(first, last)
-        for table in (WINDOW_CHANGES, WINDOW_SNAPSHOT):
+        run_wide, final = finality(root, window_days, config)
+        shared = {"run_window_end_days": days, "windows": windows, "baseline": result["baseline"], **run_wide}
+        for table in (WINDOW_CHANGES, WINDOW_SNAPSHOT, *([SESSION_STATE] if config.sessions else [])):
             add_day_metadata(context, table.name, {
-                day: {"dagster/row_count": rows} for day, rows in rows_by_day(table.path(root), "date", window_days).items()})
+                day: {"dagster/row_count": rows, **final[day]}
+                for day, rows in rows_by_day(table.path(root), "date", window_days).items()})
         if config.places_by_arrival:
             shared["arrival_time_windows"] = (
                 f"{', '.join(w.name for w in (*config.arrival_windows, *config.arrival_sessions))}: never late; "
@@ -97,7 +100,7 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                      datetime.fromtimestamp(mark / 1_000_000, timezone.utc).isoformat()
                      for clock, mark in result["session_watermark"].items()}
             yield dg.MaterializeResult(asset_key=SESSION_STATE.name, metadata={
-                "dagster/row_count": result["session_state"]["rows_written"], **shared,
+                "rows_written_in_run": result["session_state"]["rows_written"], **shared,
                 # sessions ending at or before it are closed (one final row each in window_changes);
                 # by arrival time it is the newest arrival: such a session is final once it passes
                 **({"session_watermark": marks["event"]} if "event" in marks else {}),

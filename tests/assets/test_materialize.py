@@ -1,11 +1,12 @@
 """Dagster end to end: materialise partitions into a temporary lakehouse and check the tables."""
 
 from collections import Counter
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 import dagster as dg
 import pytest
 from dagster_pyspark import PySparkResource
+from pyspark.sql import functions as F
 
 from assets import build_assets
 from assets.resources import LakehouseResource
@@ -108,6 +109,19 @@ def test_a_range_run_records_each_days_own_counts(lakehouse, range_run, spark):
     assert len({m["input_records"].value for m in events.values()}) > 1
     assert events[FIRST.isoformat()]["arrival_days"].value == f"{FIRST} .. {FIRST}"
 
+    # each window day's own finality, by the watermark of the events when the run wrote
+    newest = delta_io.read_table(spark, EVENTS.path(lake)).agg(F.max("event_time")).first()[0]
+    watermark = newest.replace(tzinfo=UTC) - timedelta(seconds=CONFIG.max_out_of_orderness)
+    for table in (WINDOW_CHANGES, WINDOW_SNAPSHOT):
+        shown = shown_by_day(result, "sliding_windows", table.name)
+        for day, m in shown.items():
+            closes = datetime.combine(date.fromisoformat(day) + timedelta(days=1 + CONFIG.allowed_lateness_days),
+                                      time(), UTC)
+            assert m["final_once_watermark_passes"].value == closes.isoformat(), (table.name, day)
+            assert m["final"].value == (watermark >= closes), (table.name, day)
+            assert m["run_window_end_days"].value == f"{FIRST} .. {LAST}"  # the run's, named so
+        assert len({m["final_once_watermark_passes"].value for m in shown.values()}) == len(shown)
+
 
 def test_each_asset_page_lists_its_tables_columns(lakehouse, spark):
     """The column schema the UI shows is what the table holds, column for column (after the run
@@ -146,7 +160,7 @@ def test_materialising_a_partition_twice_gives_identical_tables(lakehouse, spark
     snapshot_metadata = [m for m in result.asset_materializations_for_node("sliding_windows")
                          if m.asset_key.to_user_string() == "window_snapshot"][0].metadata
     assert snapshot_metadata["baseline"].value == {"2d": "snapshot"}
-    assert snapshot_metadata["window_end_days"].value == f"{day} .. {day}"
+    assert snapshot_metadata["run_window_end_days"].value == f"{day} .. {day}"
 
 
 @pytest.mark.parametrize("overtaken, attempts, succeeds", [(1, 2, True), (3, 3, False)])
