@@ -8,10 +8,12 @@ without and 3.5-3.9 s with one (issue 41; ``python -m bench small`` measures a j
 ``bash run.sh setup`` builds the archive once per class path (``python -m jobs.spark_session
 --archive-classes``: ``spark_session.archive_classes``), into
 ``$PANES_CACHE`` (default ``~/.cache/panes``), named after everything that must not change under it:
-the ``java`` that runs, Spark's jars and the extra class path. ``get_spark`` then starts its JVM with
-it (``java_options``). A JVM whose class path or JDK differs from the archive's ignores it and loads
-its classes as before (Java checks, silently), so a stale or missing archive only costs the seconds;
-the setup removes the archives of a JDK or checkout that is gone (``prune``).
+the ``java`` that runs and every jar of the class path (Spark's and the extra class path), each
+with its size and modification time, as Java checks them. ``get_spark`` then starts its JVM with it
+(``java_options``). A JVM whose class path or JDK differs from the archive's ignores it and loads
+its classes as before (Java checks, silently), so a stale or missing archive only costs the seconds:
+a virtualenv reinstalled at the same path gets an archive of its own, and the setup removes the
+archives whose files changed or are gone (``prune``).
 """
 
 from __future__ import annotations
@@ -37,37 +39,49 @@ def _java() -> Path | None:
     return found.resolve() if found and found.exists() else None
 
 
-def _built_from() -> tuple[Path, Path] | None:
-    """The ``java`` and Spark's jars folder a driver starts from (None without a ``java``)."""
+def _sources(extra_class_path: str) -> list[str] | None:
+    """What an archive is valid for, one line per file: the ``java`` spark-submit runs, and every
+    jar of the driver's class path (Spark's, then the extra class path), with its size and
+    modification time; None without a ``java``."""
     java = _java()
-    return (java, Path(pyspark.__file__).parent / "jars") if java is not None else None
+    if java is None:
+        return None
+    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    return [_stat_line(p) for p in (java, *jars, *(Path(e) for e in extra_class_path.split(os.pathsep) if e))]
+
+
+def _stat_line(path: Path) -> str:
+    try:
+        stat = path.stat()
+    except OSError:
+        return f"{path}\tmissing"
+    return f"{path}\t{stat.st_size}\t{stat.st_mtime_ns}"
 
 
 def archive_path(extra_class_path: str) -> Path | None:
     """Where the archive of a driver with this extra class path lives (None without a ``java``)."""
-    built_from = _built_from()
-    if built_from is None:
+    sources = _sources(extra_class_path)
+    if sources is None:
         return None
-    java, jars = built_from
-    stat = java.stat()
-    key = "\n".join([str(java), str(stat.st_size), str(stat.st_mtime_ns), str(jars), pyspark.__version__,
-                     extra_class_path])
+    key = "\n".join([pyspark.__version__, *sources])
     return cache() / "jvm" / f"driver-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 
-def record(path: Path) -> None:
+def record(path: Path, extra_class_path: str) -> None:
     """Write beside an archive the files it was built from, for ``prune``."""
-    built_from = _built_from()
-    if built_from is not None:
-        path.with_suffix(".from").write_text("\n".join(str(p) for p in built_from) + "\n")
+    sources = _sources(extra_class_path)
+    if sources is not None:
+        path.with_suffix(".from").write_text("\n".join(sources) + "\n")
 
 
 def prune() -> list[Path]:
-    """Remove the archives whose ``java`` or Spark jars are gone (an uninstalled JDK, a deleted
-    checkout's virtualenv): no JVM can start from them again, and each is about 190 MB."""
+    """Remove the archives whose files changed or are gone (a reinstalled virtualenv, an
+    uninstalled JDK, a deleted checkout), and those recorded without sizes and times (named by
+    an earlier key, so never used again): no JVM starts from them, and each is about 190 MB."""
     removed = []
     for sources in (cache() / "jvm").glob("driver-*.from"):
-        if not all(Path(line).exists() for line in sources.read_text().splitlines() if line):
+        lines = [line for line in sources.read_text().splitlines() if line]
+        if not all("\t" in line and _stat_line(Path(line.split("\t")[0])) == line for line in lines):
             for stale in (sources.with_suffix(".jsa"), sources):
                 stale.unlink(missing_ok=True)
             removed.append(sources.with_suffix(".jsa"))

@@ -85,13 +85,14 @@ def archive_classes() -> Path | None:
     ``get_spark``, write and read a small Delta table with a window query (the classes a job
     loads), and let its JVM dump them as it exits. Returns its path (None without ``java``, or
     where this process does not start the JVM)."""
-    path = class_archive.archive_path(with_jvm_packages({})["spark.driver.extraClassPath"])
+    extra_class_path = with_jvm_packages({})["spark.driver.extraClassPath"]
+    path = class_archive.archive_path(extra_class_path)
     if path is None or (not path.is_file() and not starts_a_jvm()):
         return None
     if not path.is_file():
         _dump_classes(path)
     if path.is_file():
-        class_archive.record(path)
+        class_archive.record(path, extra_class_path)
     class_archive.prune()
     return path if path.is_file() else None
 
