@@ -259,12 +259,18 @@ def read_table(spark: SparkSession, path: str, *,
                columns: list[str] | None = None) -> DataFrame:
     """The table's current snapshot, pruned to the matching partitions (an OR of ANDs where
     ``partition_filters`` is a list of lists). Files no commit references (a killed run's) stay
-    invisible, as with any Delta reader."""
+    invisible, as with any Delta reader.
+
+    The read is pinned to the version current now (``versionAsOf``), so a run reads one version
+    however often its plan runs. It also spares the run Spark's recaching: a write re-plans every
+    cached plan that reads the written table at its latest version (``recacheByPlan``), and the
+    windows job's cached result reads the day before's snapshot it then writes: re-planned for
+    nothing, 4.9 s of a 29.9 s day (pipeline oracle seed 8)."""
     table = _open(path)
     conjunctions = _dnf(partition_filters)
     for conjunction in conjunctions:
         _check_filter_columns(conjunction, table.metadata().partition_columns, path)
-    df = spark.read.format("delta").load(spark_path(path))
+    df = spark.read.format("delta").option("versionAsOf", table.version()).load(spark_path(path))
     if conjunctions:
         df = df.where(_sql_predicate(conjunctions))
     return df.select(*columns) if columns else df

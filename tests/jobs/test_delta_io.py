@@ -116,6 +116,23 @@ def test_replacing_twice_gives_the_same_contents(spark, tmp_path):
     assert len(DeltaTable(path).file_uris()) == len(set(DeltaTable(path).file_uris()))
 
 
+def test_a_read_keeps_its_version_while_a_routed_write_replaces_the_table_it_reads(spark, tmp_path):
+    """What the windows job does with the day before's snapshot: its persisted result reads a
+    table, then one routed write replaces that table. The result written is the one computed
+    from the version read, and a DataFrame read before the write still reads that version."""
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1, 1)]), path, [D1])
+    before = read_table(spark, path)
+    derived = before.withColumns({"n": F.col("n") + 1, "event_date": F.lit(D2), "dest": F.lit("t")})
+    target = {"t": delta_io.Target(path, SCHEMA.names, ["event_date"], [("event_date", "in", [D2])])}
+
+    delta_io.replace_partitions_routed(derived, "dest", target)
+
+    assert sorted((r.key, r.n, r.event_date) for r in read_table(spark, path).collect()) == [("a", 1, D1),
+                                                                                             ("a", 2, D2)]
+    assert [(r.key, r.n, r.event_date) for r in before.collect()] == [("a", 1, D1)]
+
+
 def test_an_empty_replace_empties_the_partition(spark, tmp_path):
     path = str(tmp_path / "t")
     write(frame(spark, [row("a", D1), row("b", D2)]), path, [D1, D2])
