@@ -276,6 +276,16 @@ def read_table(spark: SparkSession, path: str, *,
     return df.select(*columns) if columns else df
 
 
+def read_arrow(path: str, *, partition_filters: list[Filter] | None = None,
+               columns: list[str] | None = None) -> pa.Table:
+    """The matching partitions' rows as Arrow, read by delta-rs: for a job that needs no Spark
+    (the online store's load reads a day's snapshot and hands it to PostgreSQL's COPY)."""
+    table = _open(path)
+    filters = _conjunction(partition_filters)
+    _check_filter_columns(filters, table.metadata().partition_columns, path)
+    return table.to_pyarrow_table(partitions=filters or None, columns=columns)
+
+
 def vacuum(path: str, *, retain_hours: int | None = None, dry_run: bool = False,
            enforce_retention: bool = True) -> tuple[int, int]:
     """Delete the files of the table at ``path`` that no version within its retention needs.

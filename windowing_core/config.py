@@ -14,6 +14,7 @@ from typing import Any
 from windowing_core import field_types
 from windowing_core.aggregations import DEFAULT_AGGREGATIONS, DEFAULT_FIELD, Aggregation, aggregation
 from windowing_core.sessions import SessionSpec
+from windowing_core.online import OnlineSpec
 from windowing_core.spine import SpineSpec, selected
 from windowing_core.window_spec import (
     DAY_SECONDS,
@@ -27,7 +28,8 @@ from windowing_core.window_spec import (
 )
 
 _TOP_LEVEL = {"key_field", "value_field", "fields", "bucket", "allowed_lateness", "windows", "aggregations",
-              "late_policy", "max_out_of_orderness", "watermark_scope", "watermark_clock", "freshness_slack", "spine"}
+              "late_policy", "max_out_of_orderness", "watermark_scope", "watermark_clock", "freshness_slack", "spine",
+              "online"}
 LATE_POLICIES = ("include", "drop")
 WATERMARK_SCOPES = ("global", "key")
 WATERMARK_CLOCKS = ("event", "arrival")
@@ -92,6 +94,8 @@ class PipelineConfig:
     watermark_clock: str = "event"
     # Labelled moments to attach window values to, as of each (``spine_values``); None: no such asset.
     spine: SpineSpec | None = None
+    # The PostgreSQL table that serves each key's latest values (``online_values``); None: no such asset.
+    online: OnlineSpec | None = None
 
     def __post_init__(self) -> None:
         _check_bucket(self.bucket)
@@ -246,6 +250,7 @@ class PipelineConfig:
             freshness_slack=parse_duration(raw.get("freshness_slack", "6h"), field_name="freshness_slack"),
             spine=None if raw.get("spine") is None else SpineSpec.from_dict(
                 raw["spine"], _field_name("key_field", raw.get("key_field", "user_id"))),
+            online=None if raw.get("online") is None else OnlineSpec.from_dict(raw["online"]),
         )
 
     @classmethod

@@ -1,0 +1,440 @@
+"""Keep the online store fresh: each key's latest window values in PostgreSQL, one row per (key, window).
+
+    python -m jobs.online_values --lakehouse lakehouse --date 2025-01-27 --config pipeline.yaml
+    python -m jobs.online_values --get user-17 [--window 7d] --config pipeline.yaml
+
+A load makes a day's ``window_snapshot`` (each key's state at the day's last window end) the
+store's rows: COPY into a temporary table, one ``INSERT ... ON CONFLICT``, one ``DELETE`` of the
+keys whose window emptied, in one transaction, so a reader sees a day whole or not at all. The
+store moves only forward in time: ``<table>_as_of`` holds each window's latest day loaded, and a
+load of an older day leaves that window alone (re-running an older day is harmless); the same
+day replaces it (a late firing's new values). No row means no events in the window. Session
+windows are not served: their values at an instant are ``session_state``'s open sessions.
+
+The load needs no Spark: a day's snapshot is one columnar read with delta-rs, and COPY is
+PostgreSQL's bulk path. The password comes from ``PANES_ONLINE_PASSWORD``, never from the
+configuration or the command line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any
+
+import psycopg2
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+from psycopg2 import sql
+
+from jobs import delta_io
+from jobs.cli import EXIT_BAD_ARGUMENTS, EXIT_MISSING_INPUT, documented_parser
+from jobs.errors import MissingTableError
+from jobs.tables import WINDOW_SNAPSHOT
+from windowing_core.config import PipelineConfig
+from windowing_core.online import PASSWORD_VARIABLE, OnlineSpec
+from windowing_core.window_spec import WindowSpec, from_epoch_seconds, to_epoch_seconds
+
+DAY = timedelta(days=1)
+_POSTGRES_TYPES = {"bigint": "bigint", "int": "integer", "double": "double precision", "float": "real",
+                   "string": "text", "boolean": "boolean", "timestamp": "timestamp with time zone", "date": "date",
+                   "binary": "bytea"}
+
+
+class OnlineStoreError(Exception):
+    """The online store cannot be reached, or a statement failed: one line, no credential."""
+
+
+class StoreMismatchError(OnlineStoreError):
+    """The store's table has columns this configuration does not write (another configuration's)."""
+
+
+def postgres_type(ddl: str) -> str:
+    """The PostgreSQL type of a Spark DDL type: decimals keep their precision and scale, arrays
+    and maps are ``jsonb`` (an application reads them as JSON)."""
+    if ddl.startswith("decimal"):
+        return ddl.replace("decimal", "numeric").replace(" ", "")
+    if ddl.startswith(("array<", "map<", "struct<")):
+        return "jsonb"
+    return _POSTGRES_TYPES[ddl]
+
+
+def store_columns(config: PipelineConfig) -> list[tuple[str, str]]:
+    """The store's columns with their PostgreSQL types, in stored order: (key, window) is the primary key."""
+    return [("key", "text"), ("window", "text"), ("window_start", "timestamp with time zone"),
+            ("window_end", "timestamp with time zone"), ("as_of", "timestamp with time zone"),
+            ("event_count", "bigint"), *[(a.name, postgres_type(a.output_type)) for a in config.aggregations]]
+
+
+def served_windows(config: PipelineConfig) -> tuple[WindowSpec, ...]:
+    """The windows the store holds: every one with a snapshot (sliding, tumbling, cumulating)."""
+    return config.windows
+
+
+def day_as_of(spec: WindowSpec, day: date) -> datetime:
+    """The instant ``window_snapshot`` of ``day`` is of for this window: the day's last window end."""
+    midnight = to_epoch_seconds(datetime(day.year, day.month, day.day, tzinfo=timezone.utc) + DAY)
+    return from_epoch_seconds(spec.end_at_or_after(midnight) - spec.slide)
+
+
+# -- the day's rows, as PostgreSQL's COPY reads them ----------------------------------------------
+
+
+def snapshot_rows(lakehouse: str, day: date, config: PipelineConfig) -> pa.Table:
+    """``window_snapshot`` of ``day`` in the store's columns (``window_end`` and ``as_of`` are both
+    the snapshot's ``as_of``: the window [window_start, as_of) the values are of)."""
+    names = [a.name for a in config.aggregations]
+    rows = delta_io.read_arrow(WINDOW_SNAPSHOT.path(lakehouse), partition_filters=[("date", "=", day.isoformat())],
+                               columns=["key", "window", "window_start", "as_of", "event_count", *names])
+    rows = _of_windows(rows, list(served_windows(config)))
+    return pa.table({"key": rows["key"], "window": rows["window"], "window_start": rows["window_start"],
+                     "window_end": rows["as_of"], "as_of": rows["as_of"], "event_count": rows["event_count"],
+                     **{n: rows[n] for n in names}})
+
+
+def _json(value: Any) -> str:
+    """JSON for jsonb: decimals as exact numbers, non-finite doubles as PostgreSQL's to_jsonb
+    spells them (``"NaN"``), times in ISO 8601, a map's keys as text."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, Decimal)):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else json.dumps("NaN" if math.isnan(value) else
+                                                                   ("Infinity" if value > 0 else "-Infinity"))
+    if isinstance(value, (datetime, date)):
+        return json.dumps(value.isoformat())
+    if isinstance(value, bytes):
+        return json.dumps(value.hex())
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(_text(k))}:{_json(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_json(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _text(key: Any) -> str:
+    """A map's key as a JSON object's: text (times in ISO 8601)."""
+    return key.isoformat() if isinstance(key, (datetime, date)) else str(key)
+
+
+def _copy_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A column as COPY's CSV reads it: nested values as JSON, bytes as bytea's hex; the rest as
+    Arrow writes them (doubles in their shortest exact spelling, times with their zone)."""
+    kind = column.type
+    if pa.types.is_map(kind):  # Arrow gives a map as its (key, value) pairs
+        return pa.chunked_array([pa.array([None if v is None else _json({_text(k): x for k, x in v})
+                                           for v in column.to_pylist()], pa.string())])
+    if pa.types.is_list(kind) or pa.types.is_struct(kind) or pa.types.is_large_list(kind):
+        return pa.chunked_array([pa.array([None if v is None else _json(v) for v in column.to_pylist()],
+                                          pa.string())])
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        return pa.chunked_array([pa.array([None if v is None else "\\x" + v.hex() for v in column.to_pylist()],
+                                          pa.string())])
+    return column
+
+
+def copy_csv(rows: pa.Table) -> io.BytesIO:
+    converted = pa.table({name: _copy_text(rows[name]) for name in rows.column_names})
+    buffer = io.BytesIO()
+    pacsv.write_csv(converted, buffer, pacsv.WriteOptions(include_header=False))
+    buffer.seek(0)
+    return buffer
+
+
+# -- the database ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def connected(spec: OnlineSpec, password: str | None = None) -> Iterator[Any]:
+    """A connection to the store, with the password from ``PANES_ONLINE_PASSWORD``; an error
+    that cannot connect is one line without any credential."""
+    password = os.environ.get(PASSWORD_VARIABLE) if password is None else password
+    try:
+        connection = psycopg2.connect(spec.url, password=password or None, connect_timeout=10,
+                                      application_name="panes")
+    except psycopg2.OperationalError as err:
+        raise OnlineStoreError(f"cannot connect to the online store {_where(spec)}: {_first_line(err)}") from None
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+def _where(spec: OnlineSpec) -> str:
+    """The store as messages and metadata name it: host, port and database, no user or password."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(spec.url)
+    return f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'} table {spec.table}"
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def _table(spec: OnlineSpec) -> sql.Composed:
+    schema, table = spec.schema_and_table
+    return sql.SQL(".").join([sql.Identifier(schema), sql.Identifier(table)]) if schema else sql.Identifier(table)
+
+
+def _names(columns: list[tuple[str, str]]) -> sql.Composed:
+    return sql.SQL(", ").join(sql.Identifier(c) for c, _ in columns)
+
+
+def _of(alias: str, columns: list[tuple[str, str]]) -> sql.Composed:
+    return sql.SQL(", ").join(sql.SQL("{}.{}").format(sql.Identifier(alias), sql.Identifier(c)) for c, _ in columns)
+
+
+def marks_table(spec: OnlineSpec) -> str:
+    """The table beside the store that says, per window, the latest day loaded (its ``as_of``)."""
+    return f"{spec.table}_as_of"
+
+
+def _marks(spec: OnlineSpec) -> sql.Composed:
+    return _table(OnlineSpec(spec.url, marks_table(spec)))
+
+
+def ensure_tables(cursor: Any, spec: OnlineSpec, config: PipelineConfig) -> None:
+    """Create the store's tables where they are missing; refuse a store whose columns this
+    configuration does not write (another configuration's), before anything is written."""
+    columns = store_columns(config)
+    cursor.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} ({}, PRIMARY KEY (key, \"window\"))").format(
+        _table(spec), sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t))
+                                         for c, t in columns)))
+    cursor.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (\"window\" text PRIMARY KEY, "
+                           "as_of timestamp with time zone NOT NULL, day date NOT NULL, "
+                           "loaded_at timestamp with time zone NOT NULL DEFAULT now())").format(_marks(spec)))
+    cursor.execute("SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                   "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                   [_table(spec).as_string(cursor)])
+    held = [tuple(row) for row in cursor.fetchall()]
+    if sorted(held) != sorted(columns):
+        def spelled(cs: list[tuple[str, str]]) -> str:
+            return ", ".join(f"{c} {t}" for c, t in cs)
+        raise StoreMismatchError(f"online table {spec.table} has columns ({spelled(held)}) but this configuration "
+                                 f"writes ({spelled(columns)}): drop the table, or name another online.table, "
+                                 "and load the days again")
+
+
+def _held_marks(cursor: Any, spec: OnlineSpec) -> dict[str, datetime]:
+    cursor.execute(sql.SQL("SELECT \"window\", as_of FROM {}").format(_marks(spec)))
+    return dict(cursor.fetchall())
+
+
+@dataclass
+class Loaded:
+    day: date
+    rows: int            # the day's snapshot rows of the windows loaded
+    written: int         # rows inserted or replaced
+    removed: int         # rows of keys whose window emptied
+    windows: list[str] = field(default_factory=list)   # the windows loaded
+    skipped: list[str] = field(default_factory=list)   # the windows whose store holds a later day
+
+    def summary(self) -> str:
+        later = f"; {', '.join(self.skipped)} left: the store holds a later day" if self.skipped else ""
+        return (f"online_values {self.day}: {self.rows} snapshot rows, {self.written} written, "
+                f"{self.removed} removed ({', '.join(self.windows) or 'no window'}){later}")
+
+
+def _day_ends(windows: list[WindowSpec], day: date) -> sql.Composed:
+    """``(VALUES (window, as_of), ...) AS day_end``: each window's as_of of ``day``."""
+    return sql.SQL("(VALUES {}) AS day_end(\"window\", as_of)").format(sql.SQL(", ").join(
+        sql.SQL("({}, {}::timestamptz)").format(sql.Literal(w.name), sql.Literal(day_as_of(w, day)))
+        for w in windows))
+
+
+def _staged(cursor: Any, name: str, spec: OnlineSpec, config: PipelineConfig, rows: pa.Table) -> None:
+    """A temporary table (dropped at commit) holding ``rows``, loaded by COPY."""
+    cursor.execute(sql.SQL("CREATE TEMPORARY TABLE {} (LIKE {}) ON COMMIT DROP").format(
+        sql.Identifier(name), _table(spec)))
+    cursor.copy_expert(sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv)").format(
+        sql.Identifier(name), _names(store_columns(config))).as_string(cursor), copy_csv(rows))
+    cursor.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(name)))
+
+
+def _of_windows(rows: pa.Table, windows: list[WindowSpec]) -> pa.Table:
+    return rows.filter(pc.is_in(rows["window"], value_set=pa.array([w.name for w in windows], pa.string())))
+
+
+def load(lakehouse: str, day: date, config: PipelineConfig, spec: OnlineSpec, *,
+         password: str | None = None) -> Loaded:
+    """Make ``day``'s snapshot the store's rows, in one transaction, for every window whose store
+    holds no later day. A window's rows all share the as_of of its latest day loaded (or later:
+    none), so a key missing from that day is empty there, and an older day has nothing to add."""
+    if not served_windows(config):
+        raise OnlineStoreError("the online store serves sliding, tumbling and cumulating windows: none is configured")
+    snapshot = snapshot_rows(lakehouse, day, config)
+    columns = store_columns(config)
+    values = [c for c, _ in columns if c not in ("key", "window")]
+    with connected(spec, password) as connection:
+        try:
+            with connection, connection.cursor() as cursor:  # one transaction: committed whole or rolled back
+                ensure_tables(cursor, spec, config)
+                # Loads of one store take turns: each reads and moves the windows' marks.
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"panes.online:{spec.table}"])
+                marks = _held_marks(cursor, spec)
+                windows = [w for w in served_windows(config) if w.name not in marks or
+                           day_as_of(w, day) >= marks[w.name]]
+                skipped = [w.name for w in served_windows(config) if w not in windows]
+                if not windows:
+                    return Loaded(day, 0, 0, 0, [], skipped)
+                rows = _of_windows(snapshot, windows)
+                _staged(cursor, "panes_day", spec, config, rows)
+                cursor.execute(sql.SQL(
+                    "INSERT INTO {target} AS t ({names}) SELECT {names} FROM panes_day "
+                    "ON CONFLICT (key, \"window\") DO UPDATE SET {updates} WHERE t.as_of <= EXCLUDED.as_of").format(
+                    target=_table(spec), names=_names(columns),
+                    updates=sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c))
+                                               for c in values)))
+                written = cursor.rowcount
+                cursor.execute(sql.SQL(
+                    "DELETE FROM {target} AS t USING {day_ends} WHERE t.\"window\" = day_end.\"window\" "
+                    "AND t.as_of <= day_end.as_of AND NOT EXISTS "
+                    "(SELECT 1 FROM panes_day d WHERE d.key = t.key AND d.\"window\" = t.\"window\")").format(
+                    target=_table(spec), day_ends=_day_ends(windows, day)))
+                removed = cursor.rowcount
+                cursor.execute(sql.SQL(
+                    "INSERT INTO {marks} (\"window\", as_of, day) SELECT \"window\", as_of, {day} FROM {day_ends} "
+                    "ON CONFLICT (\"window\") DO UPDATE SET as_of = EXCLUDED.as_of, day = EXCLUDED.day, "
+                    "loaded_at = now()").format(marks=_marks(spec), day=sql.Literal(day),
+                                                day_ends=_day_ends(windows, day)))
+        except psycopg2.Error as err:
+            raise OnlineStoreError(f"loading {day} into the online store {_where(spec)} failed, nothing of it "
+                                   f"was written: {_first_line(err)}") from None
+    return Loaded(day, rows.num_rows, written, removed, [w.name for w in windows], skipped)
+
+
+def lookup(spec: OnlineSpec, config: PipelineConfig, key: str, window: str | None = None, *,
+           password: str | None = None) -> list[dict[str, Any]]:
+    """A key's current values, one dict per window (every served window, or ``window``), with
+    their ``as_of``: what an application reads with ``SELECT * FROM window_values WHERE key = %s``."""
+    columns = store_columns(config)
+    where = sql.SQL("key = %s") + (sql.SQL(" AND \"window\" = %s") if window is not None else sql.SQL(""))
+    with connected(spec, password) as connection, connection.cursor() as cursor:
+        try:
+            cursor.execute(sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY \"window\"").format(
+                _names(columns), _table(spec), where), [key, *([window] if window is not None else [])])
+        except psycopg2.errors.UndefinedTable:
+            raise OnlineStoreError(f"the online store {_where(spec)} has no table yet: load a day first") from None
+        except psycopg2.Error as err:
+            raise OnlineStoreError(f"reading the online store {_where(spec)} failed: {_first_line(err)}") from None
+        return [dict(zip([c for c, _ in columns], row)) for row in cursor.fetchall()]
+
+
+@dataclass
+class Comparison:
+    """How the store's rows compare with ``window_snapshot`` of one day."""
+
+    day: date
+    snapshot_rows: int
+    equal: int
+    superseded: int      # rows of windows whose store holds a later day: not differences
+    differing: list[tuple[str, str, str]]   # (key, window, how), a few
+    differing_count: int
+
+    @property
+    def ok(self) -> bool:
+        return self.differing_count == 0
+
+
+def compare(lakehouse: str, day: date, config: PipelineConfig, spec: OnlineSpec, *, shown: int = 5,
+            password: str | None = None) -> Comparison:
+    """Compare the store with ``day``'s snapshot, value by value, for each window whose latest
+    day loaded is ``day``: every snapshot row must be the store's row of its key, and every
+    store row holding events must be a snapshot row. A window the store holds a later day of
+    is superseded; one it holds an earlier day of (or none) differs in every row."""
+    snapshot = snapshot_rows(lakehouse, day, config)
+    columns = store_columns(config)
+    with connected(spec, password) as connection:
+        try:
+            with connection, connection.cursor() as cursor:
+                ensure_tables(cursor, spec, config)
+                marks = _held_marks(cursor, spec)
+                later = [w for w in served_windows(config) if w.name in marks and marks[w.name] > day_as_of(w, day)]
+                windows = [w for w in served_windows(config) if w not in later]
+                superseded = _of_windows(snapshot, later).num_rows if later else 0
+                found: dict[str, tuple[int, list]] = {}
+                if windows:
+                    _staged(cursor, "panes_expected", spec, config, _of_windows(snapshot, windows))
+                    cursor.execute(sql.SQL(
+                        "WITH states AS ("
+                        " SELECT e.key, e.\"window\", CASE WHEN t.key IS NULL THEN 'missing'"
+                        "  WHEN t.as_of <> e.as_of THEN 'of another day'"
+                        "  WHEN ROW({t_cols}) IS DISTINCT FROM ROW({e_cols}) THEN 'different values'"
+                        "  ELSE 'equal' END AS how"
+                        " FROM panes_expected e LEFT JOIN {target} t ON t.key = e.key AND t.\"window\" = e.\"window\""
+                        " UNION ALL"
+                        " SELECT t.key, t.\"window\", 'not in the snapshot' FROM {target} t JOIN {day_ends}"
+                        "  ON t.\"window\" = day_end.\"window\""
+                        " WHERE NOT EXISTS"
+                        "  (SELECT 1 FROM panes_expected e WHERE e.key = t.key AND e.\"window\" = t.\"window\"))"
+                        " SELECT how, count(*), (array_agg(ARRAY[key, \"window\"] ORDER BY key, \"window\"))[1:{shown}]"
+                        " FROM states GROUP BY how").format(
+                        t_cols=_of("t", columns), e_cols=_of("e", columns), target=_table(spec),
+                        day_ends=_day_ends(windows, day), shown=sql.Literal(shown)))
+                    found = {how: (count, samples) for how, count, samples in cursor.fetchall()}
+                connection.rollback()  # nothing to keep: the staged rows go
+        except psycopg2.Error as err:
+            raise OnlineStoreError(f"comparing the online store {_where(spec)} with {day}'s snapshot failed: "
+                                   f"{_first_line(err)}") from None
+    bad = {how: v for how, v in found.items() if how != "equal"}
+    differing = [(key, window, how) for how, (_, samples) in sorted(bad.items()) for key, window in samples][:shown]
+    return Comparison(day, snapshot.num_rows, found.get("equal", (0, []))[0], superseded, differing,
+                      sum(count for count, _ in bad.values()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = documented_parser(__doc__, prog="python -m jobs.online_values")
+    parser.add_argument("--config", required=True, help="pipeline configuration YAML with an online: section")
+    parser.add_argument("--lakehouse", help="root folder (or URI) of the Delta tables (for a load)")
+    parser.add_argument("--date", help="load this day's snapshot (YYYY-MM-DD)")
+    parser.add_argument("--until", help="last day of a range: its snapshot is loaded, the latest of the range")
+    parser.add_argument("--get", metavar="KEY", help="print a key's current values as JSON lines")
+    parser.add_argument("--window", help="with --get: only this window")
+    args = parser.parse_args(argv)
+    try:
+        config = PipelineConfig.load(args.config)
+    except ValueError as err:
+        parser.error(f"bad configuration: {err}")
+    if config.online is None:
+        parser.error(f"{args.config} has no online: section naming the store (online: {{url: postgresql://...}})")
+    if (args.get is None) == (args.date is None):
+        parser.error("give --date (with --lakehouse) to load, or --get KEY to read")
+    try:
+        if args.get is not None:
+            if args.window is not None and args.window not in [w.name for w in served_windows(config)]:
+                parser.error(f"--window {args.window} is not a served window: "
+                             f"{', '.join(w.name for w in served_windows(config))}")
+            for row in lookup(config.online, config, args.get, args.window):
+                print(_json(row))
+            return 0
+        if args.lakehouse is None:
+            parser.error("--date needs --lakehouse")
+        try:
+            day = date.fromisoformat(args.until or args.date)
+        except ValueError:
+            parser.error(f"not a date (YYYY-MM-DD): {args.until or args.date!r}")
+        print(load(args.lakehouse, day, config, config.online).summary())
+        return 0
+    except StoreMismatchError as err:
+        print(f"{parser.prog}: error: bad configuration for this store: {err}", file=sys.stderr)
+        return EXIT_BAD_ARGUMENTS
+    except (OnlineStoreError, MissingTableError) as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return EXIT_MISSING_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
