@@ -317,6 +317,7 @@ COMMANDS = [
     ("jobs.sliding_windows", "Window values: change points, snapshots, sessions."),
     ("jobs.point_in_time", "Every window's value for keys as of an instant."),
     ("jobs.point_in_time_join", "A spine of labelled moments joined to the values as of each."),
+    ("jobs.online_values", "Load a day's window values into the online store (PostgreSQL), or read a key's."),
     ("jobs.vacuum", "Delete data files no version within the retention needs."),
     ("jobs.demo_events", "Write the seeded demo event set into a landing folder."),
     ("jobs.jvm_packages", "Fetch (or list) the pinned JVM jars."),

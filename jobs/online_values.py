@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg2
 import pyarrow as pa
@@ -165,17 +166,15 @@ def connected(spec: OnlineSpec, password: str | None = None) -> Iterator[Any]:
         connection = psycopg2.connect(spec.url, password=password or None, connect_timeout=10,
                                       application_name="panes")
     except psycopg2.OperationalError as err:
-        raise OnlineStoreError(f"cannot connect to the online store {_where(spec)}: {_first_line(err)}") from None
+        raise OnlineStoreError(f"cannot connect to the online store {store_name(spec)}: {_first_line(err)}") from None
     try:
         yield connection
     finally:
         connection.close()
 
 
-def _where(spec: OnlineSpec) -> str:
-    """The store as messages and metadata name it: host, port and database, no user or password."""
-    from urllib.parse import urlsplit
-
+def store_name(spec: OnlineSpec) -> str:
+    """The store as messages and metadata name it: host, port, database and table; no user or password."""
     parts = urlsplit(spec.url)
     return f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'} table {spec.table}"
 
@@ -210,12 +209,19 @@ def ensure_tables(cursor: Any, spec: OnlineSpec, config: PipelineConfig) -> None
     """Create the store's tables where they are missing; refuse a store whose columns this
     configuration does not write (another configuration's), before anything is written."""
     columns = store_columns(config)
-    cursor.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} ({}, PRIMARY KEY (key, \"window\"))").format(
-        _table(spec), sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t))
-                                         for c, t in columns)))
-    cursor.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (\"window\" text PRIMARY KEY, "
-                           "as_of timestamp with time zone NOT NULL, day date NOT NULL, "
-                           "loaded_at timestamp with time zone NOT NULL DEFAULT now())").format(_marks(spec)))
+    # Only where missing: CREATE, even IF NOT EXISTS, needs the right to create in the schema,
+    # which a user of tables an administrator made need not have.
+    cursor.execute("SELECT to_regclass(%s), to_regclass(%s)", [_table(spec).as_string(cursor),
+                                                               _marks(spec).as_string(cursor)])
+    table, marks = cursor.fetchone()
+    if table is None:
+        cursor.execute(sql.SQL("CREATE TABLE {} ({}, PRIMARY KEY (key, \"window\"))").format(
+            _table(spec), sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t))
+                                             for c, t in columns)))
+    if marks is None:
+        cursor.execute(sql.SQL("CREATE TABLE {} (\"window\" text PRIMARY KEY, "
+                               "as_of timestamp with time zone NOT NULL, day date NOT NULL, "
+                               "loaded_at timestamp with time zone NOT NULL DEFAULT now())").format(_marks(spec)))
     cursor.execute("SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
                    "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
                    [_table(spec).as_string(cursor)])
@@ -281,9 +287,9 @@ def load(lakehouse: str, day: date, config: PipelineConfig, spec: OnlineSpec, *,
     with connected(spec, password) as connection:
         try:
             with connection, connection.cursor() as cursor:  # one transaction: committed whole or rolled back
-                ensure_tables(cursor, spec, config)
-                # Loads of one store take turns: each reads and moves the windows' marks.
+                # Loads of one store take turns: each may create the tables, and reads and moves the marks.
                 cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"panes.online:{spec.table}"])
+                ensure_tables(cursor, spec, config)
                 marks = _held_marks(cursor, spec)
                 windows = [w for w in served_windows(config) if w.name not in marks or
                            day_as_of(w, day) >= marks[w.name]]
@@ -311,7 +317,7 @@ def load(lakehouse: str, day: date, config: PipelineConfig, spec: OnlineSpec, *,
                     "loaded_at = now()").format(marks=_marks(spec), day=sql.Literal(day),
                                                 day_ends=_day_ends(windows, day)))
         except psycopg2.Error as err:
-            raise OnlineStoreError(f"loading {day} into the online store {_where(spec)} failed, nothing of it "
+            raise OnlineStoreError(f"loading {day} into the online store {store_name(spec)} failed, nothing of it "
                                    f"was written: {_first_line(err)}") from None
     return Loaded(day, rows.num_rows, written, removed, [w.name for w in windows], skipped)
 
@@ -327,9 +333,9 @@ def lookup(spec: OnlineSpec, config: PipelineConfig, key: str, window: str | Non
             cursor.execute(sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY \"window\"").format(
                 _names(columns), _table(spec), where), [key, *([window] if window is not None else [])])
         except psycopg2.errors.UndefinedTable:
-            raise OnlineStoreError(f"the online store {_where(spec)} has no table yet: load a day first") from None
+            raise OnlineStoreError(f"the online store {store_name(spec)} has no table yet: load a day first") from None
         except psycopg2.Error as err:
-            raise OnlineStoreError(f"reading the online store {_where(spec)} failed: {_first_line(err)}") from None
+            raise OnlineStoreError(f"reading the online store {store_name(spec)} failed: {_first_line(err)}") from None
         return [dict(zip([c for c, _ in columns], row)) for row in cursor.fetchall()]
 
 
@@ -387,7 +393,7 @@ def compare(lakehouse: str, day: date, config: PipelineConfig, spec: OnlineSpec,
                     found = {how: (count, samples) for how, count, samples in cursor.fetchall()}
                 connection.rollback()  # nothing to keep: the staged rows go
         except psycopg2.Error as err:
-            raise OnlineStoreError(f"comparing the online store {_where(spec)} with {day}'s snapshot failed: "
+            raise OnlineStoreError(f"comparing the online store {store_name(spec)} with {day}'s snapshot failed: "
                                    f"{_first_line(err)}") from None
     bad = {how: v for how, v in found.items() if how != "equal"}
     differing = [(key, window, how) for how, (_, samples) in sorted(bad.items()) for key, window in samples][:shown]

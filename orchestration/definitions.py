@@ -26,11 +26,13 @@ import dagster as dg
 from dagster_pyspark import LazyPySparkResource, PySparkResource
 
 from assets import build_assets
+from assets.online_values import ONLINE_VALUES
 from assets.partitions import daily_partitions
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource, spark_launch_from_environment
 from assets.spark_work import SPARK_POOL
 from expectations.asset_checks import build_asset_checks
+from expectations.online_check import build_online_check
 from jobs import progress
 from jobs.spark_session import SPARK_DEFAULTS, connect_config, local_python, with_jvm_packages
 from orchestration.automation import automation_sensor, build_landing_sensor, with_late_firings
@@ -58,12 +60,14 @@ def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_ro
     # session starts only if a check asks for it.
     session = LazyPySparkResource if spark_launch.through_pipes else PySparkResource
     assets = with_freshness(with_late_firings(build_assets(config)), config)
+    online_check = build_online_check(config, ONLINE_VALUES, daily_partitions)
     daily_job = dg.define_asset_job("daily_pipeline", selection=dg.AssetSelection.all(),
                                     partitions_def=daily_partitions,
                                     description="Every asset for one day: ingest, partials, windows.")
     return dg.Definitions(
         assets=assets,
-        asset_checks=[*build_asset_checks(config, daily_partitions, pool=SPARK_POOL), build_watermark_check(config)],
+        asset_checks=[*build_asset_checks(config, daily_partitions, pool=SPARK_POOL), build_watermark_check(config),
+                      *([online_check] if online_check else [])],
         jobs=[daily_job, vacuum_lakehouse_job],
         # A run's steps share its process and so one Spark session: Dagster's default, a process
         # per step, starts a Spark driver per step. On a laptop that made a three-step run of the

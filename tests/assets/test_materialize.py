@@ -1,5 +1,6 @@
 """Dagster end to end: materialise partitions into a temporary lakehouse and check the tables."""
 
+import dataclasses
 from collections import Counter
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -9,15 +10,20 @@ from dagster_pyspark import PySparkResource
 from pyspark.sql import functions as F
 
 from assets import build_assets
+from assets.online_values import ONLINE_VALUES
+from assets.partitions import daily_partitions
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource
-from jobs import delta_io, errors
+from expectations.online_check import CHECK, build_online_check
+from jobs import delta_io, errors, online_values
 from jobs.tables import (
     ALL_TABLES, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
 )
 from tests.landing import ensure_days, random_landing
+from tests.postgres_server import new_database, postgres_server
 from windowing_core import reference
 from windowing_core.config import PipelineConfig
+from windowing_core.online import OnlineSpec
 from windowing_core.window_spec import WindowSpec
 
 FIRST = date(2025, 1, 28)
@@ -42,14 +48,24 @@ def resources(root):
 
 
 @pytest.fixture(scope="module")
-def range_run(lakehouse, spark):
-    """One run over the whole range, as a single-run backfill launches it."""
+def online():
+    """The range run's configuration with an online store of its own."""
+    with postgres_server() as (host, port, user):
+        url = f"postgresql://{user}@{host}:{port}/{new_database(host, port, user, 'features')}"
+        yield dataclasses.replace(CONFIG, online=OnlineSpec(url))
+
+
+@pytest.fixture(scope="module")
+def range_run(lakehouse, online, spark):
+    """One run over the whole range, as a single-run backfill launches it, the online store's
+    load and its blocking check included."""
     root, _ = lakehouse
     instance = dg.DagsterInstance.ephemeral()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PANES_PROGRESS_SECONDS", "0.2")
         result = dg.materialize(
-            build_assets(CONFIG), resources=resources(root), instance=instance,
+            [*build_assets(online), build_online_check(online, ONLINE_VALUES, daily_partitions)],
+            resources=resources(root), instance=instance,
             tags={"dagster/asset_partition_range_start": FIRST.isoformat(),
                   "dagster/asset_partition_range_end": LAST.isoformat()},
         )
@@ -82,6 +98,40 @@ def test_a_range_backfill_run_materialises_every_asset_and_matches_the_oracle(la
     partial_days = {r[0] for r in delta_io.read_table(spark, MINUTE_PARTIALS.path(lake))
                     .select("event_date").distinct().collect()}
     assert partial_days == {FIRST, FIRST + timedelta(days=1), FIRST + timedelta(days=2)}
+
+
+def test_the_online_store_holds_the_snapshot_of_the_last_day_loaded(lakehouse, online, range_run, spark):
+    """The range run loads its last day (its windows are empty by then: the store is too) and
+    checks every day; a day with values, materialised alone into a fresh store, is served as
+    the snapshot holds it."""
+    root, _ = lakehouse
+    result, _ = range_run
+    lake = str(root / "lakehouse")
+    loaded = result.asset_materializations_for_node(ONLINE_VALUES)
+    assert {m.partition for m in loaded} == {(FIRST + timedelta(days=i)).isoformat()
+                                             for i in range((LAST - FIRST).days + 1)}
+    assert {m.metadata["loaded_day"].value for m in loaded} == {LAST.isoformat()}
+    assert {m.metadata["dagster/row_count"].value for m in loaded} == {delta_io.row_count(
+        WINDOW_SNAPSHOT.path(lake), partition_filters=[("date", "=", LAST)])}
+    checked = {e.partition: e for e in result.get_asset_check_evaluations() if e.check_name == CHECK}
+    assert set(checked) == {(FIRST + timedelta(days=i)).isoformat() for i in range((LAST - FIRST).days + 1)}
+    assert all(e.passed for e in checked.values())
+
+    day = FIRST + timedelta(days=2)
+    host_port_db = online.online.url.rsplit("/", 1)[0]
+    fresh = dataclasses.replace(online, online=OnlineSpec(f"{host_port_db}/postgres", table="fresh_values"))
+    alone = dg.materialize([*build_assets(fresh), build_online_check(fresh, ONLINE_VALUES, daily_partitions)],
+                           selection=[ONLINE_VALUES], partition_key=day.isoformat(), resources=resources(root))
+    assert alone.success
+    snapshot = sorted(tuple(r) for r in delta_io.read_table(spark, WINDOW_SNAPSHOT.path(lake), partition_filters=[
+        ("date", "=", day)]).select("key", "window", "as_of", "event_count", "count", "sum").collect())
+    assert snapshot, f"the snapshot of {day} is empty: nothing to compare"
+    served = sorted((r["key"], r["window"], r["as_of"].replace(tzinfo=None), r["event_count"], r["count"], r["sum"])
+                    for key in sorted({key for key, *_ in snapshot})
+                    for r in online_values.lookup(fresh.online, fresh, key))
+    assert served == snapshot
+    (evaluation,) = alone.get_asset_check_evaluations()
+    assert evaluation.passed and evaluation.metadata["equal_rows"].value == len(snapshot)
 
 
 def shown_by_day(result, node, asset) -> dict[str, dict]:

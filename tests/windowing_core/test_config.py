@@ -343,3 +343,26 @@ def test_a_relative_spine_path_is_refused(path):
                                   "hdfs://namenode:8020/labels", "abfss://c@account.dfs.core.windows.net/labels"])
 def test_an_absolute_spine_path_or_uri_is_taken_as_given(path):
     assert PipelineConfig.from_dict({"spine": {"path": path}}).spine.path == path
+
+
+def test_an_online_store_takes_a_url_without_its_password_and_a_table():
+    config = PipelineConfig.from_dict({"online": {"url": "postgresql://panes@db:5432/features"}})
+    assert (config.online.url, config.online.table) == ("postgresql://panes@db:5432/features", "window_values")
+    assert config.online.schema_and_table == (None, "window_values")
+    named = PipelineConfig.from_dict({"online": {"url": "postgres://db/f", "table": "features.values_7d"}})
+    assert named.online.schema_and_table == ("features", "values_7d")
+    assert PipelineConfig.from_dict({}).online is None
+
+
+@pytest.mark.parametrize("online, message", [
+    ({"url": "postgresql://panes:hunter2@db/f"}, "holds a password: leave it out and set PANES_ONLINE_PASSWORD"),
+    ({"url": "mysql://db/f"}, "online.url must be a postgresql:// URL"),
+    ({"table": "t"}, "online.url is missing"),
+    ({"url": "postgresql://db/f", "table": "a; DROP TABLE b"}, "online.table must be a table name"),
+    ({"url": "postgresql://db/f", "tabel": "t"}, "online: unknown field(s) tabel"),
+    ("postgresql://db/f", "online: expected a mapping"),
+])
+def test_a_bad_online_store_names_the_field_and_never_shows_a_password(online, message):
+    with pytest.raises(ValueError) as refused:
+        PipelineConfig.from_dict({"online": online})
+    assert message in str(refused.value) and "hunter2" not in str(refused.value)
