@@ -30,7 +30,8 @@ def build_online_check(config: PipelineConfig, asset: str,
         warnings.simplefilter("ignore", dg.PreviewWarning)
         spec = dg.AssetCheckSpec(CHECK, asset=asset, blocking=True, partitions_def=partitions_def,
                                  description="[ERROR] the store's rows equal window_snapshot of the day, value by "
-                                             "value (a window the store holds a later day of passes)")
+                                             "value (a window the store holds a later day of passes)",
+                                 metadata={"severity": "ERROR"})
 
     @dg.multi_asset_check(specs=[spec], name=f"{asset}_checks", required_resource_keys={"lakehouse"},
                           description="The online store against window_snapshot, per daily partition.")

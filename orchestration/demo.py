@@ -11,12 +11,17 @@ It also writes a small spine of labelled moments (``./spine``, Parquet) and, wit
 join (``spine_values``) and its checks run too; that configuration is written to
 ``./demo-config.yaml`` and named in ``./.env`` (``PANES_CONFIG``) for ``dagster dev``.
 
-    python -m orchestration.demo [--events-per-day N] [--days N] [--keys N]
+With ``--online postgresql://USER@HOST:PORT/DATABASE`` (the password, if any, in
+``PANES_ONLINE_PASSWORD``) that configuration also has an online store: the run loads it
+(``online_values``), checks it, and the summary prints a key's lookup.
+
+    python -m orchestration.demo [--events-per-day N] [--days N] [--keys N] [--online URL]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -34,6 +39,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lakehouse", default="lakehouse", help="lakehouse root (default ./lakehouse)")
     parser.add_argument("--config", default=None,
                         help="pipeline configuration YAML (default: the defaults with the demo's spine)")
+    parser.add_argument("--online", default=None, metavar="URL",
+                        help="a PostgreSQL database to load as the online store (postgresql://USER@HOST:PORT/DB)")
     parser.add_argument("--spine", default="spine", help="where the demo's spine is written (default ./spine)")
     parser.add_argument("--spine-rows-per-day", type=int, default=200, help="default 200")
     parser.add_argument("--days", type=int, default=8, help="event days to generate (default 8)")
@@ -41,6 +48,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keys", type=int, default=2000, help="distinct keys (default 2000)")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
+    if args.online and args.config:
+        parser.error("--online goes with the demo's configuration; with --config, put online: in your configuration")
     for name in ("days", "events_per_day", "keys", "spine_rows_per_day"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
@@ -58,8 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     landing, lakehouse = Path(args.landing).resolve(), Path(args.lakehouse).resolve()
     spine = Path(args.spine).resolve()
-    config_path = args.config or write_demo_config(Path("demo-config.yaml"), spine)
-    config = PipelineConfig.load(config_path)
+    config_path = args.config or write_demo_config(Path("demo-config.yaml"), spine, args.online)
+    try:
+        config = PipelineConfig.load(config_path)
+    except ValueError as err:
+        print(f"demo: bad configuration: {err}", file=sys.stderr)
+        return 2
     demo = generate_demo_events(landing, start=DEFAULT_START, days=args.days,
                                 events_per_day=args.events_per_day, keys=args.keys, seed=args.seed)
     spine_rows = generate_demo_spine(spine, start=DEFAULT_START, days=args.days, rows_per_day=args.spine_rows_per_day,
@@ -105,12 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def write_demo_config(path: Path, spine: Path) -> str:
-    """The default configuration plus the demo's spine, as YAML: what the demo runs and what
-    ``dagster dev`` loads afterwards."""
+def write_demo_config(path: Path, spine: Path, online: str | None = None) -> str:
+    """The default configuration plus the demo's spine (and online store), as YAML: what the
+    demo runs and what ``dagster dev`` loads afterwards."""
+    store = f"online:\n  url: {json.dumps(online)}\n" if online else ""
     path.write_text("# written by python -m orchestration.demo: the defaults (one 7d window sliding every minute,\n"
                     "# count and sum) and the demo's spine, joined as of each row's ts (spine_values)\n"
-                    f"spine:\n  path: {spine}\n  key: user_id\n  ts: ts\n")
+                    f"spine:\n  path: {spine}\n  key: user_id\n  ts: ts\n{store}")
     return str(path)
 
 

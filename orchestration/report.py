@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
+from jobs.online_values import lookup
 from jobs.tables import ALL_TABLES, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from windowing_core.aggregations import Count, Sum
 from windowing_core.config import PipelineConfig
@@ -92,6 +93,19 @@ def print_summary(lakehouse: Path, config: PipelineConfig, checks: list) -> None
                 print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
         except Exception as err:  # noqa: BLE001 - the summary must not hide the run's own result
             print(f"\n(no spine values to show: {err})")
+    if config.online is None:
+        print("\n(online store: none configured; `bash run.sh demo --online postgresql://USER@HOST:PORT/DATABASE` "
+              "loads one: docs/guides/online-store.md)")
+    else:
+        try:
+            _, ranked = top_keys(lakehouse, config, limit=1)
+            key = ranked[0]["key"]
+            print(f"\nthe online store ({config.online.table}) looked up for {key}, as an application reads it:")
+            print(f'  SELECT * FROM {config.online.table} WHERE key = \'{key}\';')
+            for row in lookup(config.online, config, key):
+                print("  " + "  ".join(f"{k}={v}" for k, v in row.items() if k != "key"))
+        except Exception as err:  # noqa: BLE001 - the summary must not hide the run's own result
+            print(f"\n(no online values to show: {err})")
     if checks:
         print("\nasset checks")
         for c in sorted(checks, key=lambda c: (c.asset_key.to_user_string(), c.check_name)):

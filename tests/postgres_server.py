@@ -1,7 +1,7 @@
-"""A PostgreSQL server of a test module's own: Debian's ``postgresql`` package (``.ci/run``
-installs it where it is missing), a cluster made by ``initdb`` in a temporary folder, listening
-on a free loopback port, trusting local connections. PostgreSQL refuses to run as root, so as
-root the server runs as the ``postgres`` user."""
+"""A PostgreSQL server of a test module's (or a benchmark's) own: Debian's ``postgresql`` package
+(``.ci/run`` installs it where it is missing), a cluster made by ``initdb`` in a temporary folder,
+listening on a free loopback port, trusting local connections. PostgreSQL refuses to run as root,
+so as root the server runs as the ``postgres`` user."""
 
 from __future__ import annotations
 
@@ -13,10 +13,13 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-import pytest
+
+
+class Unavailable(RuntimeError):
+    """PostgreSQL cannot be started here (not installed; root without a ``postgres`` user)."""
 
 
 def postgres_bin() -> Path | None:
@@ -35,19 +38,31 @@ def free_port() -> int:
 
 
 @contextmanager
+def server_or_skip() -> Iterator[tuple[str, int, str]]:
+    """``postgres_server()`` for a test: skipped where PostgreSQL cannot be started."""
+    import pytest
+
+    with ExitStack() as stack:
+        try:
+            running = stack.enter_context(postgres_server())
+        except Unavailable as err:
+            pytest.skip(str(err))
+        yield running
+
+
+@contextmanager
 def postgres_server() -> Iterator[tuple[str, int, str]]:
-    """(host, port, user) of a running server; stopped and removed afterwards. Skips the test
-    where PostgreSQL is not installed."""
+    """(host, port, user) of a running server; stopped and removed afterwards."""
     bin_dir = postgres_bin()
     if bin_dir is None:
-        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed (Debian: apt-get install postgresql)")
+        raise Unavailable("PostgreSQL's initdb and pg_ctl are not installed (Debian: apt-get install postgresql)")
     as_user: list[str] = []
     folder = Path(tempfile.mkdtemp(prefix="panes-pg-"))
     if os.geteuid() == 0:  # the server refuses root
         try:
             postgres_user = pwd.getpwnam("postgres")
         except KeyError:
-            pytest.skip("running as root and there is no 'postgres' user to run the server as")
+            raise Unavailable("running as root and there is no 'postgres' user to run the server as") from None
         os.chown(folder, postgres_user.pw_uid, postgres_user.pw_gid)
         as_user = ["runuser", "-u", "postgres", "--"]
     data, port, user = folder / "data", free_port(), "panes"

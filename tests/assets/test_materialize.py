@@ -20,7 +20,7 @@ from jobs.tables import (
     ALL_TABLES, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
 )
 from tests.landing import ensure_days, random_landing
-from tests.postgres_server import new_database, postgres_server
+from tests.postgres_server import new_database, server_or_skip
 from windowing_core import reference
 from windowing_core.config import PipelineConfig
 from windowing_core.online import OnlineSpec
@@ -50,7 +50,7 @@ def resources(root):
 @pytest.fixture(scope="module")
 def online():
     """The range run's configuration with an online store of its own."""
-    with postgres_server() as (host, port, user):
+    with server_or_skip() as (host, port, user):
         url = f"postgresql://{user}@{host}:{port}/{new_database(host, port, user, 'features')}"
         yield dataclasses.replace(CONFIG, online=OnlineSpec(url))
 

@@ -30,7 +30,7 @@ from deltalake import write_deltalake
 from jobs import online_values
 from jobs.online_values import OnlineStoreError, StoreMismatchError, compare, day_as_of, load, lookup
 from jobs.tables import WINDOW_SNAPSHOT
-from tests.postgres_server import free_port, new_database, postgres_server
+from tests.postgres_server import free_port, new_database, server_or_skip
 from windowing_core.config import PipelineConfig
 from windowing_core.online import OnlineSpec
 from windowing_core.window_spec import from_epoch_seconds, to_epoch_seconds
@@ -57,7 +57,7 @@ TEXT = ["", "a", 'say "hi", then', "two\nlines", "tab\there", "é€😀", "\\N"
 
 @pytest.fixture(scope="module")
 def server():
-    with postgres_server() as running:
+    with server_or_skip() as running:
         yield running
 
 
@@ -375,3 +375,13 @@ def test_a_killed_load_leaves_the_previous_state_and_a_retry_converges(store, tm
     assert {r["window"] for r in lookup(spec, config, key)} <= {"7d", "day"}
     bad = _cli(config_file, "--get", key, "--window", "nope")
     assert bad.returncode == 2 and "not a served window" in bad.stderr
+
+
+def test_a_snapshot_whose_window_holds_rows_of_two_instants_is_refused(store):
+    config, spec, lakehouse = store
+    rows = random_snapshot(random.Random(5), config, DAYS[1])
+    moved = next(r for r in rows if r["window"] == "7d")
+    moved["as_of"] -= timedelta(minutes=1)
+    write_snapshot(lakehouse, config, DAYS[1], rows)
+    with pytest.raises(OnlineStoreError, match="holds rows of window 7d as of .* not one day's snapshot"):
+        load(lakehouse, DAYS[1], config, spec)

@@ -197,3 +197,16 @@ def test_spine_values_is_an_asset_with_its_blocking_check_only_where_a_spine_is_
     plain = build_definitions(PipelineConfig(), landing_root="l", lakehouse_root="h").resolve_asset_graph()
     assert dg.AssetKey("spine_values") not in plain.get_all_asset_keys()
     assert not [k for k in plain.asset_check_keys if k.asset_key == dg.AssetKey("spine_values")]
+
+
+def test_online_values_follows_the_snapshot_under_automation_with_its_blocking_check_only_where_configured():
+    config = PipelineConfig.from_dict({"online": {"url": "postgresql://panes@db:5432/features"}})
+    graph = build_definitions(config, landing_root="l", lakehouse_root="h").resolve_asset_graph()
+    online = graph.get(dg.AssetKey("online_values"))
+    assert online.parent_keys == {dg.AssetKey("window_snapshot")}
+    assert online.partitions_def == graph.get(dg.AssetKey("window_snapshot")).partitions_def
+    assert online.automation_condition is not None and online.pools in (None, set())  # no Spark: no pool slot
+    (check,) = [k for k in graph.asset_check_keys if k.asset_key == dg.AssetKey("online_values")]
+    assert check.name == "online_matches_snapshot" and graph.get_check_spec(check).blocking
+    plain = build_definitions(PipelineConfig(), landing_root="l", lakehouse_root="h").resolve_asset_graph()
+    assert dg.AssetKey("online_values") not in plain.get_all_asset_keys()

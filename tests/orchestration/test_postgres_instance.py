@@ -10,14 +10,14 @@ import pytest
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 from dagster._core.scheduler.instigation import InstigatorType, TickData, TickStatus
 
-from tests.postgres_server import new_database, postgres_server
+from tests.postgres_server import new_database, server_or_skip
 
 SHIPPED = Path(__file__).parents[2] / "instance" / "dagster-postgres.yaml"
 
 
 @pytest.fixture(scope="module")
 def postgres():
-    with postgres_server() as server:
+    with server_or_skip() as server:
         yield server
 
 
