@@ -385,3 +385,25 @@ def test_a_snapshot_whose_window_holds_rows_of_two_instants_is_refused(store):
     write_snapshot(lakehouse, config, DAYS[1], rows)
     with pytest.raises(OnlineStoreError, match="holds rows of window 7d as of .* not one day's snapshot"):
         load(lakehouse, DAYS[1], config, spec)
+
+
+def test_a_user_with_only_the_listed_rights_loads_into_tables_an_administrator_made(store):
+    """The guide's rights: SELECT, INSERT, UPDATE, DELETE on both tables (and TEMPORARY, which
+    every user has by default), no CREATE on the schema."""
+    config, spec, lakehouse = store
+    for day in DAYS[:2]:
+        write_snapshot(lakehouse, config, day, random_snapshot(random.Random(day.day), config, day))
+    load(lakehouse, DAYS[0], config, spec)  # as the administrator: the tables are made
+    loader = f"loader_{time.time_ns()}"  # roles are the server's, not the database's
+    with psycopg2.connect(spec.url) as connection, connection.cursor() as cursor:
+        cursor.execute(f"CREATE ROLE {loader} LOGIN")
+        cursor.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        cursor.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON window_values, window_values_as_of TO {loader}")
+    connection.close()
+    as_loader = OnlineSpec(spec.url.replace("//panes@", f"//{loader}@"))
+    assert load(lakehouse, DAYS[1], config, as_loader).written > 0
+    assert compare(lakehouse, DAYS[1], config, as_loader).ok
+    with psycopg2.connect(as_loader.url) as connection, connection.cursor() as cursor:
+        with pytest.raises(psycopg2.errors.InsufficientPrivilege):
+            cursor.execute("CREATE TABLE other (x int)")
+    connection.close()
