@@ -5,23 +5,28 @@ partials job re-materialises the event days they reach (A - L .. A), and the win
 window days from there on, day by day in one lakehouse and as one range run in another, as
 declarative automation and a backfill would. After every batch both lakehouses hold exactly
 the oracle's change points and snapshots over the records landed so far (late and duplicate
-records included: ``random_landing``).
+records included: ``random_landing``). The daily lakehouse's days are then loaded into an online
+store in a random order, one of them twice, as automation and re-runs may: the store holds
+exactly the oracle's keys of the latest day, with the values of its snapshot.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 from datetime import date, timedelta
 
 import pytest
 
-from jobs import ingest_events, minute_partials, sliding_windows
+from jobs import ingest_events, minute_partials, online_values, sliding_windows
 from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.jobs.test_pipeline_against_oracle import _rows, assert_rows_equal
 from tests.landing import ensure_days, random_landing
+from tests.postgres_server import new_database, server_or_skip
 from windowing_core import arrival, reference
 from windowing_core.aggregations import aggregation
 from windowing_core.config import PipelineConfig
+from windowing_core.online import OnlineSpec
 from windowing_core.window_spec import WindowSpec
 
 FIRST = date(2025, 1, 28)
@@ -62,9 +67,20 @@ def expected(events, config, first, last):
     return sorted(changes), sorted(snapshots)
 
 
+@pytest.fixture(scope="module")
+def postgres():
+    with server_or_skip() as server:
+        yield server
+
+
 @pytest.mark.parametrize("seed, windows, aggregations, rest", CASES)
-def test_late_firings_equal_the_oracle_in_daily_and_range_runs(spark, tmp_path, seed, windows, aggregations, rest):
-    config = PipelineConfig(windows=windows, aggregations=aggregations or PipelineConfig().aggregations, **rest)
+def test_late_firings_equal_the_oracle_in_daily_and_range_runs(spark, tmp_path, postgres, seed, windows, aggregations,
+                                                               rest):
+    host, port, user = postgres
+    online = OnlineSpec(f"postgresql://{user}@{host}:{port}/{new_database(host, port, user, f'late{seed}')}")
+    config = PipelineConfig(windows=windows, aggregations=aggregations or PipelineConfig().aggregations,
+                            online=online, **rest)
+    rng = random.Random(seed)
     landing = random_landing(tmp_path / "landing", seed, FIRST, EVENT_DAYS, events_per_day=25)
     last_day = FIRST + timedelta(days=EVENT_DAYS + 1)
     ensure_days(tmp_path / "landing", FIRST, FIRST + timedelta(days=EVENT_DAYS + 2))
@@ -89,6 +105,15 @@ def test_late_firings_equal_the_oracle_in_daily_and_range_runs(spark, tmp_path, 
                               changes, config, lead=3)
             assert_rows_equal(_rows(spark, WINDOW_SNAPSHOT.path(lake), "key", "window", "date", *names),
                               snapshots, config, lead=3)
+
+        for day in [*rng.sample(days, len(days)), rng.choice(days)]:
+            online_values.load(lakes["daily"], day, config, online)
+        comparison = online_values.compare(lakes["daily"], last_day, config, online)
+        latest = {(key, window) for key, window, day, *_ in snapshots if day == last_day}
+        assert comparison.ok and comparison.equal == comparison.snapshot_rows == len(latest), comparison
+        stored = {(r["key"], r["window"]) for key in {k for k, _ in latest}
+                  for r in online_values.lookup(online, config, key)}
+        assert stored == latest
     assert {r[1] for r in changes} == {w.name for w in windows}, "every window must write rows"
     late = [e for e in landing.events if e.arrival_date > e.event_date]
     assert late, "the case must have late arrivals to fire on"
