@@ -10,6 +10,7 @@ import dagster as dg
 from assets.partitions import daily_partitions, day_range
 from assets.resources import LakehouseResource
 from jobs import online_values
+from jobs.errors import MissingInputError
 from jobs.online_values import OnlineStoreError, served_windows
 from jobs.tables import WINDOW_SNAPSHOT
 from windowing_core.config import PipelineConfig
@@ -37,7 +38,7 @@ def build_online_values_asset(config: PipelineConfig) -> dg.AssetsDefinition | N
         first, last = day_range(context)
         try:
             loaded = online_values.load(lakehouse.lakehouse_root, last, config, online)
-        except OnlineStoreError as err:
+        except (OnlineStoreError, MissingInputError) as err:
             raise dg.Failure(description=str(err), allow_retries=True) from None
         context.log.info(loaded.summary())
         return dg.MaterializeResult(metadata={

@@ -14,6 +14,7 @@ from datetime import timedelta
 import dagster as dg
 
 from jobs import online_values
+from jobs.errors import MissingInputError
 from jobs.online_values import OnlineStoreError
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
@@ -41,7 +42,7 @@ def build_online_check(config: PipelineConfig, asset: str,
         for day in day_list(window.start.date(), (window.end - timedelta(days=1)).date()):
             try:
                 found = online_values.compare(lakehouse, day, config, online)
-            except OnlineStoreError as err:
+            except (OnlineStoreError, MissingInputError) as err:
                 yield dg.AssetCheckEvaluation(asset_key=dg.AssetKey(asset), check_name=CHECK, passed=False,
                                               description=str(err), blocking=True, partition=day.isoformat(),
                                               metadata={"problem": str(err)})

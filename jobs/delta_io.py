@@ -148,6 +148,15 @@ def require_stamp(path: str, stamp: dict[str, str]) -> None:
                 f"and materialise every partition again (a backfill)")
 
 
+def wrote_day(path: str, day: date) -> bool:
+    """Whether a routed write of the table's history says it wrote ``day`` (its run's days,
+    ``first`` .. ``last``): a day that holds no rows is told apart from a day never written.
+    Reads the whole log's commit entries (the data is not read); a day whose commits the log's
+    retention dropped is not found."""
+    return any(m.get("first", "9") <= day.isoformat() <= m.get("last", "")
+               for m in map(_user_metadata, _open(path).history()))
+
+
 @dataclass(frozen=True)
 class UnfinishedWrite:
     """A routed write that committed some of its tables and not the others: ``reached`` hold

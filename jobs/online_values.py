@@ -39,7 +39,7 @@ from psycopg2 import sql
 
 from jobs import delta_io
 from jobs.cli import EXIT_BAD_ARGUMENTS, EXIT_MISSING_INPUT, documented_parser
-from jobs.errors import MissingTableError
+from jobs.errors import MissingInputError, MissingTableError
 from jobs.tables import WINDOW_SNAPSHOT
 from windowing_core.config import PipelineConfig
 from windowing_core.online import PASSWORD_VARIABLE, OnlineSpec
@@ -114,8 +114,13 @@ def value_columns(config: PipelineConfig) -> list[str]:
 def read_snapshot(lakehouse: str, day: date, config: PipelineConfig) -> DaySnapshot:
     """``window_snapshot`` of ``day``; a window with more than one ``(window_start, as_of)`` in
     it is refused (panes writes one per window and day)."""
-    rows = delta_io.read_arrow(WINDOW_SNAPSHOT.path(lakehouse), partition_filters=[("date", "=", day.isoformat())],
+    path = WINDOW_SNAPSHOT.path(lakehouse)
+    rows = delta_io.read_arrow(path, partition_filters=[("date", "=", day.isoformat())],
                                columns=[*value_columns(config), "window_start", "as_of"])
+    if rows.num_rows == 0 and not delta_io.wrote_day(path, day):
+        # Loading a day never materialised would empty the store and mark it as of that day.
+        raise MissingInputError(f"window_snapshot holds no rows of {day} and no run wrote {day}: materialise the "
+                                f"windows of {day} first")
     found = {r["window"]: r for r in rows.group_by("window").aggregate(
         [(c, f) for c in ("window_start", "as_of") for f in ("min", "max")]).to_pylist()}
     ends = {}
@@ -355,8 +360,9 @@ def load(lakehouse: str, day: date, config: PipelineConfig, spec: OnlineSpec, *,
                     "ON CONFLICT (\"window\") DO UPDATE SET as_of = EXCLUDED.as_of, day = EXCLUDED.day, "
                     "loaded_at = now()").format(marks=_marks(spec), day=sql.Literal(day), ends=_day_ends(loading)))
         except psycopg2.Error as err:
-            raise OnlineStoreError(f"loading {day} into the online store {store_name(spec)} failed, nothing of it "
-                                   f"was written: {_first_line(err)}") from None
+            raise OnlineStoreError(f"loading {day} into the online store {store_name(spec)} failed: "
+                                   f"{_first_line(err)} (a load is one transaction: the store holds the day "
+                                   "whole or not at all, and running it again converges)") from None
     return Loaded(day, loading.rows.num_rows, written, removed, [w.name for w in windows], skipped)
 
 
@@ -471,15 +477,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.lakehouse is None:
             parser.error("--date needs --lakehouse")
         try:
-            day = date.fromisoformat(args.until or args.date)
+            first, day = date.fromisoformat(args.date), date.fromisoformat(args.until or args.date)
         except ValueError:
-            parser.error(f"not a date (YYYY-MM-DD): {args.until or args.date!r}")
+            parser.error(f"not a date (YYYY-MM-DD): --date {args.date!r} --until {args.until!r}")
+        if day < first:
+            parser.error(f"--until {day} is before --date {first}")
         print(load(args.lakehouse, day, config, config.online).summary())
         return 0
     except StoreMismatchError as err:
         print(f"{parser.prog}: error: bad configuration for this store: {err}", file=sys.stderr)
         return EXIT_BAD_ARGUMENTS
-    except (OnlineStoreError, MissingTableError) as err:
+    except (OnlineStoreError, MissingInputError, MissingTableError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return EXIT_MISSING_INPUT
 

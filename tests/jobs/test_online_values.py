@@ -28,6 +28,7 @@ import pytest
 from deltalake import write_deltalake
 
 from jobs import online_values
+from jobs.errors import MissingInputError
 from jobs.online_values import OnlineStoreError, StoreMismatchError, compare, day_as_of, load, lookup
 from jobs.tables import WINDOW_SNAPSHOT
 from tests.postgres_server import free_port, new_database, server_or_skip
@@ -407,3 +408,15 @@ def test_a_user_with_only_the_listed_rights_loads_into_tables_an_administrator_m
         with pytest.raises(psycopg2.errors.InsufficientPrivilege):
             cursor.execute("CREATE TABLE other (x int)")
     connection.close()
+
+
+def test_a_day_never_materialised_is_refused_and_the_store_kept(store):
+    """A day without snapshot rows loads only where a windows run wrote it (its windows emptied):
+    a day never materialised would otherwise empty the store and mark it as of that day."""
+    config, spec, lakehouse = store
+    write_snapshot(lakehouse, config, DAYS[0], random_snapshot(random.Random(3), config, DAYS[0]))
+    load(lakehouse, DAYS[0], config, spec)
+    before = held(spec, config)
+    with pytest.raises(MissingInputError, match=f"no run wrote {DAYS[4]}: materialise the windows of {DAYS[4]} first"):
+        load(lakehouse, DAYS[4], config, spec)
+    assert held(spec, config) == before and compare(lakehouse, DAYS[0], config, spec).ok
