@@ -1,7 +1,7 @@
 """Keep the online store fresh: each key's latest window values in PostgreSQL, one row per (key, window).
 
     python -m jobs.online_values --lakehouse lakehouse --date 2025-01-27 --config pipeline.yaml
-    python -m jobs.online_values --get user-17 [--window 7d] --config pipeline.yaml
+    python -m jobs.online_values --get user-17 [--get user-18 ...] [--window 7d] --config pipeline.yaml
 
 A load makes a day's ``window_snapshot`` (each key's state at the day's last window end) the
 store's rows: COPY into a temporary table, one ``UPDATE`` of the keys the store holds, one
@@ -366,16 +366,18 @@ def load(lakehouse: str, day: date, config: PipelineConfig, spec: OnlineSpec, *,
     return Loaded(day, loading.rows.num_rows, written, removed, [w.name for w in windows], skipped)
 
 
-def lookup(spec: OnlineSpec, config: PipelineConfig, key: str, window: str | None = None, *,
+def lookup(spec: OnlineSpec, config: PipelineConfig, key: str | list[str], window: str | None = None, *,
            password: str | None = None) -> list[dict[str, Any]]:
-    """A key's current values, one dict per window (every served window, or ``window``), with
-    their ``as_of``: what an application reads with ``SELECT * FROM window_values WHERE key = %s``."""
+    """The current values of a key (or of several, in one query), one dict per key and window
+    (every served window, or ``window``), with their ``as_of``: what an application reads with
+    ``SELECT * FROM window_values WHERE key = ANY(%s)``. A key without events in a window has no row."""
     columns = store_columns(config)
-    where = sql.SQL("key = %s") + (sql.SQL(" AND \"window\" = %s") if window is not None else sql.SQL(""))
+    keys = [key] if isinstance(key, str) else list(key)
+    where = sql.SQL("key = ANY(%s)") + (sql.SQL(" AND \"window\" = %s") if window is not None else sql.SQL(""))
     with connected(spec, password) as connection, connection.cursor() as cursor:
         try:
-            cursor.execute(sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY \"window\"").format(
-                _names(columns), _table(spec), where), [key, *([window] if window is not None else [])])
+            cursor.execute(sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY key, \"window\"").format(
+                _names(columns), _table(spec), where), [keys, *([window] if window is not None else [])])
         except psycopg2.errors.UndefinedTable:
             raise OnlineStoreError(f"the online store {store_name(spec)} has no table yet: load a day first") from None
         except psycopg2.Error as err:
@@ -455,7 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lakehouse", help="root folder (or URI) of the Delta tables (for a load)")
     parser.add_argument("--date", help="load this day's snapshot (YYYY-MM-DD)")
     parser.add_argument("--until", help="last day of a range: its snapshot is loaded, the latest of the range")
-    parser.add_argument("--get", metavar="KEY", help="print a key's current values as JSON lines")
+    parser.add_argument("--get", metavar="KEY", action="append",
+                        help="print a key's current values as JSON lines (repeat for several keys)")
     parser.add_argument("--window", help="with --get: only this window")
     args = parser.parse_args(argv)
     try:

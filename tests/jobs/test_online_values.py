@@ -374,6 +374,12 @@ def test_a_killed_load_leaves_the_previous_state_and_a_retry_converges(store, tm
     assert (row["key"], row["window"], row["event_count"]) == (key, "7d", looked["event_count"])
     assert row["as_of"] == looked["as_of"].isoformat() == day_as_of(config.windows[0], DAYS[1]).isoformat()
     assert {r["window"] for r in lookup(spec, config, key)} <= {"7d", "day"}
+    several = sorted({r["key"] for r in after if r["window"] == "7d"})[:3] + ["nobody"]
+    together = lookup(spec, config, several, "7d")
+    assert [r["key"] for r in together] == several[:3]  # one query, in key order; no row: no events
+    assert together == [row for k in several for row in lookup(spec, config, k, "7d")]
+    both = _cli(config_file, *[a for k in several for a in ("--get", k)], "--window", "7d")
+    assert [json.loads(line)["key"] for line in both.stdout.splitlines()] == several[:3], both.stderr
     bad = _cli(config_file, "--get", key, "--window", "nope")
     assert bad.returncode == 2 and "not a served window" in bad.stderr
 
