@@ -116,12 +116,12 @@ def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> 
     is spelled (a subfolder's file has no date in its parent's name; a subfolder named after
     another day is still inside this one).
     """
-    folders = zip(days(first, last), landing_folders(landing, first, last))
-    return reduce(DataFrame.unionByName, [_read_folder(spark, folder, day) for day, folder in folders])
+    read = landing_files.read_folders(spark, landing_folders(landing, first, last))
+    return reduce(DataFrame.unionByName, [_day_lines(spark, lines, unreadable, day)
+                                          for day, (lines, unreadable) in zip(days(first, last), read)])
 
 
-def _read_folder(spark: SparkSession, folder: str, day: date) -> DataFrame:
-    lines, unreadable = landing_files.read_folder(spark, folder)
+def _day_lines(spark: SparkSession, lines: DataFrame | None, unreadable: DataFrame, day: date) -> DataFrame:
     if lines is None:  # every file unreadable
         lines = spark.createDataFrame([], _UNREADABLE)
     else:

@@ -55,8 +55,29 @@ class Listing:
 def read_folder(spark: SparkSession, folder: str) -> tuple[DataFrame | None, DataFrame]:
     """The folder's readable files as Spark's text reader reads them (None if there are none),
     and one record per file refused, spelled as Spark spells the files it reads."""
-    listing = list_folder(spark, folder)
-    problems = {_os_path(r["path"]): r for r in codec_problems(spark, listing.sources)}
+    return read_folders(spark, [folder])[0]
+
+
+def read_folders(spark: SparkSession, folders: list[str]) -> list[tuple[DataFrame | None, DataFrame]]:
+    """``read_folder`` of each folder, with one check of the compressed files of all of them: one
+    Spark job for a run's arrival days, not one per day (13 jobs, 3.2 s of the demo's ingest)."""
+    listings = [list_folder(spark, folder) for folder in folders]
+    problems = {_os_path(r["path"]): r for r in codec_problems(spark, [s for l in listings for s in l.sources])}
+    return [_read_listed(spark, folder, listing, {p: r for p, r in problems.items() if _inside(p, folder, listing)})
+            for folder, listing in zip(folders, listings)]
+
+
+def _inside(path: str, folder: str, listing: Listing) -> bool:
+    """Whether a listed file (``_os_path`` spelling) is one of ``folder``'s."""
+    if listing.named:
+        return path in {_os_path(s) for s in listing.sources}
+    root = _os_path(folder)
+    root = root if "://" in root else os.path.abspath(root)
+    return path.startswith(root.rstrip("/") + "/")
+
+
+def _read_listed(spark: SparkSession, folder: str, listing: Listing,
+                 problems: dict[str, dict]) -> tuple[DataFrame | None, DataFrame]:
     refused = listing.refused + [(None, r["source_file"], r["file_time"], r["read_problem"])
                                  for r in problems.values()]
     unreadable = spark.createDataFrame(refused, _UNREADABLE)

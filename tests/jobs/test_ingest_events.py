@@ -5,7 +5,8 @@ import gzip
 import json
 import os
 import zlib
-from datetime import date
+from datetime import date, timedelta
+from pathlib import Path
 
 from jobs import delta_io, ingest_events
 from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE
@@ -105,6 +106,27 @@ def test_a_day_of_unreadable_files_is_quarantined_whole(spark, tmp_path):
     assert result.quarantined_by_reason == {"truncated_gzip": 1, "unreadable_file": 1}
     assert result.reconciles
     assert delta_io.read_table(spark, EVENTS.path(lake)).count() == 0
+
+
+def test_a_range_run_checks_every_days_compressed_files_at_once_and_counts_each_on_its_own_day(spark, tmp_path):
+    """One check of the compressed files for all the run's days (``landing_files.read_folders``):
+    each refused file is still its own day's record, and each day's good files are read."""
+    first, second = DAY, DAY + timedelta(days=1)
+    for day, broken in ((first, "a.json.gz"), (second, "b.json.gz")):
+        folder = tmp_path / "landing" / day.isoformat()
+        folder.mkdir(parents=True)
+        (folder / broken).write_bytes(gzip.compress(b'{"user_id": "u1"}\n' * 100)[:-12])
+        (folder / "good.json.gz").write_bytes(gzip.compress(
+            f'{{"user_id": "u{day.day}", "timestamp": "{day}T10:00:00Z"}}\n'.encode()))
+    (tmp_path / "landing" / second.isoformat() / "c.json.gz").write_bytes(b"plain text")
+    lake = str(tmp_path / "lake")
+    result = ingest_events.ingest(spark, str(tmp_path / "landing"), lake, first, second, PipelineConfig())
+    assert {d: (r.accepted, r.quarantined_by_reason) for d, r in result.by_day.items()} == {
+        first: (1, {"truncated_gzip": 1}), second: (1, {"truncated_gzip": 1, "unreadable_file": 1})}
+    quarantined = {(Path(r.source_file).name, r.arrival_date) for r in
+                   delta_io.read_table(spark, QUARANTINE.path(lake)).collect()}
+    assert quarantined == {("a.json.gz", first), ("b.json.gz", second), ("c.json.gz", second)}
+    assert result.reconciles
 
 
 def test_every_file_a_landing_folder_can_hold_is_read_or_counted_never_stops_the_day(spark, tmp_path):
