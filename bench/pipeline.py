@@ -425,43 +425,45 @@ def measure_size(ds: DaySet, args, work: Path) -> dict:
     best: dict[str, Best] = {}
     whole_day: list[float] = []
     load: list[float] = []
-    with MemorySampler() as memory:
-        for stage in needed:  # once, untimed: what the timed stages read, and the floors' rows
-            result = runs[stage]()
-            if stage == "checks" and result["failed"]:
-                raise SystemExit("checks failed, so the bench is void:\n  " + "\n  ".join(result["failed"]))
-        outputs.cache()
-        floors = floor_runs(ds, outputs, timed)
-        all_runs = {**{s: runs[s] for s in timed}, **floors}
-        for round_ in range(args.warm_up + args.reps):
-            warm = round_ < args.warm_up
-            load.append(os.getloadavg()[0])
-            day_total = 0.0
-            for name, fn in all_runs.items():
-                settle(spark)
-                before = stage_ids(spark) if not warm and round_ == args.warm_up + args.reps - 1 else None
-                cpu, started = cpu_seconds(), time.perf_counter()
-                result = fn()
-                seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
-                if name == "checks" and result["failed"]:
+    try:
+        with MemorySampler() as memory:
+            for stage in needed:  # once, untimed: what the timed stages read, and the floors' rows
+                result = runs[stage]()
+                if stage == "checks" and result["failed"]:
                     raise SystemExit("checks failed, so the bench is void:\n  " + "\n  ".join(result["failed"]))
-                print(f"    {'warm-up' if warm else f'round {round_ - args.warm_up + 1}'}: {name:<24} "
-                      f"{seconds:7.2f} s", flush=True)
-                if warm:
-                    continue
-                b = best.setdefault(name, Best())
-                b.runs.append(round(seconds, 3))
-                if b.seconds is None or seconds < b.seconds:
-                    b.seconds, b.cpu_seconds = seconds, cpu
-                if before is not None:
-                    b.spark_stages = spark_stages_since(spark, before)
-                if name in STAGES:
-                    day_total += seconds
-            if not warm and set(timed) >= set(STAGES):
-                whole_day.append(day_total)
+            outputs.cache()
+            floors = floor_runs(ds, outputs, timed)
+            all_runs = {**{s: runs[s] for s in timed}, **floors}
+            for round_ in range(args.warm_up + args.reps):
+                warm = round_ < args.warm_up
+                load.append(os.getloadavg()[0])
+                day_total = 0.0
+                for name, fn in all_runs.items():
+                    settle(spark)
+                    before = stage_ids(spark) if not warm and round_ == args.warm_up + args.reps - 1 else None
+                    cpu, started = cpu_seconds(), time.perf_counter()
+                    result = fn()
+                    seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+                    if name == "checks" and result["failed"]:
+                        raise SystemExit("checks failed, so the bench is void:\n  " + "\n  ".join(result["failed"]))
+                    print(f"    {'warm-up' if warm else f'round {round_ - args.warm_up + 1}'}: {name:<24} "
+                          f"{seconds:7.2f} s", flush=True)
+                    if warm:
+                        continue
+                    b = best.setdefault(name, Best())
+                    b.runs.append(round(seconds, 3))
+                    if b.seconds is None or seconds < b.seconds:
+                        b.seconds, b.cpu_seconds = seconds, cpu
+                    if before is not None:
+                        b.spark_stages = spark_stages_since(spark, before)
+                    if name in STAGES:
+                        day_total += seconds
+                if not warm and set(timed) >= set(STAGES):
+                    whole_day.append(day_total)
+    finally:  # the bench's PostgreSQL server stops even when a stage fails
+        if online is not None:
+            online.close()
     outputs.release()
-    if online is not None:
-        online.close()
     if whole_day:
         best[WHOLE_DAY] = Best(min(whole_day), None, [round(s, 3) for s in whole_day])
     return {"best": best, "driver_peak_mb": round(memory.driver_peak / 2**20),

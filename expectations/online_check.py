@@ -7,7 +7,6 @@ rows were replaced by newer ones, as they should be). ``jobs.online_values.compa
 the database.
 """
 
-
 import warnings
 from datetime import timedelta
 
