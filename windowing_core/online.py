@@ -1,7 +1,7 @@
 """The online store: a PostgreSQL table holding each key's latest window values, for lookups.
 
-The configuration's ``online:`` names it for the Dagster asset ``online_values``; the job
-``jobs.online_values`` takes the same fields on its command line.
+The configuration's ``online:`` names it for the Dagster asset ``online_values`` and for the job
+``jobs.online_values``, which reads it from the configuration file its ``--config`` names.
 
     online:
       url: postgresql://panes@127.0.0.1:5432/features   # the password from PANES_ONLINE_PASSWORD
