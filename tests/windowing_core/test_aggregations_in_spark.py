@@ -15,6 +15,8 @@ from windowing_core.aggregations import KLL_RANK_ERROR, aggregation
 
 T0 = datetime(2025, 1, 30, tzinfo=timezone.utc)
 
+pytestmark = pytest.mark.usefixtures("generated_code")  # as the jobs run them (tests/conftest.py)
+
 
 def _merged(spark, agg, rows, frames):
     """Per frame ``spark_accumulate``, then one ``spark_merge`` of all frames, finished."""
