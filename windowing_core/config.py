@@ -23,8 +23,8 @@ from windowing_core.window_spec import (
     WindowSpec,
     format_duration,
     parse_duration,
+    refuse_unknown,
     slides_over_day_tiles,
-    unknown_names,
 )
 
 _TOP_LEVEL = {"key_field", "value_field", "fields", "bucket", "allowed_lateness", "windows", "aggregations",
@@ -201,10 +201,7 @@ class PipelineConfig:
         if raw is not None and not isinstance(raw, dict):
             raise ValueError(f"configuration: expected a mapping of fields, got {type(raw).__name__}")
         raw = dict(raw or {})
-        unknown = set(raw) - _TOP_LEVEL
-        if unknown:  # YAML reads `1: 2` as a number, `~: 2` as None: names as text, sorted as text
-            raise ValueError(f"unknown configuration field(s): {unknown_names(unknown)}; "
-                             f"known: {', '.join(sorted(_TOP_LEVEL))}")
+        refuse_unknown(raw, _TOP_LEVEL, "configuration")
         bucket = parse_duration(raw.get("bucket", "1m"), field_name="bucket")
         _check_bucket(bucket)  # before the windows, each of which divides by it
         lateness = parse_duration(raw.get("allowed_lateness", "2d"), field_name="allowed_lateness")
@@ -316,9 +313,7 @@ def _window(name: str, spec: Any, bucket: int) -> WindowSpec | SessionSpec:
         raise ValueError(f"windows.{name}: expected a mapping with length, slide, offset")
     if "gap" in spec:
         return SessionSpec.from_dict(str(name), spec, bucket)
-    unknown = set(spec) - _WINDOW_KEYS
-    if unknown:
-        raise ValueError(f"windows.{name}: unknown field(s) {unknown_names(unknown)}")
+    refuse_unknown(spec, _WINDOW_KEYS, f"windows.{name}")
     if "length" not in spec:
         raise ValueError(f"windows.{name}.length is required")
     return WindowSpec.of(str(name), spec["length"], spec.get("slide"), spec.get("offset"),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from windowing_core.window_spec import unknown_names
+from windowing_core.window_spec import refuse_unknown
 
 ONLINE_FIELDS = {"url", "table"}
 PASSWORD_VARIABLE = "PANES_ONLINE_PASSWORD"
@@ -53,10 +53,7 @@ class OnlineSpec:
     def from_dict(cls, raw: Any) -> OnlineSpec:
         if not isinstance(raw, dict):
             raise ValueError("online: expected a mapping with url (and table)")
-        unknown = set(raw) - ONLINE_FIELDS
-        if unknown:
-            raise ValueError(f"online: unknown field(s) {unknown_names(unknown)}; known: "
-                             f"{', '.join(sorted(ONLINE_FIELDS))}")
+        refuse_unknown(raw, ONLINE_FIELDS, "online")
         if "url" not in raw:
             raise ValueError("online.url is missing: give the store's postgresql:// URL")
         return cls(url=raw["url"], table=raw.get("table", DEFAULT_TABLE))

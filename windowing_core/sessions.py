@@ -59,7 +59,7 @@ from windowing_core.window_spec import (
     check_time,
     format_duration,
     parse_duration,
-    unknown_names,
+    refuse_unknown,
 )
 
 SESSION_FIELDS = {"gap", "max_length", "emit", "time"}
@@ -100,9 +100,7 @@ class SessionSpec:
         mixed = sorted({"length", "slide", "offset", "step"} & set(spec))
         if mixed:
             raise ValueError(f"{where}.gap makes a session window, which takes no {', '.join(mixed)}")
-        unknown = set(spec) - SESSION_FIELDS
-        if unknown:
-            raise ValueError(f"{where}: unknown field(s) {unknown_names(unknown)}")
+        refuse_unknown(spec, SESSION_FIELDS, where)
         return cls.of(str(name), spec["gap"], bucket, spec.get("max_length"), spec.get("emit", "final"),
                       spec.get("time", "event"))
 

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from windowing_core.window_spec import unknown_names
+from windowing_core.window_spec import refuse_unknown
 
 SPINE_FIELDS = {"path", "table", "format", "key", "ts", "windows", "aggregations", "exclusive"}
 SPINE_FORMATS = ("delta", "parquet")
@@ -81,10 +81,7 @@ class SpineSpec:
         """The configuration's ``spine:`` mapping (``key`` defaults to the pipeline's key_field)."""
         if not isinstance(raw, dict):
             raise ValueError("spine: expected a mapping with path (or table), key and ts")
-        unknown = set(raw) - SPINE_FIELDS
-        if unknown:
-            raise ValueError(f"spine: unknown field(s) {unknown_names(unknown)}; known: "
-                             f"{', '.join(sorted(SPINE_FIELDS))}")
+        refuse_unknown(raw, SPINE_FIELDS, "spine")
         path = raw.get("path")
         if isinstance(path, str) and path.strip() and not (path.startswith("/") or _URI.match(path)):
             # A relative path would be read from whatever folder the job starts in (a shell's, the

@@ -18,6 +18,7 @@ Bounds, once for the whole module:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -63,6 +64,14 @@ def unknown_names(names: set) -> str:
     """Unknown field names for a message, as text: YAML reads ``1:`` as a number and ``~:`` as
     None, and those neither join nor sort with strings."""
     return ", ".join(sorted(str(n) for n in names))
+
+
+def refuse_unknown(raw: dict, known: Iterable[str], where: str) -> None:
+    """Refuse, in one line naming them and the known ones, the fields of a configuration mapping
+    that ``known`` does not hold: a misspelt field would otherwise be silently ignored."""
+    unknown = set(raw) - set(known)
+    if unknown:
+        raise ValueError(f"{where}: unknown field(s) {unknown_names(unknown)}; known: {', '.join(sorted(known))}")
 
 
 def format_duration(seconds: int) -> str:
