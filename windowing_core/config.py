@@ -13,8 +13,8 @@ from typing import Any
 
 from windowing_core import field_types
 from windowing_core.aggregations import DEFAULT_AGGREGATIONS, DEFAULT_FIELD, Aggregation, aggregation
-from windowing_core.sessions import SessionSpec
 from windowing_core.online import OnlineSpec
+from windowing_core.sessions import SessionSpec
 from windowing_core.spine import SpineSpec, selected
 from windowing_core.window_spec import (
     DAY_SECONDS,

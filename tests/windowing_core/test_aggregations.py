@@ -7,6 +7,18 @@ import pytest
 from windowing_core.aggregations import AGGREGATIONS, aggregation
 
 T0 = datetime(2025, 1, 30, tzinfo=timezone.utc)
+TYPES = ["bigint", "decimal(12,2)", "double", "string", "boolean"]
+
+
+def applicable(value_type: str) -> list:
+    """Every kind, over a field `v` of the type, where the kind applies to it."""
+    aggregations = []
+    for kind in sorted(AGGREGATIONS):
+        try:
+            aggregations.append(aggregation(kind, kind, "v", value_type))
+        except ValueError:
+            continue
+    return aggregations
 
 
 def fold(agg, values, start=0):
@@ -164,3 +176,27 @@ def test_unique_count_and_histogram_count_values():
 def test_parameters_are_validated_naming_them(kind, params, message):
     with pytest.raises(ValueError, match=message):
         aggregation(kind, **params)
+
+
+@pytest.mark.parametrize("kind, value_type, problem", [
+    ("sum", "string", "aggregations.x: sum needs a numeric field, v is string"),
+    ("mean", "boolean", "aggregations.x: mean needs a numeric field, v is boolean"),
+    ("stddev_pop", "string", "aggregations.x: stddev_pop needs a numeric field, v is string"),
+])
+def test_a_kind_refuses_a_type_it_does_not_apply_to(kind, value_type, problem):
+    with pytest.raises(ValueError) as refused:
+        aggregation(kind, "x", "v", value_type)
+    assert str(refused.value) == problem
+
+
+def test_every_kind_applies_where_it_makes_sense():
+    """Arithmetic needs numbers; a histogram counts discrete values (longs and strings, as the
+    issue asks: a double's or decimal's values rarely repeat); ordering, lists and sets apply to
+    every type."""
+    arithmetic = {"sum", "mean", "var_pop", "var_samp", "stddev_pop", "stddev_samp", "skew", "kurtosis",
+                  "approx_percentile"}
+    numeric = ("bigint", "decimal(12,2)", "double")
+    assert {t: [a.kind for a in applicable(t)] for t in TYPES} == {
+        t: sorted(k for k in AGGREGATIONS
+                  if (t in numeric or k not in arithmetic) and (k != "histogram" or t in ("bigint", "string")))
+        for t in TYPES}

@@ -1,17 +1,29 @@
 """The algebra's Spark expressions against their definitions: the sketches held to their stated
 error, the moments to Spark's own ``skewness`` and ``kurtosis``, each kind's Spark partial to
-the Python one (the pipeline's property tests compare whole tables with the oracle)."""
+the Python one (the pipeline's property tests compare whole tables with the oracle).
+
+Each aggregation's Spark side against its Python side, for every field type it applies to
+(``test_spark_partials_finish_as_the_python_fold``): random values of one field (nulls,
+negatives, repeats) are grouped into frames with ``spark_accumulate``, the frames merged with
+``spark_merge`` both ways the jobs merge them (a ``groupBy``, and a running window frame as the
+two stacks do), deducted where invertible, and finished; the Python side folds the same values
+with ``accumulate``/``combine``/``finish``. Every kind that applies to the type runs in the same
+Spark queries. Doubles are drawn on a grid of quarters, whose sums no order of addition rounds,
+so every value compares exactly but a double's variance (Chan's merges in doubles against exact
+fractions); the drift of real doubles is measured in ``tests/jobs/test_typed_fields.py``."""
 
 from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta, timezone
+from decimal import Decimal
 
 import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from windowing_core.aggregations import KLL_RANK_ERROR, aggregation
+from tests.windowing_core.test_aggregations import TYPES, applicable
+from windowing_core.aggregations import KLL_RANK_ERROR, ApproxDistinct, Variance, aggregation
 
 T0 = datetime(2025, 1, 30, tzinfo=timezone.utc)
 
@@ -199,3 +211,80 @@ def test_merges_in_passes_says_which_kinds_have_a_spark_combine(spark, value_typ
         columns = [F.col(c) for c in agg.field_columns()]
         assert agg.merges_in_passes == (agg.spark_combine(columns, columns) is not None), (kind, value_type)
     assert aggregation("skew", "s", "x", "double").merges_in_passes  # the test must see both answers
+
+
+
+
+def draw(value_type: str, rng: random.Random):
+    if rng.random() < 0.2:
+        return None
+    if value_type == "bigint":
+        return rng.choice([rng.randrange(-5, 9), 2**62 + rng.randrange(3), -(2**62)])
+    if value_type.startswith("decimal"):
+        return Decimal(rng.randrange(-10**5, 10**5)).scaleb(-2)
+    if value_type == "double":
+        return rng.randrange(-400, 400) / 4
+    if value_type == "string":
+        return rng.choice(["a", "b", "Zed", "é", ""])
+    return rng.random() < 0.5
+
+
+def same(agg, got, want) -> bool:
+    if isinstance(agg, ApproxDistinct):
+        return abs(got - want) <= max(1, 3 * agg.relative_error * want)
+    if isinstance(agg, Variance) and agg.family == "double" and want is not None and got is not None:
+        return got == pytest.approx(want, rel=1e-12, abs=1e-12)
+    return got == want
+
+
+@pytest.mark.parametrize("value_type", TYPES)
+def test_spark_partials_finish_as_the_python_fold(spark, value_type):
+    aggregations = applicable(value_type)
+    rng = random.Random(value_type)
+    rows = [(f, T0 + timedelta(seconds=rng.randrange(4) + 10 * f), draw(value_type, rng))
+            for f in range(6) for _ in range(rng.randrange(0, 5))]
+    rows.append((6, T0 + timedelta(seconds=70), None))  # a frame of nulls only
+    events = spark.createDataFrame(rows, f"frame int, at timestamp, v {value_type}")
+    partials = [c.alias(n) for a in aggregations
+                for c, n in zip(a.spark_accumulate(F.col("v"), F.col("at")), a.field_columns(), strict=True)]
+    frames = events.groupBy("frame").agg(*partials).persist()
+
+    def merges(over=None):
+        return [c.alias(n) for a in aggregations
+                for c, n in zip(a.spark_merge([F.col(c) for c in a.field_columns()], over), a.field_columns())]
+
+    def finished(df, of=aggregations):
+        return df.select("*", *[a.spark_finish([F.col(c) for c in a.field_columns()]).cast(a.output_type)
+                                .alias(f"out_{a.name}") for a in of])
+
+    def python(agg, frame_filter):
+        partial = agg.empty()
+        for frame, at, value in rows:
+            if frame_filter(frame):
+                partial = agg.accumulate(partial, value, at)
+        return agg.finish(partial)
+
+    try:
+        merged = finished(frames.agg(*merges())).first()
+        for a in aggregations:  # every frame merged in a groupBy
+            assert same(a, merged[f"out_{a.name}"], python(a, lambda f: True)), a
+
+        running = Window.orderBy("frame").rowsBetween(Window.unboundedPreceding, 0)
+        for r in finished(frames.select("frame", *merges(running))).collect():  # as the two stacks merge
+            for a in aggregations:
+                want = python(a, lambda f, upto=r["frame"]: f <= upto)
+                assert same(a, r[f"out_{a.name}"], want), (a, r["frame"])
+
+        invertible = [a for a in aggregations if a.invertible]
+        everything = frames.agg(*merges())
+        gone = rows[0][0]  # a frame holding events
+        first = frames.where(F.col("frame") == gone).select(*[F.col(c).alias(f"z_{c}") for a in invertible
+                                                              for c in a.field_columns()])
+        deducted = finished(everything.crossJoin(first).select(
+            *[d.alias(c) for a in invertible for d, c in zip(
+                a.spark_deduct([F.col(c) for c in a.field_columns()], [F.col(f"z_{c}") for c in a.field_columns()]),
+                a.field_columns())]), invertible).first() if invertible else None
+        for a in invertible:  # every frame less one is the fold of the others
+            assert same(a, deducted[f"out_{a.name}"], python(a, lambda f: f != gone)), a
+    finally:
+        frames.unpersist()
