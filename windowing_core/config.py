@@ -201,7 +201,7 @@ class PipelineConfig:
         if raw is not None and not isinstance(raw, dict):
             raise ValueError(f"configuration: expected a mapping of fields, got {type(raw).__name__}")
         raw = dict(raw or {})
-        refuse_unknown(raw, _TOP_LEVEL, "configuration")
+        refuse_unknown(raw, _TOP_LEVEL)
         bucket = parse_duration(raw.get("bucket", "1m"), field_name="bucket")
         _check_bucket(bucket)  # before the windows, each of which divides by it
         lateness = parse_duration(raw.get("allowed_lateness", "2d"), field_name="allowed_lateness")

@@ -66,12 +66,14 @@ def unknown_names(names: set) -> str:
     return ", ".join(sorted(str(n) for n in names))
 
 
-def refuse_unknown(raw: dict, known: Iterable[str], where: str) -> None:
+def refuse_unknown(raw: dict, known: Iterable[str], where: str | None = None) -> None:
     """Refuse, in one line naming them and the known ones, the fields of a configuration mapping
-    that ``known`` does not hold: a misspelt field would otherwise be silently ignored."""
+    that ``known`` does not hold: a misspelt field would otherwise be silently ignored. ``where``
+    names the mapping (``windows.7d``); the configuration's top level has no name."""
     unknown = set(raw) - set(known)
     if unknown:
-        raise ValueError(f"{where}: unknown field(s) {unknown_names(unknown)}; known: {', '.join(sorted(known))}")
+        label = f"{where}: unknown field(s) " if where else "unknown configuration field(s): "
+        raise ValueError(f"{label}{unknown_names(unknown)}; known: {', '.join(sorted(known))}")
 
 
 def format_duration(seconds: int) -> str:

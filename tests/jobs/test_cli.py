@@ -87,7 +87,7 @@ def _one_error_line(err: str) -> str:
 
 @pytest.mark.parametrize("text, message", [
     ("[" * 5000 + "]" * 5000 + "\n", "nests lists and mappings more than 50 deep (line 1, column 51)"),
-    ("1: 2\n", "configuration: unknown field(s) 1; known: "),
+    ("1: 2\n", "unknown configuration field(s): 1; known: "),
 ])
 def test_a_hostile_configuration_is_one_line_and_exit_two(tmp_path, capsys, text, message):
     config = tmp_path / "panes.yaml"

@@ -14,7 +14,7 @@ def test_defaults_are_one_7d_window_with_count_and_sum():
 @pytest.mark.parametrize(
     "raw, message",
     [
-        ({"windowz": {}}, "configuration: unknown field.*windowz"),
+        ({"windowz": {}}, "unknown configuration field.*windowz"),
         ({"windows": {"w": {"length": "7d", "slid": "1m"}}}, "windows.w: unknown field.*slid"),
         ({"windows": {"w": {"slide": "1m"}}}, "windows.w.length is required"),
         ({"windows": {"w": {"length": "0d"}}}, "windows.w.length must be positive"),
@@ -243,8 +243,8 @@ HOSTILE_STRUCTURES = {
     "[" * 5000 + "]" * 5000 + "\n": "nests lists and mappings more than 50 deep (line 1, column 51)",
     "a:\n" + "".join("  " * i + f"b{i}:\n" for i in range(1, 60)) + "  " * 60 + "c\n":
         "nests lists and mappings more than 50 deep (line 50, column ",
-    "1: 2\n": "configuration: unknown field(s) 1; known: aggregations,",
-    "~: 2\nwindowz: 1\n": "configuration: unknown field(s) None, windowz; known:",
+    "1: 2\n": "unknown configuration field(s): 1; known: aggregations,",
+    "~: 2\nwindowz: 1\n": "unknown configuration field(s): None, windowz; known:",
     "windows: {w: {length: 1h, 1: a, x: b}}\n": "windows.w: unknown field(s) 1, x",
     "windows: {s: {gap: 30m, 2025-01-01: x}}\n": "windows.s: unknown field(s) 2025-01-01",
     "spine: {path: /x, 2.5: y}\n": "spine: unknown field(s) 2.5; known:",
