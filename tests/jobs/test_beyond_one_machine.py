@@ -24,7 +24,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from jobs import delta_io, ingest_events, jvm_packages, landing_files, minute_partials, sliding_windows
+from jobs import delta_io, jvm_packages, landing_files
 from jobs.spark_session import STATIC_SQL, SPARK_DEFAULTS
 from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
@@ -104,20 +104,42 @@ def tables(spark, lakehouse: str) -> dict[str, Counter]:
             for t in (EVENTS, QUARANTINE, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT)}
 
 
+def materialise_in_dagster(landing: Path, lakehouse: str, launch, session):
+    """Every asset over the range in this process, with Dagster's own ``materialize``: the run's
+    result and the user messages of its log."""
+    import dagster as dg
+
+    from assets import build_assets
+    from assets.resources import LakehouseResource
+
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(
+        build_assets(PipelineConfig()), instance=instance,
+        resources={"pyspark": session(spark_config={"spark.master": "local[2]"}), "spark_launch": launch,
+                   "lakehouse": LakehouseResource(landing_root=str(landing), lakehouse_root=lakehouse)},
+        tags={"dagster/asset_partition_range_start": FIRST.isoformat(),
+              "dagster/asset_partition_range_end": LAST_ARRIVAL.isoformat()})
+    assert result.success
+    return result, [e.user_message for e in instance.all_logs(result.run_id)]
+
+
 @pytest.fixture(scope="module")
 def local_run(spark, tmp_path_factory):
-    """A landing folder, and the tables the jobs make of it in the tests' local session."""
+    """A landing folder, the tables every asset makes of it in this process (the tests' local
+    session), and that run's result."""
+    from dagster_pyspark import PySparkResource
+
+    from assets.spark_launch import SparkLaunchResource
+
     root = tmp_path_factory.mktemp("local")
     landing = root / "landing"
     random_landing(landing, 13, FIRST, EVENT_DAYS)
     ensure_days(landing, FIRST, LAST_ARRIVAL)
-    config, lakehouse = PipelineConfig(), str(root / "lakehouse")
-    ingest_events.ingest(spark, str(landing), lakehouse, FIRST, LAST_ARRIVAL, config)
-    minute_partials.run(spark, lakehouse, FIRST, LAST_EVENT_DAY, config)
-    sliding_windows.run(spark, lakehouse, FIRST, LAST_ARRIVAL, config)
+    lakehouse = str(root / "lakehouse")
+    result, _ = materialise_in_dagster(landing, lakehouse, SparkLaunchResource(), PySparkResource)
     expected = tables(spark, lakehouse)
     assert expected[WINDOW_CHANGES.name], "the case must produce change points"
-    return landing, expected
+    return landing, expected, result
 
 
 def job_arguments(landing: Path, lakehouse: str) -> dict[str, list[str]]:
@@ -129,7 +151,7 @@ def job_arguments(landing: Path, lakehouse: str) -> dict[str, list[str]]:
 
 
 def test_the_daily_jobs_through_spark_connect_equal_a_local_run(spark, tmp_path, connect_server, local_run):
-    landing, expected = local_run
+    landing, expected, _ = local_run
     through_connect = str(tmp_path / "through-connect")
     for job, args in job_arguments(landing, through_connect).items():
         done = subprocess.run([sys.executable, "-m", f"jobs.{job}", *args], capture_output=True, text=True,
@@ -160,7 +182,7 @@ def test_dagster_materialises_every_asset_and_check_through_spark_connect(spark,
                                                                            local_run):
     """``dagster asset materialize`` of every asset over the range, its checks included, as a
     user runs it with ``SPARK_REMOTE`` set: the Definitions' Spark resource is a Connect client."""
-    landing, expected = local_run
+    landing, expected, _ = local_run
     lakehouse = tmp_path / "lakehouse"
     (tmp_path / "home").mkdir()
     env = {**os.environ, "SPARK_REMOTE": connect_server, "PANES_LANDING": str(landing),
@@ -202,7 +224,7 @@ def test_dagster_on_a_cluster_with_tables_on_s3_equals_a_local_run(spark, tmp_pa
     """Every asset and check, materialised by ``dagster asset materialize`` with the Spark
     driver's executors on the standalone cluster and ``PANES_LAKEHOUSE`` on S3: configured only
     through the standard ``AWS_*`` variables, as a user on a real cluster would."""
-    landing, expected = local_run
+    landing, expected, _ = local_run
     aws = {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_REGION": "us-east-1",
            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
     for name, value in aws.items():
@@ -235,44 +257,30 @@ def test_dagster_pipes_on_a_standalone_cluster_gives_the_tables_and_metadata_of_
         spark, tmp_path, cluster, local_run):
     """``PANES_SPARK_LAUNCH=pipes``: each asset launches spark-submit of its job on the cluster
     through Dagster Pipes, and the job reports its result back. The range run then leaves the
-    tables, and records the metadata for every asset and day, that the same run in-process does.
-    Only ``path`` (another lakehouse) and ``files_written`` (how many files Spark's tasks wrote,
-    which follows the sessions' parallelism, not the data) may differ."""
-    import dagster as dg
-    from dagster_pyspark import LazyPySparkResource, PySparkResource
+    tables, and records the metadata for every asset and day, that the same run in-process
+    (``local_run``) does. Only ``path`` (another lakehouse) and ``files_written`` (how many files
+    Spark's tasks wrote, which follows the sessions' parallelism, not the data) may differ."""
+    from dagster_pyspark import LazyPySparkResource
 
-    from assets import build_assets
-    from assets.resources import LakehouseResource
     from assets.spark_launch import SparkLaunchResource
 
-    landing, expected = local_run
+    landing, expected, in_process_run = local_run
     master, archive = cluster
     through_pipes = SparkLaunchResource(launch="pipes", master=master, submit_args=[
         "--py-files", str(archive), "--driver-memory", "1g", "--conf", "spark.executor.memory=1g",
         "--conf", "spark.ui.enabled=false"])
-    runs = {}
-    for name, launch, session in [("pipes", through_pipes, LazyPySparkResource),
-                                  ("in_process", SparkLaunchResource(), PySparkResource)]:
-        lakehouse, instance = str(tmp_path / name), dg.DagsterInstance.ephemeral()
-        result = dg.materialize(
-            build_assets(PipelineConfig()), instance=instance,
-            resources={"pyspark": session(spark_config={"spark.master": "local[2]"}), "spark_launch": launch,
-                       "lakehouse": LakehouseResource(landing_root=str(landing), lakehouse_root=lakehouse)},
-            tags={"dagster/asset_partition_range_start": FIRST.isoformat(),
-                  "dagster/asset_partition_range_end": LAST_ARRIVAL.isoformat()})
-        assert result.success
-        runs[name] = result, lakehouse, [e.user_message for e in instance.all_logs(result.run_id)]
-    assert tables(spark, runs["pipes"][1]) == expected
-    assert tables(spark, runs["in_process"][1]) == expected
+    lakehouse = str(tmp_path / "pipes")
+    result, log = materialise_in_dagster(landing, lakehouse, through_pipes, LazyPySparkResource)
+    assert tables(spark, lakehouse) == expected
 
     def comparable(result):
         return {key: {k: v for k, v in metadata.items() if k not in ("path", "files_written")}
                 for key, metadata in materialised(result).items()}
 
-    pipes, in_process = comparable(runs["pipes"][0]), comparable(runs["in_process"][0])
+    pipes, in_process = comparable(result), comparable(in_process_run)
     assert len(pipes) == 5 * ((LAST_ARRIVAL - FIRST).days + 1)  # events, quarantine, partials, windows x2
     assert pipes == in_process
-    log = runs["pipes"][2]  # the drivers' progress came back through Pipes into the run's log
+    # the drivers' progress came back through Pipes into the run's log
     for job, days in [("ingest_events", LAST_ARRIVAL), ("minute_partials", LAST_ARRIVAL)]:
         assert any(line.startswith(f"jobs.{job} {FIRST} .. {days}: done in ") for line in log), job
     assert any(line.startswith("launching through Dagster Pipes: ") for line in log)
