@@ -143,7 +143,7 @@ def evaluate_minute_partials(inputs: Inputs) -> Results:
             partials,
             inputs.read(EVENTS, "arrival_date", inputs.first, inputs.last + lateness),
             inputs.read(LATE_EVENTS, "event_date", inputs.first, inputs.last),
-            inputs.days)
+            inputs.days, inputs.config)
     return results
 
 

@@ -30,6 +30,7 @@ from pyspark.sql.types import MapType
 from expectations.catalog import CONSERVATION_SAMPLE_KEYS, QUARANTINE_SHARE_LIMIT, Outcome
 from expectations.suites import SAMPLE_ROWS, as_of_per_day, empty_values, json_safe, same_values
 from jobs.ingest_events import LATE_REASON
+from jobs.minute_partials import SELECTED, with_computed_columns
 from jobs.sliding_windows import with_all_keys
 from windowing_core.aggregations import Aggregation
 from windowing_core.change_points import change_points
@@ -165,31 +166,43 @@ def quarantine_share_below_limit(quarantine: DataFrame, events: Tally, late_even
 
 
 def partials_count_accepted_events(partials: DataFrame, events: DataFrame, late_events: DataFrame,
-                                   days: list[date]) -> dict[date, Outcome]:
+                                   days: list[date], config: PipelineConfig) -> dict[date, Outcome]:
     """A day's summed ``event_count`` = its distinct accepted event_ids.
 
     ``events`` must hold every arrival day an event of these days may have arrived on (D .. D +
     allowed lateness). The expected side is counted directly from ``events`` (distinct ids per
     event day, the product's deduplication rule), not with the partial job's code. Events kept in
     ``late_events`` for their event day for a reason other than the allowed lateness (behind the
-    watermark) never reach a frame and are taken out.
+    watermark) never reach a frame and are taken out, and so are the ids whose first arrival the
+    row filter (``where``) does not select, counted as ``filtered_out``.
     """
     wanted = [d.isoformat() for d in days]
     accepted = (events.withColumn("event_date", F.to_date("event_time"))
-                .where(F.col("event_date").isin(wanted))
-                .select("event_date", "event_id", "key", "event_time"))
-    expected = {r[0]: r[1] for r in accepted.groupBy("event_date")
-                .agg(F.count_distinct("event_id")).collect()}
+                .where(F.col("event_date").isin(wanted)))
+    if config.where is None:
+        accepted = accepted.select("event_date", "event_id", "key", "event_time")
+        expected = {r[0]: r[1] for r in accepted.groupBy("event_date")
+                    .agg(F.count_distinct("event_id")).collect()}
+        filtered: dict[date, int] = {}
+    else:  # each id as its first arrival has it (``events`` holds an id once per arrival day)
+        judged = (with_computed_columns(accepted, config).groupBy("event_date", "event_id")
+                  .agg(F.min_by(SELECTED, "arrival_date").alias(SELECTED)))
+        counted = judged.groupBy("event_date").agg(F.count("*"), F.count_if(~F.col(SELECTED))).collect()
+        expected = {r[0]: r[1] for r in counted}
+        filtered = {r[0]: r[2] for r in counted}
+        accepted = accepted.select("event_date", "event_id", "key", "event_time")
     held_back = {r[0]: r[1] for r in late_events.where((F.col("reason") != LATE_REASON)
                                                        & F.col("event_date").isin(wanted))
                  .groupBy("event_date").agg(F.count_distinct("event_id")).collect()}
     actual = {r[0]: r[1] for r in partials.groupBy("event_date").agg(F.sum("event_count")).collect()}
     outcomes = {}
     for day in days:
-        want = expected.get(day, 0) - held_back.get(day, 0)
+        want = expected.get(day, 0) - held_back.get(day, 0) - filtered.get(day, 0)
         got = actual.get(day, 0) or 0
         metadata: dict[str, Any] = {"events_in_frames": got, "accepted_event_ids": expected.get(day, 0),
                                     "held_back_by_watermark": held_back.get(day, 0), "difference": got - want}
+        if config.where is not None:
+            metadata["filtered_out"] = filtered.get(day, 0)
         if got != want:
             metadata["sample_frames"] = _differing_frames(partials, accepted, day)
         outcomes[day] = Outcome(got == want, metadata)

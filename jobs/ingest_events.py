@@ -66,7 +66,7 @@ def quarantine_reasons(config: PipelineConfig) -> list[str]:
     """Every reason ingest can give under this configuration: the record's own (``REASONS``
     but the default value's) and ``<field>_<problem>`` for each measured field."""
     own = [r for r in REASONS if not r.startswith("value_")]
-    return own + [f"{name}_{problem}" for name, ddl in config.measured_fields
+    return own + [f"{name}_{problem}" for name, ddl in config.source_fields
                   for problem in FIELD_PROBLEMS[field_types.family(ddl)]]
 
 
@@ -222,7 +222,7 @@ def json_field(column: str, config: PipelineConfig) -> str:
 
 def json_fields(config: PipelineConfig) -> list[str]:
     """The names of the top-level JSON fields ingest reads."""
-    measured = [json_field(column, config) for column, _ in config.measured_fields]
+    measured = [json_field(column, config) for column, _ in config.source_fields]
     return list(dict.fromkeys([config.key_field, "timestamp", "event_id", "arrival_time", *measured]))
 
 
@@ -258,7 +258,7 @@ def fields_of(record: Column, config: PipelineConfig) -> list[Column]:
     event_id = F.try_variant_get(record["event_id"], "$", "string")
     timestamp = F.try_variant_get(record["timestamp"], "$", "string")
     measured = []
-    for i, (column, ddl) in enumerate(config.measured_fields):
+    for i, (column, ddl) in enumerate(config.source_fields):
         typed, problem = measured_field(record, column, ddl, config)
         measured += [typed.alias(f"_typed_{i}"), problem.alias(f"_problem_{i}")]
     return [
@@ -365,7 +365,7 @@ def _reason(config: PipelineConfig) -> Column:
         ((F.col("event_time") < F.lit("1970-01-01").cast("timestamp"))
          | (F.col("event_time") >= arrival_day_end), "timestamp_out_of_range"),
     ]
-    reason = F.coalesce(*[F.col(f"_problem_{i}") for i in range(len(config.measured_fields))],
+    reason = F.coalesce(*[F.col(f"_problem_{i}") for i in range(len(config.source_fields))],
                         F.lit(None).cast("string"))  # the first field with a problem
     for condition, name in reversed(checks):
         reason = F.when(condition, F.lit(name)).otherwise(reason)
@@ -381,7 +381,7 @@ def with_reason(parsed: DataFrame, config: PipelineConfig) -> DataFrame:
         "raw", "source_file", "line", "arrival_date", "reason",
         F.when(F.col("key_kind") == "STRING", F.col("key")).alias("key"),
         "event_time",
-        *[F.col(f"_typed_{i}").alias(column) for i, column in enumerate(config.measured_columns)],
+        *[F.col(f"_typed_{i}").alias(column) for i, column in enumerate(n for n, _ in config.source_fields)],
         F.coalesce("given_event_id", F.substring(F.sha2(F.trim("raw"), 256), 1, 32)).alias("event_id"),
         F.coalesce("given_arrival_time", "file_time").alias("arrival_time"),
     )
@@ -389,7 +389,7 @@ def with_reason(parsed: DataFrame, config: PipelineConfig) -> DataFrame:
 
 def deduplicate_per_arrival_day(good: DataFrame, config: PipelineConfig) -> DataFrame:
     """One row per (arrival day, event_id): the first by (source_file, raw), plus its copy count."""
-    first = F.min(F.struct("source_file", "raw", "line", "key", "event_time", *config.measured_columns,
+    first = F.min(F.struct("source_file", "raw", "line", "key", "event_time", *(n for n, _ in config.source_fields),
                            "arrival_time"))
     return (
         good.groupBy("arrival_date", "event_id")

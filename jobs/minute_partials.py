@@ -11,6 +11,10 @@ arrival partitions are read. The same ``event_id`` arriving on two of those days
 ``event_count``, whatever aggregations are configured: it tells an empty state from a zero sum
 and lets checks reconcile partials with events.
 
+Computed fields (``columns``) are computed for every copy of an event before the deduplication,
+and the row filter (``where``) judges the copy that counts: the events it does not select reach
+neither the frames nor ``late_events`` (``windowing_core.reference``, step 5).
+
 Under ``late_policy: drop`` the events behind the watermark at their arrival go to
 ``late_events`` (reason ``behind_watermark``) instead; the watermark is
 ``windowing_core.watermark``'s, computed here in Spark without sorting all events on one task.
@@ -35,6 +39,7 @@ from jobs.tables import (
 from windowing_core.config import PipelineConfig
 
 BEHIND_WATERMARK = "behind_watermark"
+SELECTED = "selected"
 ARRIVAL_ORDER = ["arrival_date", "arrival_time", "source_file", "line"]
 
 
@@ -73,6 +78,18 @@ def with_watermark(events: DataFrame, config: PipelineConfig) -> DataFrame:
     return marked.withColumn(
         "watermark", F.timestamp_micros(seen_micros - config.max_out_of_orderness * 1_000_000)
     ).drop("seen", "measure")
+
+
+def with_computed_columns(events: DataFrame, config: PipelineConfig) -> DataFrame:
+    """Add the computed fields (``columns``), each cast to its declared type, and under a row
+    filter (``where``) ``selected``: whether it holds, null counting as false as in SQL's WHERE.
+    Computed for every copy of an event, so the copy the deduplication keeps brings its own."""
+    if config.columns:
+        declared = dict(config.fields)
+        events = events.withColumns({name: F.expr(sql).cast(declared[name]) for name, sql in config.columns})
+    if config.where is not None:
+        events = events.withColumn(SELECTED, F.coalesce(F.expr(config.where), F.lit(False)))
+    return events
 
 
 def filter_event_days(events: DataFrame, first: date, last: date) -> DataFrame:
@@ -148,15 +165,21 @@ def frame_sets(events: DataFrame, config: PipelineConfig, first: date,
                last: date) -> tuple[DataFrame, DataFrame, DataFrame | None]:
     """``minute_partials``' two results, and where a window is by arrival time the same
     accepted events' frames by arrival time (``jobs.arrival_frames``), else None."""
+    events = events.transform(with_computed_columns, config)
+    selected = [SELECTED] if config.where is not None else []
     if config.late_policy == "drop":  # the watermark runs over every arrival, whatever its day
         events = events.transform(with_watermark, config)
-        carried = [*event_columns(config), "watermark"]  # late events are kept whole
+        computed = [name for name, _ in config.columns]
+        carried = [*event_columns(config), *computed, *selected, "watermark"]  # late events are kept whole
         is_late = F.coalesce(F.col("event_time") < F.col("watermark"), F.lit(False))
     else:
         measured = sorted({a.field for a in config.aggregations})  # only the fields aggregated
-        carried = ["key", "event_time", *measured, *(["arrival_time"] if config.places_by_arrival else [])]
+        carried = ["key", "event_time", *measured, *(["arrival_time"] if config.places_by_arrival else []),
+                   *selected]
         is_late = F.lit(False)
     unique = events.transform(filter_event_days, first, last).transform(deduplicate_across_arrivals, carried)
+    if selected:  # the filter judges the copy that won, and late or not, the others are not this group's
+        unique = unique.where(F.col(SELECTED)).drop(SELECTED)
     partials = (
         unique.where(~is_late)
         .transform(with_frame_start, config.bucket)

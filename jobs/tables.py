@@ -57,9 +57,9 @@ def written_together(table: Table, config: PipelineConfig) -> tuple[Table, ...]:
 
 
 def event_fields(config: PipelineConfig) -> list[tuple[str, str]]:
-    """An event's columns: key and time, one typed column per measured field (the one
+    """An event's columns: key and time, one typed column per field read from the source (the one
     ``value`` without declared fields, where it always stood), and where the record came from."""
-    return [("key", "string"), ("event_time", "timestamp"), *config.measured_fields, ("event_id", "string"),
+    return [("key", "string"), ("event_time", "timestamp"), *config.source_fields, ("event_id", "string"),
             ("arrival_time", "timestamp"), ("source_file", "string"), ("line", "int")]
 
 
@@ -202,8 +202,10 @@ _FIELD_NOTES = {"n": "number of (non-null) values", "s": "sum of the values",
 def column_notes(table: str, config: PipelineConfig) -> dict[str, str]:
     """What each declared column of ``table`` holds, for catalogs and the Dagster UI."""
     notes = dict(_NOTES)
+    computed = dict(config.columns)
     for name, ddl in config.fields:
-        notes[name] = f"the declared field {name} ({declared_name(ddl)}); null where the record has none"
+        notes[name] = (f"the computed field {name} ({declared_name(ddl)}): {computed[name]}" if name in computed else
+                       f"the declared field {name} ({declared_name(ddl)}); null where the record has none")
     for a in config.aggregations:
         notes[a.name] = f"the {a.kind} of the window's events' {a.field}"
         for column, f in zip(a.field_columns(), a.fields):

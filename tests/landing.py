@@ -6,11 +6,13 @@ import gzip
 import hashlib
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+from pyspark.sql import functions as F
 
 from windowing_core.reference import Event
 
@@ -152,3 +154,23 @@ def ensure_days(root: Path, first: date, last: date) -> None:
     while day <= last:
         (root / day.isoformat()).mkdir(parents=True, exist_ok=True)
         day += timedelta(days=1)
+
+
+def with_row_expressions(spark, events, config):
+    """The oracle's events with what Spark SQL says of each record (``reference`` step 5): the
+    computed fields' values and whether the filter selects it, for every copy before any
+    deduplication; what becomes of them afterwards is the oracle's to compute."""
+    if not config.columns and config.where is None:
+        return events
+    source, declared = config.source_fields, dict(config.fields)
+    doubles = {n for n, t in source if t == "double"}
+    rows = [(i, e.key, e.event_time, *(float(v) if n in doubles and v is not None else v
+                                       for n, v in ((n, e.field(n)) for n, _ in source)))
+            for i, e in enumerate(events)]
+    schema = ", ".join(["i int", "key string", "event_time timestamp", *(f"`{n}` {t}" for n, t in source)])
+    frame = spark.createDataFrame(rows, schema).withColumns(
+        {n: F.expr(sql).cast(declared[n]) for n, sql in config.columns})
+    verdict = F.coalesce(F.expr(config.where), F.lit(False)) if config.where is not None else F.lit(True)
+    derived = {r["i"]: r for r in frame.withColumn("_selected", verdict).collect()}
+    return [replace(e, fields=(*e.fields, *((n, derived[i][n]) for n, _ in config.columns)),
+                    selected=derived[i]["_selected"]) for i, e in enumerate(events)]

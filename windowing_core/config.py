@@ -13,6 +13,7 @@ from typing import Any
 
 from windowing_core import field_types
 from windowing_core.aggregations import DEFAULT_AGGREGATIONS, DEFAULT_FIELD, Aggregation, aggregation
+from windowing_core.expressions import references
 from windowing_core.online import OnlineSpec
 from windowing_core.sessions import SessionSpec
 from windowing_core.spine import SpineSpec, selected
@@ -29,7 +30,7 @@ from windowing_core.window_spec import (
 
 _TOP_LEVEL = {"key_field", "value_field", "fields", "bucket", "allowed_lateness", "windows", "aggregations",
               "late_policy", "max_out_of_orderness", "watermark_scope", "watermark_clock", "freshness_slack", "spine",
-              "online"}
+              "online", "where", "columns"}
 LATE_POLICIES = ("include", "drop")
 WATERMARK_SCOPES = ("global", "key")
 WATERMARK_CLOCKS = ("event", "arrival")
@@ -96,6 +97,12 @@ class PipelineConfig:
     spine: SpineSpec | None = None
     # The PostgreSQL table that serves each key's latest values (``online_values``); None: no such asset.
     online: OnlineSpec | None = None
+    # Computed inputs, ``(name, Spark SQL expression)``: each names a declared field, whose type
+    # it is cast to, computed per event from the source's fields before the partials.
+    columns: tuple[tuple[str, str], ...] = ()
+    # A Spark SQL predicate over the fields (computed ones too): only the events it holds true
+    # for reach the partials and windows; the reconciliation counts the others.
+    where: str | None = None
 
     def __post_init__(self) -> None:
         _check_bucket(self.bucket)
@@ -157,6 +164,14 @@ class PipelineConfig:
                                  f"(names are compared without case: {', '.join(sorted(RESERVED_COLUMNS))})")
         if self.spine is not None:
             selected(self, self.spine.windows, self.spine.aggregations)
+        _unique("columns", [n for n, _ in self.columns])
+        for name, sql in self.columns:
+            if name not in dict(self.fields):
+                raise ValueError(f"columns.{name}: declare its type in fields, for example "
+                                 f"fields: {{{name}: double}}")
+            references(sql, f"columns.{name}", self.row_names(computed=False))
+        if self.where is not None:
+            references(self.where, "where", self.row_names())
 
     @property
     def measured_fields(self) -> tuple[tuple[str, str], ...]:
@@ -167,6 +182,19 @@ class PipelineConfig:
     @property
     def measured_columns(self) -> list[str]:
         return [name for name, _ in self.measured_fields]
+
+    @property
+    def source_fields(self) -> tuple[tuple[str, str], ...]:
+        """The measured fields read from the source, as columns of ``events``: all but the
+        computed ones (``columns``)."""
+        computed = {name for name, _ in self.columns}
+        return tuple(f for f in self.measured_fields if f[0] not in computed)
+
+    def row_names(self, computed: bool = True) -> list[str]:
+        """What a row expression may refer to: the key, the event time, the source's fields
+        and (``computed``) the computed ones."""
+        fields = self.measured_fields if computed else self.source_fields
+        return ["key", "event_time", *(name for name, _ in fields)]
 
     @property
     def longest_window(self) -> int:
@@ -248,6 +276,8 @@ class PipelineConfig:
             spine=None if raw.get("spine") is None else SpineSpec.from_dict(
                 raw["spine"], _field_name("key_field", raw.get("key_field", "user_id"))),
             online=None if raw.get("online") is None else OnlineSpec.from_dict(raw["online"]),
+            columns=_columns(raw.get("columns")),
+            where=raw.get("where"),
         )
 
     @classmethod
@@ -329,6 +359,16 @@ def _fields(declared: Any) -> tuple[tuple[str, str], ...]:
         raise ValueError("fields: expected a mapping of field name to type, for example "
                          "{amount: decimal(12,2), latency_ms: double, page: string}")
     return tuple((str(name), field_types.spark_type(ddl, f"fields.{name}")) for name, ddl in declared.items())
+
+
+def _columns(declared: Any) -> tuple[tuple[str, str], ...]:
+    """``columns: {amount: "price * quantity"}`` as ``(name, expression)`` pairs."""
+    if declared is None:
+        return ()
+    if not isinstance(declared, dict) or not declared:
+        raise ValueError("columns: expected a mapping of field name to a Spark SQL expression, for example "
+                         "{amount: \"price * quantity\"} (with amount's type in fields)")
+    return tuple((str(name), sql) for name, sql in declared.items())
 
 
 def _check_field_names(fields: tuple[tuple[str, str], ...], key_field: str) -> None:

@@ -14,6 +14,11 @@ Deduplication is defined here once for the whole product:
    ``(arrival_date, source_file, raw)`` wins (minute partials).
 4. Under ``late_policy: drop``, an event behind the watermark at its arrival is kept as late
    (minute partials); the watermark runs over every event of step 2, in arrival order.
+5. Under a row filter (``where``), only the events of step 3 it selects reach the partials or
+   ``late_events``; the others are counted, not kept (minute partials). Whether it selects an
+   event, and the values of computed fields (``columns``), come with each record
+   (``Event.selected``, ``Event.fields``): they are Spark SQL's per-row semantics, which the
+   oracle takes as given, not the windows' arithmetic, which it checks.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ class Event:
     arrival_time: datetime | None = None
     line: int = 0
     fields: tuple[tuple[str, Any], ...] = ()
+    selected: bool = True
 
     def field(self, name: str) -> Any:
         """The value of the events column ``name`` (an aggregation's ``field``)."""
@@ -102,6 +108,16 @@ def behind_watermark(events: Iterable[Event], config: PipelineConfig) -> set[Eve
 
 
 def _once_and_late(events: Iterable[Event], config: PipelineConfig) -> tuple[list[Event], set[Event]]:
+    once, late = _once_in_time(events, config)
+    return [e for e in once if e.selected], late
+
+
+def filtered_out(events: Iterable[Event], config: PipelineConfig) -> list[Event]:
+    """The events of step 3 the row filter (``where``) does not select."""
+    return [e for e in _once_in_time(events, config)[0] if not e.selected]
+
+
+def _once_in_time(events: Iterable[Event], config: PipelineConfig) -> tuple[list[Event], set[Event]]:
     once_per_arrival = _first_by(events, lambda e: (e.arrival_date, e.event_id),
                                  lambda e: (e.source_file, e.raw))
     in_time = [e for e in once_per_arrival

@@ -19,7 +19,7 @@ from jobs import delta_io, errors, online_values
 from jobs.tables import (
     ALL_TABLES, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
 )
-from tests.landing import ensure_days, random_landing
+from tests.landing import ensure_days, random_landing, with_row_expressions
 from tests.postgres_server import new_database, server_or_skip
 from windowing_core import reference
 from windowing_core.config import PipelineConfig
@@ -28,7 +28,8 @@ from windowing_core.window_spec import WindowSpec
 
 FIRST = date(2025, 1, 28)
 LAST = FIRST + timedelta(days=6)
-CONFIG = PipelineConfig(windows=(WindowSpec.of("2d", "2d", "5m"),))
+# The filter leaves out the events whose value is 0 (about 1 in 20)
+CONFIG = PipelineConfig(windows=(WindowSpec.of("2d", "2d", "5m"),), where="value <> 0")
 
 
 @pytest.fixture(scope="module")
@@ -92,9 +93,11 @@ def test_a_range_backfill_run_materialises_every_asset_and_matches_the_oracle(la
     lake = str(root / "lakehouse")
     changes = sorted(tuple(r) for r in delta_io.read_table(spark, WINDOW_CHANGES.path(lake))
                      .select("key", "window", "window_end", "count", "sum").collect())
+    events = with_row_expressions(spark, landing.events, CONFIG)
     expected = sorted((r.key, r.window, r.window_end.replace(tzinfo=None), *r.values)
-                      for r in reference.window_changes(landing.events, CONFIG, FIRST, LAST))
+                      for r in reference.window_changes(events, CONFIG, FIRST, LAST))
     assert changes == expected
+    assert reference.filtered_out(events, CONFIG), "the filter must leave events out"
     partial_days = {r[0] for r in delta_io.read_table(spark, MINUTE_PARTIALS.path(lake))
                     .select("event_date").distinct().collect()}
     assert partial_days == {FIRST, FIRST + timedelta(days=1), FIRST + timedelta(days=2)}

@@ -29,6 +29,7 @@ CONFIG = PipelineConfig(
              WindowSpec.of("all_keys", "1d", "30m", keyed=False), WindowSpec.of("today", "1d", step="2h"),
              WindowSpec.of("odd", "50m", "20m", offset="-8h", emit="final")),
     aggregations=(aggregation("count"), aggregation("sum")),  # the rest are covered by test_suites
+    where="value < 5",  # the checks count what a row filter leaves out
 )
 
 GOOD_RECORD = {"user_id": "bad-day-user", "timestamp": f"{NEXT}T12:00:00Z", "event_id": "fine-1"}
@@ -121,6 +122,8 @@ def test_a_range_run_evaluates_every_check_for_every_partition_and_error_checks_
             assert evaluation.metadata, f"{check.name} on {day} says nothing of what it looked at"
             if check.severity == ERROR:
                 assert evaluation.passed, (check.table, check.name, day, evaluation.metadata)
+        assert found[("minute_partials", "partials_count_accepted_events", day.isoformat())].metadata[
+            "filtered_out"].value > 0
     assert result.success
 
 

@@ -127,7 +127,7 @@ def test_partials_count_accepted_events_passes_when_every_event_is_in_one_frame(
                               {"key": "k2", "frame_start": at(DAY, 23, 59), "event_count": 1, "event_date": DAY},
                               {"key": "k2", "frame_start": at(NEXT, 0), "event_count": 1, "event_date": NEXT}])
     outcomes = reconciliation.partials_count_accepted_events(frames, accepted, table(spark, LATE_COLUMNS, []),
-                                                             [DAY, NEXT])
+                                                             [DAY, NEXT], PipelineConfig())
     assert outcomes[DAY].passed and outcomes[NEXT].passed, outcomes
 
 
@@ -135,7 +135,7 @@ def test_partials_count_accepted_events_fails_on_a_double_counted_duplicate(spar
     frames = partials(spark, [{"key": "k1", "frame_start": at(DAY, 10), "event_count": 3, "event_date": DAY},
                               {"key": "k2", "frame_start": at(DAY, 23, 59), "event_count": 1, "event_date": DAY}])
     outcome = reconciliation.partials_count_accepted_events(frames, accepted, table(spark, LATE_COLUMNS, []),
-                                                            [DAY])[DAY]
+                                                            [DAY], PipelineConfig())[DAY]
     assert not outcome.passed
     assert outcome.metadata["difference"] == 1
     assert outcome.metadata["sample_frames"] == [
@@ -146,7 +146,26 @@ def test_partials_count_accepted_events_takes_out_events_held_back_by_a_watermar
     frames = partials(spark, [{"key": "k1", "frame_start": at(DAY, 10), "event_count": 2, "event_date": DAY}])
     late = table(spark, LATE_COLUMNS, [{"event_id": "c", "reason": "behind_watermark", "event_date": DAY,
                                         "arrival_date": NEXT}])
-    assert reconciliation.partials_count_accepted_events(frames, accepted, late, [DAY])[DAY].passed
+    assert reconciliation.partials_count_accepted_events(frames, accepted, late, [DAY], PipelineConfig())[DAY].passed
+
+
+@pytest.mark.parametrize("in_frames, passed", [(1, True), (2, False)])
+def test_partials_count_accepted_events_takes_out_what_the_row_filter_left_out(spark, in_frames, passed):
+    """The filter judges an id's first arrival: b's later copy would pass, its first does not;
+    c's value is null, which a SQL filter does not select."""
+    config = PipelineConfig.from_dict({"where": "value > 0"})
+    events = table(spark, EVENT_COLUMNS, [
+        {"key": "k1", "event_time": at(DAY, 10, 0, 5), "event_id": "a", "value": 5, "arrival_date": DAY},
+        {"key": "k1", "event_time": at(DAY, 10, 0, 50), "event_id": "b", "value": 0, "arrival_date": DAY},
+        {"key": "k1", "event_time": at(DAY, 10, 0, 50), "event_id": "b", "value": 5, "arrival_date": NEXT},
+        {"key": "k2", "event_time": at(DAY, 11), "event_id": "c", "value": None, "arrival_date": DAY},
+    ])
+    frames = partials(spark, [{"key": "k1", "frame_start": at(DAY, 10), "event_count": in_frames, "event_date": DAY}])
+    outcome = reconciliation.partials_count_accepted_events(frames, events, table(spark, LATE_COLUMNS, []),
+                                                            [DAY], config)[DAY]
+    assert outcome.passed is passed
+    assert outcome.metadata["filtered_out"] == 2
+    assert outcome.metadata["accepted_event_ids"] == 3
 
 
 # -- tiles_match_minute_partials ------------------------------------------------------------------

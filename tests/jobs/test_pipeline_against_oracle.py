@@ -15,7 +15,7 @@ import pytest
 
 from jobs import delta_io, errors, ingest_events, minute_partials, sliding_windows
 from jobs.tables import EVENTS, LATE_EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
-from tests.landing import ensure_days, random_landing
+from tests.landing import ensure_days, random_landing, with_row_expressions
 from jobs.partial_merges import with_finished_values
 from windowing_core import reference
 from windowing_core.aggregations import AGGREGATIONS, ApproxDistinct, Moments, Variance, aggregation
@@ -68,8 +68,16 @@ EVERY_TYPED_KIND = typed_aggregations({
     "ok": ("last_k", "bottom_k", "unique_count"),
 })
 
+# A computed field (over a decimal and a long, null where amount is) and a row filter (null
+# where ok is: not selected), added to the typed case
+SPEND = ("spend", "decimal(18,2)")
+ROW_EXPRESSIONS = {"columns": ((SPEND[0], "amount * 2 + clicks % 3"),),
+                   "where": "coalesce(page, '') NOT IN ('cart', 'a b') OR ok"}
+SPEND_AGGREGATIONS = (aggregation("sum", "sum_spend", *SPEND), aggregation("max", "max_spend", *SPEND))
+
 FIRST = date(2025, 1, 28)
 EVENT_DAYS = 3
+
 
 
 def _rows(spark, path, *columns, config=None):
@@ -145,10 +153,12 @@ CASES = [
          WindowSpec.of("all_today", "1d", step="6h", keyed=False)), False,
      EVERY_AGGREGATION, {"late_policy": "drop", "max_out_of_orderness": 7200}),
     # typed fields (nulls, missing, negatives, longs past 2**63, decimals, doubles, strings,
-    # booleans): keyed sliding, final rows, cumulating and non-keyed windows, late events dropped
+    # booleans): keyed sliding, final rows, cumulating and non-keyed windows, late events dropped,
+    # a computed field and a row filter
     (9, (WindowSpec.of("1d", "1d", "10m"), WindowSpec.of("3h", "3h", "20m", offset="-5m", emit="final"),
          WindowSpec.of("cumulating", "6h", step="1h"), WindowSpec.of("all", "1h", "10m", keyed=False)), False,
-     EVERY_TYPED_AGGREGATION, {"fields": TYPED_FIELDS, "late_policy": "drop", "max_out_of_orderness": 1800}),
+     EVERY_TYPED_AGGREGATION + SPEND_AGGREGATIONS,
+     {"fields": (*TYPED_FIELDS, SPEND), "late_policy": "drop", "max_out_of_orderness": 1800, **ROW_EXPRESSIONS}),
     # Chronon's kinds on typed fields, day by day (each day continues a histogram from the day
     # before's snapshot): a 2-day window over day tiles, and a non-keyed cumulating one
     (8, (WindowSpec.of("2d", "2d", "1h", offset="30m"), WindowSpec.of("all_today", "1d", step="6h", keyed=False)),
@@ -169,7 +179,9 @@ def test_every_table_equals_the_oracle(spark, request, tmp_path, seed, windows, 
     if seed in GENERATED_CODE:
         request.getfixturevalue("generated_code")
     config = PipelineConfig(windows=windows, aggregations=aggregations or PipelineConfig().aggregations, **time)
-    landing = random_landing(tmp_path / "landing", seed, FIRST, EVENT_DAYS, fields=dict(config.fields) or None)
+    landing = random_landing(tmp_path / "landing", seed, FIRST, EVENT_DAYS, fields=dict(config.source_fields)
+                             if config.fields else None)
+    events = with_row_expressions(spark, landing.events, config)
     lakehouse = str(tmp_path / "lakehouse")
     window_days = (FIRST, FIRST + timedelta(days=EVENT_DAYS + 2))
 
@@ -182,29 +194,30 @@ def test_every_table_equals_the_oracle(spark, request, tmp_path, seed, windows, 
     assert ingest.reconciles
     assert ingest.quarantined == landing.malformed
 
-    accepted = reference.accepted_events(landing.events, config)
+    accepted = reference.accepted_events(events, config)
     partial_rows = _rows(spark, MINUTE_PARTIALS.path(lakehouse), "key", "frame_start", "event_count",
                          *[a.name for a in config.aggregations], config=config)
     expected_partials = sorted(
         (key, frame.replace(tzinfo=None), count, *values)
         for day in range(EVENT_DAYS)
         for (key, frame), (count, values) in reference.minute_partials(
-            landing.events, config, FIRST + timedelta(days=day)).items())
+            events, config, FIRST + timedelta(days=day)).items())
     assert_rows_equal(partial_rows, expected_partials, config, lead=3)
     assert sum(r[2] for r in partial_rows) == len(accepted)
 
     late = _rows(spark, LATE_EVENTS.path(lakehouse), "event_id", "reason")
-    expected_late = reference.dropped_behind_watermark(landing.events, config)
+    expected_late = reference.dropped_behind_watermark(events, config)
     assert [e for e, reason in late if reason == "behind_watermark"] == sorted(e.event_id for e in expected_late)
     assert bool(expected_late) == (config.late_policy == "drop"), "drop cases must drop something"
+    assert bool(reference.filtered_out(events, config)) == (config.where is not None), "a filter must filter"
 
     changes = _rows(spark, WINDOW_CHANGES.path(lakehouse), "key", "window", "window_end",
                     *[a.name for a in config.aggregations])
-    assert_rows_equal(changes, expected_changes(landing.events, config, *window_days), config, lead=3)
+    assert_rows_equal(changes, expected_changes(events, config, *window_days), config, lead=3)
 
     snapshots = _rows(spark, WINDOW_SNAPSHOT.path(lakehouse), "key", "window", "date",
                       *[a.name for a in config.aggregations])
-    assert_rows_equal(snapshots, expected_snapshots(landing.events, config, *window_days), config, lead=3)
+    assert_rows_equal(snapshots, expected_snapshots(events, config, *window_days), config, lead=3)
 
     if config.fields:  # any Delta reader reads each output column in its declared type
         from deltalake import DeltaTable
@@ -217,7 +230,8 @@ def test_every_table_equals_the_oracle(spark, request, tmp_path, seed, windows, 
 
 
 ARROW_TYPES = {"bigint": "int64", "boolean": "bool", "decimal(38,2)": "decimal128(38, 2)",
-               "decimal(12,2)": "decimal128(12, 2)", "decimal(38,0)": "decimal128(38, 0)",
+               "decimal(12,2)": "decimal128(12, 2)", "decimal(18,2)": "decimal128(18, 2)",
+               "decimal(38,0)": "decimal128(38, 0)",
                **{f"array<{t}>": f"list<element: {ARROW.get(t, t)}>"
                   for t, ARROW in [(t, {"bigint": "int64", "boolean": "bool", "decimal(12,2)": "decimal128(12, 2)"})
                                    for t in ("bigint", "double", "string", "boolean", "decimal(12,2)")]},

@@ -213,6 +213,43 @@ def test_bad_typed_configuration_names_the_field(raw, message):
         PipelineConfig.from_dict(raw)
 
 
+PRICED = {"fields": {"price": "decimal(10,2)", "quantity": "long", "amount": "decimal(18,2)", "kind": "string"},
+          "value_field": "price"}
+
+
+def test_computed_columns_are_fields_not_read_from_the_source_and_a_filter_may_use_them():
+    config = PipelineConfig.from_dict({
+        **PRICED, "columns": {"amount": "price * quantity"}, "where": "kind = 'buy' AND amount > 0",
+        "aggregations": {"spent": {"kind": "sum", "field": "amount"}}})
+    assert config.columns == (("amount", "price * quantity"),)
+    assert config.source_fields == (("price", "decimal(10,2)"), ("quantity", "bigint"), ("kind", "string"))
+    assert ("amount", "decimal(18,2)") in config.measured_fields
+    assert config.aggregations[0].value_type == "decimal(18,2)"
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({**PRICED, "columns": {"total": "price * quantity"}}, r"columns.total: declare its type in fields"),
+    ({**PRICED, "columns": {"amount": "price *"}}, r"columns.amount: 'price \*' does not parse as Spark SQL"),
+    ({**PRICED, "columns": {"amount": "price * qty"}}, r"columns.amount: .* refers to 'qty', which is none of "
+                                                       r"key, event_time, price, quantity, kind$"),
+    ({**PRICED, "columns": {"amount": "sum(price)"}}, r"columns.amount: .*SUM\(price\) aggregates rows"),
+    ({**PRICED, "columns": {"amount": "price * rand()"}}, r"columns.amount: .*rand differs between runs"),
+    ({**PRICED, "columns": {"amount": "(select 1)"}}, r"columns.amount: .*a query is not a row expression"),
+    ({**PRICED, "columns": {"amount": "price; quantity"}}, r"columns.amount: .*2 statements"),
+    ({**PRICED, "columns": {"amount": "t.price"}}, r"columns.amount: .*by its name alone"),
+    ({**PRICED, "columns": {"amount": 3}}, r"columns.amount: expected a Spark SQL expression as a string"),
+    ({**PRICED, "columns": ["amount"]}, r"columns: expected a mapping of field name"),
+    ({**PRICED, "where": "amt > 0"},
+     r"where: 'amt > 0' refers to 'amt', which is none of key, event_time, price, quantity, amount, kind$"),
+    ({**PRICED, "where": "kind ="}, r"where: .*does not parse"),
+    ({**PRICED, "where": "count(*) > 1"}, r"where: .*aggregates rows"),
+    ({**PRICED, "where": "row_number() over (order by price) = 1"}, r"where: .*aggregates rows"),
+])
+def test_a_bad_computed_column_or_filter_is_one_line_naming_it(raw, message):
+    with pytest.raises(ValueError, match=message):
+        PipelineConfig.from_dict(raw)
+
+
 def test_one_declared_field_is_the_default_of_the_short_form():
     config = PipelineConfig.from_dict({"fields": {"amount": "decimal(12,2)"}, "aggregations": {"n": "count", "t": "sum"}})
     assert [(a.field, a.value_type) for a in config.aggregations] == [("amount", "decimal(12,2)")] * 2
