@@ -1,4 +1,5 @@
-"""``events`` and ``quarantine``: one arrival day of landing files, accepted or rejected."""
+"""``events`` and ``quarantine``: one arrival day of landing files (or of a table source's rows),
+accepted or rejected."""
 
 import dagster as dg
 from dagster_pyspark import PySparkResource
@@ -60,6 +61,7 @@ def build_events_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         } for day, counts in result.by_day.items()})
         yield dg.MaterializeResult(asset_key=EVENTS.name, metadata={
             "run_arrival_days": days,
+            "source": config.source.name if config.source is not None else lakehouse.landing_root,
             "path": dg.MetadataValue.path(EVENTS.path(lakehouse.lakehouse_root)),
         })
         yield dg.MaterializeResult(asset_key=QUARANTINE.name, metadata={

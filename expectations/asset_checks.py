@@ -30,8 +30,8 @@ from pyspark.sql import DataFrame, SparkSession
 from expectations import reconciliation, suites
 from expectations.catalog import Check, Outcome, checks_of
 from jobs import delta_io, point_in_time_join, progress, sliding_windows
-from jobs.errors import MissingInputError
-from jobs.ingest_events import LATE_REASON, read_landing
+from jobs.errors import MissingInputError, MissingTableError, SourceError
+from jobs.ingest_events import LATE_REASON, read_input
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
     Table, day_filter, written_together,
@@ -107,8 +107,8 @@ def evaluate_events(inputs: Inputs) -> Results:
     covered = [d for r in reports.values() if r is not None for d in r.days] + inputs.days
     first, last = min(covered), max(covered)
     try:
-        landing = read_landing(inputs.spark, inputs.landing_root, first, last)
-    except MissingInputError as err:  # archived or moved: the records cannot be recounted
+        landing = read_input(inputs.spark, inputs.landing_root, inputs.config, first, last)
+    except (MissingInputError, MissingTableError, SourceError) as err:  # gone or moved: cannot be recounted
         return {**results, "input_records_reconcile": {
             d: Outcome(False, {"problem": f"cannot recount the input: {err}"}) for d in inputs.days}}
     return {**results, "input_records_reconcile": reconciliation.input_records_reconcile(

@@ -52,7 +52,8 @@ def documented_parser(doc: str | None, *, prog: str | None = None) -> argparse.A
 def job_arguments(doc: str | None, *, landing: bool = False) -> argparse.ArgumentParser:
     parser = documented_parser(doc)
     if landing:
-        parser.add_argument("--landing", required=True, help="folder holding <arrival date>/ folders")
+        parser.add_argument("--landing", default=None,
+                            help="folder holding <arrival date>/ folders (unless the configuration names a source:)")
     parser.add_argument("--lakehouse", required=True, help="root folder (or URI) of the Delta tables")
     parser.add_argument("--date", required=True, type=_day, help="the partition's day, YYYY-MM-DD")
     parser.add_argument("--until", type=_day, default=None,
@@ -77,6 +78,8 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
         config = PipelineConfig.load(args.config)
     except ValueError as err:
         parser.error(f"bad configuration: {err}")
+    if landing and args.landing is None and config.source is None:
+        parser.error("--landing is required (or a source: in the configuration)")
     try:
         every = progress.every_seconds()
     except ValueError as err:
@@ -122,7 +125,7 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
     from jobs import progress
     from jobs.errors import (
         ConcurrentWriteError, DamagedTableError, IncompleteWriteError, MissingInputError, MissingTableError,
-        StampMismatchError, table_files_checked,
+        SourceError, StampMismatchError, table_files_checked,
     )
     from jobs.spark_session import SPARK_DEFAULTS, get_spark, starts_a_jvm
 
@@ -132,7 +135,7 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
         print(f"{parser.prog}: Spark's own log: {log}", file=sys.stderr)
         overrides = {"spark.driver.extraJavaOptions":
                      f"{SPARK_DEFAULTS['spark.driver.extraJavaOptions']} {log4j_options(log)}"}
-    spark = get_spark(overrides, roots=[args.lakehouse, getattr(args, "landing", "")])
+    spark = get_spark(overrides, roots=[args.lakehouse, getattr(args, "landing", None) or ""])
     try:
         with table_files_checked(), progress.reported(spark, f"{_name(job)} {args.date} .. {last}", _to_stderr,
                                                       every):
@@ -142,6 +145,9 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
         return EXIT_MISSING_INPUT
     except StampMismatchError as err:  # the tables were made under another configuration
         print(f"{parser.prog}: error: bad configuration for these tables: {err}", file=sys.stderr)
+        return EXIT_BAD_ARGUMENTS
+    except SourceError as err:  # the source table lacks what the configuration names
+        print(f"{parser.prog}: error: bad configuration: {err}", file=sys.stderr)
         return EXIT_BAD_ARGUMENTS
     except ConcurrentWriteError as err:  # names the table; nothing of this run was committed
         print(f"{parser.prog}: error: {_one_line(err)}", file=sys.stderr)

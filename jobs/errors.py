@@ -46,6 +46,10 @@ class SpineError(ValueError):
     """A spine the join cannot read as configured: one line naming the column or the field."""
 
 
+class SourceError(ValueError):
+    """A table source of events the ingest cannot read as configured: one line naming the column."""
+
+
 class MissingJarsError(RuntimeError):
     """The jars are not in the local Maven repository: the setup did not run, or failed."""
 

@@ -1,4 +1,5 @@
-"""Ingest: newline-delimited JSON landing files into ``events``, ``quarantine`` and ``late_events``.
+"""Ingest: newline-delimited JSON landing files (or a table's rows, ``jobs.table_source``) into
+``events``, ``quarantine`` and ``late_events``.
 
 Reads ``<landing>/<arrival date YYYY-MM-DD>/`` (plain or compressed files) for the arrival days
 asked for, with everything under them (subfolders, linked folders). An input record is a
@@ -28,7 +29,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io, landing_files, pipes
+from jobs import delta_io, landing_files, pipes, table_source
 from jobs.tables import (
     EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, Table, day_filter, days, declared_columns,
     event_columns, written_together,
@@ -100,6 +101,15 @@ class IngestResult:
 
 def landing_folders(landing: str, first: date, last: date) -> list[str]:
     return [f"{landing.rstrip('/')}/{d.isoformat()}" for d in days(first, last)]
+
+
+def read_input(spark: SparkSession, landing: str | None, config: PipelineConfig, first: date,
+               last: date) -> DataFrame:
+    """The input records of arrival days ``first .. last``: the landing folders' lines, or the
+    rows of the configuration's table source (``jobs.table_source``), alike."""
+    if config.source is not None:
+        return table_source.read_records(spark, config, config.value_field, first, last)
+    return read_landing(spark, landing, first, last)
 
 
 def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> DataFrame:
@@ -408,7 +418,7 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
     in a pass of their own.
     """
     positioned = (
-        read_landing(spark, landing, first, last)
+        read_input(spark, landing, config, first, last)
         .transform(with_file_positions)
         .transform(with_parsed_fields, config)
         .transform(with_reason, config)

@@ -48,7 +48,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampNTZType, TimestampType
 
-from jobs import delta_io, errors, pipes
+from jobs import delta_io, errors, named_tables, pipes
 from jobs.errors import SpineError
 from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
 from jobs.tables import SPINE_VALUES, day_filter
@@ -60,16 +60,7 @@ PARTITION = "date"
 
 def read_spine(spark: SparkSession, spine: SpineSpec, first: date | None = None, last: date | None = None) -> DataFrame:
     """The spine's rows (of days ``first .. last`` of its ts, where given)."""
-    if spine.table is not None:
-        rows = spark.table(spine.table)
-    else:
-        fmt = spine.format or ("delta" if delta_io.holds_delta_log(spine.path) else "parquet")
-        if fmt == "delta":
-            rows = delta_io.read_table(spark, spine.path)
-        elif "://" not in spine.path and not os.path.exists(spine.path):
-            raise errors.MissingTableError(spine.path)
-        else:
-            rows = spark.read.parquet(spine.path)
+    rows = named_tables.read(spark, spine.path, spine.table, spine.format)
     for label, column in (("key", spine.key), ("ts", spine.ts)):
         if column not in rows.columns:
             raise SpineError(f"spine.{label}: the spine {spine.source} has no column {column!r} "

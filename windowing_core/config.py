@@ -16,6 +16,7 @@ from windowing_core.aggregations import DEFAULT_AGGREGATIONS, DEFAULT_FIELD, Agg
 from windowing_core.expressions import references
 from windowing_core.online import OnlineSpec
 from windowing_core.sessions import SessionSpec
+from windowing_core.source import SourceSpec
 from windowing_core.spine import SpineSpec, selected
 from windowing_core.window_spec import (
     DAY_SECONDS,
@@ -30,7 +31,7 @@ from windowing_core.window_spec import (
 
 _TOP_LEVEL = {"key_field", "value_field", "fields", "bucket", "allowed_lateness", "windows", "aggregations",
               "late_policy", "max_out_of_orderness", "watermark_scope", "watermark_clock", "freshness_slack", "spine",
-              "online", "where", "columns"}
+              "online", "where", "columns", "source"}
 LATE_POLICIES = ("include", "drop")
 WATERMARK_SCOPES = ("global", "key")
 WATERMARK_CLOCKS = ("event", "arrival")
@@ -103,6 +104,8 @@ class PipelineConfig:
     # A Spark SQL predicate over the fields (computed ones too): only the events it holds true
     # for reach the partials and windows; the reconciliation counts the others.
     where: str | None = None
+    # A table the events are read from; None: the landing folders of JSON lines.
+    source: SourceSpec | None = None
 
     def __post_init__(self) -> None:
         _check_bucket(self.bucket)
@@ -172,6 +175,11 @@ class PipelineConfig:
             references(sql, f"columns.{name}", self.row_names(computed=False))
         if self.where is not None:
             references(self.where, "where", self.row_names())
+        if self.source is not None:
+            read = {self.key_field.lower(), *(name.lower() for name, _ in self.source_fields)}
+            for column in self.source.columns():
+                if column.lower() in read:
+                    raise ValueError(f"source: column {column!r} is also the key or a field; name another")
 
     @property
     def measured_fields(self) -> tuple[tuple[str, str], ...]:
@@ -278,6 +286,7 @@ class PipelineConfig:
             online=None if raw.get("online") is None else OnlineSpec.from_dict(raw["online"]),
             columns=_columns(raw.get("columns")),
             where=raw.get("where"),
+            source=None if raw.get("source") is None else SourceSpec.from_dict(raw["source"]),
         )
 
     @classmethod

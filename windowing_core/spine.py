@@ -18,18 +18,13 @@ Bounds, once: a spine row at ``ts`` sees the change points (and closed sessions)
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from windowing_core.named_table import check_absolute, check_column, check_location
 from windowing_core.window_spec import refuse_unknown
 
 SPINE_FIELDS = {"path", "table", "format", "key", "ts", "windows", "aggregations", "exclusive"}
-SPINE_FORMATS = ("delta", "parquet")
-_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}")
-_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/")
-"""A URI as Hadoop's file systems read it: a scheme, then a path (``s3a://b/x``, ``file:/x``)."""
 
 
 @dataclass(frozen=True)
@@ -49,19 +44,9 @@ class SpineSpec:
     exclusive: bool = False
 
     def __post_init__(self) -> None:
-        if (self.path is None) == (self.table is None):
-            raise ValueError("spine: give a path or a table, one of them")
-        if self.path is not None and (not isinstance(self.path, str) or not self.path.strip()):
-            raise ValueError(f"spine.path must be a non-empty string, got {self.path!r}")
-        if self.table is not None and (not isinstance(self.table, str) or not _TABLE.fullmatch(self.table)):
-            raise ValueError(f"spine.table must be a table name such as db.labels, got {self.table!r}")
-        if self.format is not None and self.format not in SPINE_FORMATS:
-            raise ValueError(f"spine.format must be one of {', '.join(SPINE_FORMATS)}, got {self.format!r}")
-        if self.table is not None and self.format is not None:
-            raise ValueError("spine.format: a table's format is the catalog's; give it for a path only")
+        check_location("spine", self.path, self.table, self.format)
         for label, column in (("key", self.key), ("ts", self.ts)):
-            if not isinstance(column, str) or not _COLUMN.fullmatch(column):
-                raise ValueError(f"spine.{label} must be a column name (letters, digits, underscores), got {column!r}")
+            check_column(f"spine.{label}", column)
         if self.key == self.ts:
             raise ValueError(f"spine.key and spine.ts are both {self.key!r}")
         if not isinstance(self.exclusive, bool):
@@ -82,12 +67,7 @@ class SpineSpec:
         if not isinstance(raw, dict):
             raise ValueError("spine: expected a mapping with path (or table), key and ts")
         refuse_unknown(raw, SPINE_FIELDS, "spine")
-        path = raw.get("path")
-        if isinstance(path, str) and path.strip() and not (path.startswith("/") or _URI.match(path)):
-            # A relative path would be read from whatever folder the job starts in (a shell's, the
-            # Dagster code server's, a cluster driver's): the same file would name other data.
-            raise ValueError("spine.path must be an absolute path or a URI (/data/labels, s3a://bucket/labels): "
-                             f"a relative one depends on the folder each job starts in, got {path!r}")
+        check_absolute("spine", raw.get("path"))
         return cls(path=raw.get("path"), table=raw.get("table"), format=raw.get("format"),
                    key=raw.get("key", key_field), ts=raw.get("ts", "ts"),
                    windows=_names(raw, "windows"), aggregations=_names(raw, "aggregations"),

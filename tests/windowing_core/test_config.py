@@ -250,6 +250,28 @@ def test_a_bad_computed_column_or_filter_is_one_line_naming_it(raw, message):
         PipelineConfig.from_dict(raw)
 
 
+@pytest.mark.parametrize("source, message", [
+    ("db.clicks", "source: expected a mapping with a table"),
+    ({"table": "db.clicks", "when": "ts"}, r"source: unknown field\(s\) when; known: arrival, format, id, path, table, time"),
+    ({"table": "db.clicks", "path": "/data/clicks"}, "source: give a path or a table, one of them"),
+    ({"time": "ts"}, "source: give a path or a table, one of them"),
+    ({"path": "data/clicks"}, "source.path must be an absolute path or a URI"),
+    ({"table": "db.clicks", "format": "delta"}, "source.format: a table's format is the catalog's"),
+    ({"path": "/data/clicks", "format": "csv"}, "source.format must be one of delta, parquet"),
+    ({"table": "db.clicks", "time": "event time"}, "source.time must be a column name"),
+    ({"table": "db.clicks", "time": "ts", "arrival": "ts"}, "source: time, arrival and id must be different columns"),
+    ({"table": "db.clicks", "time": "user_id"}, "source: column 'user_id' is also the key or a field"),
+])
+def test_a_bad_source_is_one_line_naming_it(source, message):
+    with pytest.raises(ValueError, match=message):
+        PipelineConfig.from_dict({"source": source})
+
+
+def test_a_table_source_names_its_columns():
+    config = PipelineConfig.from_dict({"source": {"table": "db.clicks", "time": "ts", "id": "click_id"}})
+    assert (config.source.name, config.source.columns()) == ("db.clicks", ["ts", "click_id"])
+
+
 def test_one_declared_field_is_the_default_of_the_short_form():
     config = PipelineConfig.from_dict({"fields": {"amount": "decimal(12,2)"}, "aggregations": {"n": "count", "t": "sum"}})
     assert [(a.field, a.value_type) for a in config.aggregations] == [("amount", "decimal(12,2)")] * 2

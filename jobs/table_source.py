@@ -1,0 +1,87 @@
+"""A table of events (``source:``) as the ingest's input records: one JSON record per row.
+
+Each row of an arrival day becomes the line a landing file would hold for it, and from there
+on it is ingested as landing lines are: the same parsing of each declared field from its JSON
+text, the same quarantine reasons, the same deduplication and reconciliation, one definition
+of each. The round trip through JSON text costs a little at ingest and buys that a decimal
+column is checked against its declared scale, a double column against a long field, and a null
+key quarantined, exactly as a JSON record would be (whole-number keys and ids are taken as text).
+
+A row's arrival day is the date of its ``arrival`` column, or without one of its event time;
+a row without either belongs to no day and is not read: give ``arrival`` to have rows without
+an event time quarantined (``missing_timestamp``) rather than left out.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import DateType, IntegralType, TimestampNTZType, TimestampType
+
+from jobs import named_tables
+from jobs.errors import MissingInputError, MissingTableError, SourceError
+from windowing_core.config import PipelineConfig
+
+TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
+"""Microseconds and the offset: the instant exactly, as ingest reads ``timestamp``."""
+_TIMES = (TimestampType, TimestampNTZType, DateType)
+
+
+def read_records(spark: SparkSession, config: PipelineConfig, value_column: str, first: date,
+                 last: date) -> DataFrame:
+    """The rows of arrival days ``first .. last`` as input records: ``raw`` (the row as a JSON
+    record), ``source_file`` (the table), ``file_time`` (its arrival), ``read_problem`` (null)
+    and ``arrival_date``. ``value_column`` is the one value's column of a configuration without
+    declared fields (it may be absent: the value is then 1, as for a record without it)."""
+    source = config.source
+    try:
+        rows = named_tables.read(spark, source.path, source.table, source.format)
+    except MissingTableError:
+        raise MissingInputError(f"source: no table at {source.name}") from None
+    types = {f.name.lower(): (f.name, f.dataType) for f in rows.schema.fields}
+    declared = [name for name, _ in config.source_fields] if config.fields else []
+    required = [config.key_field, *source.columns(), *declared]
+    missing = [c for c in required if c.lower() not in types]
+    if missing:
+        raise SourceError(f"source: {source.name} has no column {', '.join(missing)} "
+                          f"(its columns: {', '.join(rows.columns)})")
+    arrival = source.arrival or source.time
+    label = "arrival" if source.arrival else "time"
+    if not isinstance(types[arrival.lower()][1], _TIMES):
+        raise SourceError(f"source.{label}: column {arrival!r} of {source.name} is "
+                          f"{types[arrival.lower()][1].simpleString()}, not a timestamp or a date"
+                          + ("" if source.arrival else " (name an arrival column to read it as text)"))
+    measured = declared or ([value_column] if value_column.lower() in types else [])
+
+    def column(name: str, text: bool = False) -> F.Column:
+        """As JSON should carry it: times as instants (without a zone: UTC, the sessions' zone),
+        a key's or id's whole numbers as text; the rest as Spark writes it."""
+        original, kind = types[name.lower()]
+        if isinstance(kind, _TIMES):
+            return F.col(original).cast("timestamp")
+        return F.col(original).cast("string") if text and isinstance(kind, IntegralType) else F.col(original)
+
+    content = [column(config.key_field, text=True).alias(config.key_field), column(source.time).alias("timestamp"),
+               *[column(name).alias(name) for name in measured]]
+    options = {"timestampFormat": TIMESTAMP_FORMAT}
+    # A row without an id (no id column, or a null) gets one made from what it says, not from
+    # when it arrived: the same row loaded again on a later day is a duplicate, as a landing
+    # line sent again is.
+    made = F.substring(F.sha2(F.to_json(F.struct(*content), options), 256), 1, 32)
+    event_id = F.coalesce(column(source.id, text=True), made) if source.id else made
+    record = F.struct(*content[:2], event_id.alias("event_id"),
+                      *([F.col(source.arrival).cast("timestamp").alias("arrival_time")] if source.arrival else []),
+                      *content[2:])
+    original, kind = types[arrival.lower()]
+    arrived = F.col(original).cast("timestamp")
+    # A date column is compared as it is, so that a table partitioned by it is read by partition.
+    arrival_date = F.col(original) if isinstance(kind, DateType) else F.to_date(arrived)
+    return (rows.where(arrival_date.between(F.lit(first), F.lit(last)))
+            .select(F.to_json(record, options).alias("raw"),
+                    F.lit(source.name).alias("source_file"),
+                    arrived.alias("file_time"),
+                    F.lit(None).cast("string").alias("read_problem"),
+                    arrival_date.alias("arrival_date")))
+
