@@ -3,7 +3,7 @@
 #
 #   bash run.sh demo    set up, generate demo events, materialise every asset, run checks, summarise
 #   bash run.sh test    set up, run the test suite
-#   bash run.sh dev     set up, start the Dagster UI (dagster dev) on http://127.0.0.1:3000
+#   bash run.sh dev     set up, start the Dagster UI (dg dev) on http://127.0.0.1:3000
 #   bash run.sh docs    set up .venv, build the docs site strictly into site/ (mkdocs.yml), then
 #                       serve it on http://127.0.0.1:8000 (rebuilt on every change)
 #   bash run.sh setup   only set up: Java 17+, a virtualenv in .venv with pinned packages, and
@@ -98,7 +98,11 @@ case "$command" in
   # plans and Delta commits. Units of work and their order: tests/conftest.py (HEAVY), kept
   # by --no-loadscope-reorder. PANES_TEST_WORKERS=0: one process.
   test)  setup; exec .venv/bin/python -m pytest -n "${PANES_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" ;;
-  dev)   setup; ensure_instance; exec .venv/bin/dagster dev -w workspace.yaml "$@" ;;
+  # dg is Dagster's current command line (dagster dev points to it); pyproject.toml's [tool.dg]
+  # makes this folder its project. The filter hides a preview warning of Dagster's own classes.
+  dev)   setup; ensure_instance; export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH"
+         export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore:Class \`SparkDeclarativePipelineScaffolder\`}"
+         exec .venv/bin/dg dev "$@" ;;
   # The docs need the packages only (the reference pages import the code, never start Spark).
   # NO_MKDOCS_2_WARNING: mkdocs-material's banner about its end of life, printed on every build.
   docs)  ensure_venv; export NO_MKDOCS_2_WARNING=1

@@ -1,4 +1,4 @@
-"""The Definitions ``dagster dev`` loads (workspace.yaml points here).
+"""The Definitions ``bash run.sh dev`` (``dg dev``, by pyproject.toml's [tool.dg]) and workspace.yaml load.
 
 Environment variables, all optional, with laptop defaults:
 
@@ -10,7 +10,7 @@ Environment variables, all optional, with laptop defaults:
 - ``PANES_SPARK_MASTER``: Spark master (default ``local[*]``)
 - ``SPARK_REMOTE``: a Spark Connect server (``sc://host:15002``) to run on instead of a master
 - ``PANES_START_DATE``: the first daily partition, the first day with data (default 2025-01-01);
-  ``bash run.sh demo`` writes its first day here into ``.env``, which ``dagster dev`` reads
+  ``bash run.sh demo`` writes its first day here into ``.env``, which ``dg dev`` reads
 - ``PANES_END_DATE``: the last daily partition (default: none, the partitions run to today)
 - ``PANES_SPARK_LAUNCH``: ``in_process`` (default: each run's process holds a Spark driver) or
   ``pipes`` (each asset launches spark-submit of its job through Dagster Pipes; see
@@ -62,7 +62,6 @@ def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_ro
     assets = with_freshness(with_late_firings(build_assets(config)), config)
     online_check = build_online_check(config, ONLINE_VALUES, daily_partitions)
     daily_job = dg.define_asset_job("daily_pipeline", selection=dg.AssetSelection.all(),
-                                    partitions_def=daily_partitions,
                                     description="Every asset for one day: ingest, partials, windows.")
     return dg.Definitions(
         assets=assets,

@@ -1,15 +1,15 @@
 """The main job on a laptop: demo events -> every asset over the demo's days -> checks -> summary.
 
 Runs through Dagster against the instance in ``DAGSTER_HOME`` (``./.dagster_home`` by default),
-so ``dagster dev`` afterwards shows every materialisation and check result of this run. The
+so ``bash run.sh dev`` afterwards shows every materialisation and check result of this run. The
 daily partitions are the demo's days: it sets ``PANES_START_DATE`` and ``PANES_END_DATE`` to its
-first and last day, here and in ``./.env`` (which ``dagster dev`` reads), so the UI shows no
+first and last day, here and in ``./.env`` (which ``bash run.sh dev`` reads), so the UI shows no
 missing partition before or after the data.
 
 It also writes a small spine of labelled moments (``./spine``, Parquet) and, without
 ``--config``, runs the default configuration with that spine (``spine:``), so the point-in-time
 join (``spine_values``) and its checks run too; that configuration is written to
-``./demo-config.yaml`` and named in ``./.env`` (``PANES_CONFIG``) for ``dagster dev``.
+``./demo-config.yaml`` and named in ``./.env`` (``PANES_CONFIG``) for ``bash run.sh dev``.
 
 With ``--online postgresql://USER@HOST:PORT/DATABASE`` (the password, if any, in
 ``PANES_ONLINE_PASSWORD``) that configuration also has an online store: the run loads it
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows)
     code = exit_code(rows, result.success)
     print(f"{'done' if code == 0 else 'FAILED'} in {time.monotonic() - started:.0f}s; "
-          f"see it in the UI: DAGSTER_HOME={os.environ['DAGSTER_HOME']} dagster dev")
+          f"see it in the UI: bash run.sh dev (DAGSTER_HOME={os.environ['DAGSTER_HOME']})")
     return code
 
 

@@ -1,6 +1,11 @@
 """The Definitions load, with the graph, partitions and schedule a user expects in the UI."""
 
+import json
+import os
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -21,6 +26,18 @@ def test_definitions_load():
     assert defs.resolve_job_def("daily_pipeline") is not None
     assert [s.name for s in defs.schedules] == ["daily_pipeline_schedule", "weekly_vacuum"]
     assert defs.resolve_job_def("vacuum_lakehouse") is not None
+
+
+def test_dg_finds_the_project_and_loads_its_definitions(tmp_path):
+    """``bash run.sh dev`` runs ``dg dev``: pyproject.toml's [tool.dg] makes the repository a dg
+    project whose code location is panes' definitions."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PANES_LANDING": str(tmp_path), "DAGSTER_HOME": str(tmp_path),
+           "VIRTUAL_ENV": str(Path(sys.executable).parent.parent)}
+    listed = subprocess.run([str(Path(sys.executable).parent / "dg"), "list", "defs", "--json"], cwd=root, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert {"events", "window_changes"} <= {a["asset_key"] for a in json.loads(listed.stdout)["assets"]}
 
 
 def test_a_bad_progress_interval_fails_when_the_definitions_load(monkeypatch):
