@@ -12,7 +12,6 @@ Python data source's writes included, runs there.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from jobs import delta_io, jvm_packages, landing_files
 from jobs.spark_session import STATIC_SQL, SPARK_DEFAULTS
 from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
+from tests.postgres_server import free_port
 from expectations.catalog import ERROR, catalog
 from windowing_core.config import PipelineConfig
 
@@ -40,12 +40,6 @@ STARTUP_SECONDS = 120
 # Delta's jars as a user passes them where every node holds the same files (else: --jars)
 JARS = ["--driver-class-path", jvm_packages.class_path(), "--conf", f"spark.executor.extraClassPath={jvm_packages.class_path()}"]
 DELTA_SQL = [arg for key in STATIC_SQL for arg in ("--conf", f"{key}={SPARK_DEFAULTS[key]}")]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _start(args: list[str], log: Path, ready: str, launcher: str = "spark-class") -> subprocess.Popen:
@@ -65,13 +59,13 @@ def _start(args: list[str], log: Path, ready: str, launcher: str = "spark-class"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("cluster")
-    port = _free_port()
+    port = free_port()
     master = _start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                     "--webui-port", str(_free_port())], root / "master.log", "New state: ALIVE")
+                     "--webui-port", str(free_port())], root / "master.log", "New state: ALIVE")
     try:
         worker = _start(["org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1",
                          "--cores", "2", "--memory", "2g", "--work-dir", str(root / "work"),
-                         "--webui-port", str(_free_port())], root / "worker.log", "Successfully registered")
+                         "--webui-port", str(free_port())], root / "worker.log", "Successfully registered")
     except BaseException:
         master.kill()
         raise
@@ -89,7 +83,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("connect")
-    port = _free_port()
+    port = free_port()
     server = _start(["--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
                      "--driver-memory", "1g", "--conf", f"spark.connect.grpc.binding.port={port}",
                      "--conf", "spark.ui.enabled=false", *JARS, *DELTA_SQL, "spark-internal"],
@@ -198,7 +192,7 @@ def s3_endpoint(tmp_path_factory):
     could not give one."""
     import boto3
 
-    port, log = _free_port(), tmp_path_factory.mktemp("s3") / "moto.log"
+    port, log = free_port(), tmp_path_factory.mktemp("s3") / "moto.log"
     server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                               stdout=log.open("w"), stderr=subprocess.STDOUT)
     endpoint = f"http://127.0.0.1:{port}"
