@@ -1,7 +1,7 @@
-"""A peer in the same run: DuckDB computing day D's change points of the default window (7 days
-sliding every minute, count and sum) straight from the ``events`` table, in its best
-formulation, compared with panes' ``window_changes`` row for row (``python -m bench --stages
-...,duckdb``).
+"""Peers in the same run: DuckDB and Spark's own ``window()`` computing day D's change points of
+the default window (7 days sliding every minute, count and sum) straight from the ``events``
+table, each compared with panes' ``window_changes`` row for row (``python -m bench --stages
+...,duckdb,spark_window``).
 
 The formulation is panes' own method in one SQL statement, which is what an engineer who knows
 DuckDB would write: each key's events deduplicated as the partials job does, grouped into minute
@@ -12,6 +12,14 @@ differs from the one before (``windowing_core.change_points``). It reads the eve
 were made of: those of the days before D as the set-up's partials run saw them (arrived before
 D, within the allowed lateness) and day D's (the bench's events never arrive before their time).
 DuckDB is a bench-only dependency (the ``bench`` extra), never the product's.
+
+Spark's formulation is the one its documentation gives for sliding windows: ``window(event_time,
+"7 days", "1 minute")`` assigns each event to the 10,080 windows holding it, a ``groupBy`` counts
+and sums each, and a window end is a change point where its value differs from the end a minute
+before (an end no window row holds is empty). It reads the same events as DuckDB. Measured on
+2026-11-28 (docs/performance.md), it did not finish at any size tried: 12 minutes of planning at
+1,000 events a day, the driver's heap exhausted at 100, before any task ran. It stays as the
+formulation a Spark user would try first, and what it costs.
 """
 
 from __future__ import annotations
@@ -74,12 +82,8 @@ class DuckDBChanges:
             import duckdb
         except ImportError as missing:
             raise SystemExit("the duckdb stage needs the bench extra: pip install -e '.[bench]'") from missing
-        spec = config.windows[0] if len(config.windows) == 1 else None
-        kinds = sorted(a.kind for a in config.aggregations)
-        if spec is None or (spec.length, spec.slide) != (7 * DAY_SECONDS, 60) or kinds != ["count", "sum"] \
-                or config.late_policy != "include" or config.bucket != 60:
-            raise SystemExit("the duckdb stage computes the default configuration only: one 7-day window "
-                             "sliding every minute, count and sum, late events included")
+        self._check(config)
+        spec = config.windows[0]
         self.duckdb, self.lakehouse, self.day, self.spec = duckdb, lakehouse, day, spec
         self.out = scratch / "duckdb_changes.parquet"
         first = day - timedelta(days=spec.length // DAY_SECONDS + 1)  # the frames of D's first window
@@ -88,6 +92,15 @@ class DuckDBChanges:
             first_day=day_start(first) // DAY_SECONDS, day=day_start(day) // DAY_SECONDS,
             lateness=config.allowed_lateness_days,
             start=day_start(day), stop=day_start(day) + DAY_SECONDS, length=spec.length)
+
+    @staticmethod
+    def _check(config) -> None:
+        spec = config.windows[0] if len(config.windows) == 1 else None
+        kinds = sorted(a.kind for a in config.aggregations)
+        if spec is None or (spec.length, spec.slide) != (7 * DAY_SECONDS, 60) or kinds != ["count", "sum"] \
+                or config.late_policy != "include" or config.bucket != 60:
+            raise SystemExit("the peers compute the default configuration only: one 7-day window "
+                             "sliding every minute, count and sum, late events included")
 
     def _connect(self):
         from deltalake import DeltaTable
@@ -129,3 +142,73 @@ class DuckDBChanges:
         finally:
             con.close()
         return {"rows": rows, "only_in_panes": only_panes, "only_in_duckdb": only_duckdb}
+
+
+SPARK_WINDOW_MAX_EVENTS = 2_000
+"""Above this many events a day (each of the 8 days a window of D reads) window() would make more
+than 1.6 x 10^8 rows; it did not finish at 1,000 or 100 on this machine."""
+
+
+class SparkWindowChanges:
+    """Day D's change points of the default window by Spark's ``window()``, written as Parquet;
+    ``compare`` holds them to panes' ``window_changes`` of D."""
+
+    def __init__(self, spark, lakehouse: str, day: date, config, scratch: Path, events_per_day: int) -> None:
+        if events_per_day > SPARK_WINDOW_MAX_EVENTS:
+            raise SystemExit(f"the spark_window stage makes events x 10,080 rows: at most "
+                             f"{SPARK_WINDOW_MAX_EVENTS:,} events a day, got {events_per_day:,}")
+        DuckDBChanges._check(config)  # the same configuration as DuckDB's
+        self.spark, self.lakehouse, self.day, self.spec = spark, lakehouse, day, config.windows[0]
+        self.lateness = config.allowed_lateness_days
+        self.out = scratch / "spark_window_changes.parquet"
+
+    def _changes(self):
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        from jobs import delta_io
+        from jobs.tables import EVENTS
+
+        start, stop = day_start(self.day), day_start(self.day) + DAY_SECONDS
+        first = self.day - timedelta(days=self.spec.length // DAY_SECONDS + 1)
+        events = delta_io.read_table(self.spark, EVENTS.path(self.lakehouse), partition_filters=[
+            ("arrival_date", ">=", first.isoformat()),
+            ("arrival_date", "<=", (self.day + timedelta(days=self.lateness)).isoformat())])
+        event_day, arrival_day = F.to_date("event_time"), F.col("arrival_date")
+        offered = events.where((event_day >= F.lit(first)) & (event_day <= F.lit(self.day))
+                               & (arrival_day >= event_day) & (arrival_day <= F.date_add(event_day, self.lateness))
+                               & ((event_day == F.lit(self.day)) | (arrival_day < F.lit(self.day))))
+        earliest = Window.partitionBy(event_day, "event_id").orderBy("arrival_date", "key", "event_time", "value")
+        unique = offered.withColumn("n", F.row_number().over(earliest)).where("n = 1")
+        reach = F.timestamp_seconds(F.lit(start - 60 - self.spec.length))
+        inside = (F.col("event_time") >= reach) & (F.col("event_time") < F.timestamp_seconds(F.lit(stop)))
+        windows = (unique.where(inside)
+                   .groupBy("key", F.window("event_time", "7 days", "1 minute"))
+                   .agg(F.count("value").alias("count"), F.coalesce(F.sum("value"), F.lit(0)).alias("sum"))
+                   .select("key", F.unix_seconds("window.end").alias("t"), "count", "sum")
+                   .where((F.col("t") >= start - 60) & (F.col("t") < stop)))
+        before = windows.select("key", (F.col("t") + 60).alias("t"), F.col("count").alias("count_before"),
+                                F.col("sum").alias("sum_before"))
+        both = windows.join(before, ["key", "t"], "full").where((F.col("t") >= start) & (F.col("t") < stop))
+        n, s = F.coalesce("count", F.lit(0)), F.coalesce("sum", F.lit(0))
+        return both.where((n != F.coalesce("count_before", F.lit(0))) | (s != F.coalesce("sum_before", F.lit(0)))) \
+            .select("key", F.col("t").alias("window_end"), n.alias("count"), s.cast("decimal(38,0)").alias("sum"))
+
+    def __call__(self) -> None:
+        """The timed work: the change points computed and written (``compare`` reads them, untimed)."""
+        self._changes().write.mode("overwrite").parquet(str(self.out))
+
+    def compare(self) -> dict:
+        from pyspark.sql import functions as F
+
+        from jobs import delta_io
+        from jobs.tables import WINDOW_CHANGES
+
+        panes = (delta_io.read_table(self.spark, WINDOW_CHANGES.path(self.lakehouse),
+                                     partition_filters=[("date", "=", self.day.isoformat())])
+                 .where(F.col("window") == self.spec.name)
+                 .select("key", F.unix_seconds("window_end").alias("window_end"), "count",
+                         F.col("sum").cast("decimal(38,0)").alias("sum")))
+        peer = self.spark.read.parquet(str(self.out))
+        return {"rows": panes.count(), "only_in_panes": panes.exceptAll(peer).count(),
+                "only_in_spark_window": peer.exceptAll(panes).count()}

@@ -60,13 +60,13 @@ DAY = date(2025, 1, 8)
 EVENT_DAYS = 8  # D-7 .. D: every frame a 7-day window ending on D holds
 STAGES = ("ingest", "partials", "windows", "checks")
 ONLINE = "online"
-PEER = "duckdb"
-TIMEABLE = (*STAGES, ONLINE, PEER)
-"""Stages ``--stages`` may name: the online store's load (it needs PostgreSQL) and the DuckDB peer
-(the bench extra) only when asked for."""
+PEERS = {"duckdb": "DuckDB", "spark_window": "Spark's window()"}
+TIMEABLE = (*STAGES, ONLINE, *PEERS)
+"""Stages ``--stages`` may name: the online store's load (it needs PostgreSQL) and the peers
+(``bench.peers``: DuckDB needs the bench extra) only when asked for."""
 REQUIRES = {"ingest": (), "partials": ("ingest",), "windows": ("ingest", "partials"),
             "checks": ("ingest", "partials", "windows"), ONLINE: ("ingest", "partials", "windows"),
-            PEER: ("ingest", "partials", "windows")}
+            **{peer: ("ingest", "partials", "windows") for peer in PEERS}}
 """What each stage reads: run once, untimed, before it is timed."""
 WHOLE_DAY = "whole day"
 # (what the stage is held to, the most it may take of it): issues 31's and 46's targets
@@ -104,7 +104,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "10 events of a day, 10^3 .. 10^6)")
     parser.add_argument("--stages", default=",".join(STAGES),
                         help=f"stages to time, comma-separated, of {','.join(TIMEABLE)} (default all but "
-                             f"{ONLINE} and {PEER}; those before a timed one run once, untimed)")
+                             f"{ONLINE} and the peers {', '.join(PEERS)}; those before a timed one run once, untimed)")
     parser.add_argument("--reps", type=_count, default=3, help="timed rounds, best of (default 3)")
     parser.add_argument("--warm-up", type=int, default=1, help="untimed rounds first (default 1)")
     parser.add_argument("--out", default="bench/results", help="folder for pipeline.json, .md and growth.png")
@@ -422,11 +422,17 @@ def measure_size(ds: DaySet, args, work: Path) -> dict:
     checks = Checks(ds)
     online = OnlineLoad(ds) if ONLINE in args.stages else None
     runs = stage_runs(ds, checks, online)
-    peer = None
-    if PEER in args.stages:
+    peers = {}
+    if "duckdb" in args.stages:
         from bench.peers import DuckDBChanges
 
-        runs[PEER] = peer = DuckDBChanges(ds.lakehouse, DAY, ds.config, work / "peer")
+        runs["duckdb"] = peers["duckdb"] = DuckDBChanges(ds.lakehouse, DAY, ds.config, work / "peer")
+    if "spark_window" in args.stages:
+        from bench.peers import SparkWindowChanges
+
+        runs["spark_window"] = peers["spark_window"] = SparkWindowChanges(
+            spark, ds.lakehouse, DAY, ds.config, work / "peer", ds.events_per_day)
+    compared = {}
     timed = [s for s in TIMEABLE if s in args.stages]
     needed = [s for s in TIMEABLE if s in timed or any(s in REQUIRES[t] for t in timed)]
     outputs = Outputs(ds, work / "floor-writes")
@@ -439,11 +445,12 @@ def measure_size(ds: DaySet, args, work: Path) -> dict:
                 result = runs[stage]()
                 if stage == "checks" and result["failed"]:
                     raise SystemExit("checks failed, so the bench is void:\n  " + "\n  ".join(result["failed"]))
-                if stage == PEER:
-                    compared = peer.compare()
-                    print(f"  DuckDB against panes' window_changes of {DAY}: {compared}", flush=True)
-                    if compared["only_in_panes"] or compared["only_in_duckdb"] or not compared["rows"]:
-                        raise SystemExit("DuckDB's change points differ from panes', so the bench is void")
+                if stage in peers:
+                    compared[stage] = peers[stage].compare()
+                    print(f"  {PEERS[stage]} against panes' window_changes of {DAY}: {compared[stage]}", flush=True)
+                    if any(v for k, v in compared[stage].items() if k.startswith("only_in")) \
+                            or not compared[stage]["rows"]:
+                        raise SystemExit(f"{PEERS[stage]}'s change points differ from panes', so the bench is void")
             outputs.cache()
             floors = floor_runs(ds, outputs, timed)
             all_runs = {**{s: runs[s] for s in timed}, **floors}
@@ -479,7 +486,7 @@ def measure_size(ds: DaySet, args, work: Path) -> dict:
     outputs.release()
     if whole_day:
         best[WHOLE_DAY] = Best(min(whole_day), None, [round(s, 3) for s in whole_day])
-    return {"best": best, **({"peer_compared": compared} if peer else {}),
+    return {"best": best, **({"peer_compared": compared} if compared else {}),
             "driver_peak_mb": round(memory.driver_peak / 2**20),
             "workers_peak_mb": round(memory.workers_peak / 2**20), "load_average": [round(x, 2) for x in load]}
 
@@ -488,7 +495,7 @@ def table_rows(best: dict[str, Best]) -> list[dict]:
     """Each timed stage (and the whole day, when every stage ran) against its floor and target."""
     rows = []
     for stage in [*TIMEABLE, WHOLE_DAY]:
-        if stage not in best or stage == PEER:
+        if stage not in best or stage in PEERS:
             continue
         seconds = best[stage].seconds
         held, limit = TARGETS.get(stage, ("floor", None))
@@ -505,12 +512,14 @@ def table_rows(best: dict[str, Best]) -> list[dict]:
                      "met": None if limit is None or ratio is None else ratio <= limit,
                      "cpu_seconds": None if best[stage].cpu_seconds is None else round(best[stage].cpu_seconds, 1),
                      "runs": best[stage].runs})
-    if PEER in best and "partials" in best and "windows" in best:  # panes' ratio to its peer
+    for peer, named in PEERS.items():  # panes' ratio to each peer
+        if peer not in best or "partials" not in best or "windows" not in best:
+            continue
         panes = best["partials"].seconds + best["windows"].seconds
         rows.append({"stage": "partials + windows", "seconds": round(panes, 3),
-                     "against": "DuckDB: the same change points from the events",
-                     "against_seconds": round(best[PEER].seconds, 3), "ratio": round(panes / best[PEER].seconds, 2),
-                     "target": None, "met": None, "cpu_seconds": None, "runs": best[PEER].runs})
+                     "against": f"{named}: the same change points from the events",
+                     "against_seconds": round(best[peer].seconds, 3), "ratio": round(panes / best[peer].seconds, 2),
+                     "target": None, "met": None, "cpu_seconds": None, "runs": best[peer].runs})
     return rows
 
 
