@@ -17,8 +17,8 @@ Spark's formulation is the one its documentation gives for sliding windows: ``wi
 "7 days", "1 minute")`` assigns each event to the 10,080 windows holding it, a ``groupBy`` counts
 and sums each, and a window end is a change point where its value differs from the end a minute
 before (an end no window row holds is empty). It reads the same events as DuckDB. Measured on
-2026-11-28 (docs/performance.md), it did not finish at any size tried: 12 minutes of planning at
-1,000 events a day, the driver's heap exhausted at 100, before any task ran. It stays as the
+2026-11-28 (docs/performance.md), it did not finish at any size tried: at 1,000 events a day no
+stage after the first started in 12 minutes, at 100 the driver's heap ran out. It stays as the
 formulation a Spark user would try first, and what it costs.
 """
 
