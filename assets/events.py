@@ -15,12 +15,30 @@ from jobs.tables import EVENTS, QUARANTINE
 from windowing_core.config import PipelineConfig
 
 
+SOURCE = "event_source"
+"""The asset key of a table source (``source:``): upstream of ``events`` in the UI's lineage."""
+
+
+def build_source_spec(config: PipelineConfig) -> dg.AssetSpec | None:
+    """The table the events are read from, as an external asset (panes reads it, never writes
+    it); None where they come from landing folders."""
+    if config.source is None:
+        return None
+    source = config.source
+    return dg.AssetSpec(SOURCE, group_name="ingest", kinds={source.format} if source.format else None,
+                        description=f"The table of events ingest reads: {source.name}",
+                        metadata={"source": source.name, "time_column": source.time,
+                                  "arrival_column": source.arrival or "(the event day)",
+                                  "id_column": source.id or "(made from the row)"})
+
+
 def build_events_assets(config: PipelineConfig) -> dg.AssetsDefinition:
     @dg.multi_asset(
         name="ingest_events",
         specs=[
             dg.AssetSpec(EVENTS.name, group_name="ingest", kinds={"spark", "delta"},
                          metadata=column_schema(EVENTS, config),
+                         deps=[SOURCE] if config.source is not None else [],
                          description="Accepted events by arrival day, deduplicated by event_id."),
             dg.AssetSpec(QUARANTINE.name, group_name="ingest", kinds={"spark", "delta"},
                          metadata=column_schema(QUARANTINE, config),

@@ -92,7 +92,9 @@ def folder_fingerprint(folder: str) -> str:
     return hashlib.sha256(json.dumps(entries).encode()).hexdigest()[:16]
 
 
-def build_landing_sensor(partitions: dg.DailyPartitionsDefinition) -> dg.SensorDefinition:
+def build_landing_sensor(partitions: dg.DailyPartitionsDefinition, source: str | None = None) -> dg.SensorDefinition:
+    """Where ``source`` names a table the events come from, there is no landing folder to watch:
+    the daily schedule ingests each day, and the sensor says so on every tick."""
     @dg.sensor(
         name="landing_sensor",
         target=dg.AssetSelection.assets(EVENTS.name, QUARANTINE.name),
@@ -101,6 +103,8 @@ def build_landing_sensor(partitions: dg.DailyPartitionsDefinition) -> dg.SensorD
         description="Ingests an arrival day when its landing folder appears or a file in it changes.",
     )
     def landing_sensor(context: dg.SensorEvaluationContext, lakehouse: LakehouseResource):
+        if source is not None:
+            return dg.SkipReason(f"the events come from the table {source}: the daily schedule ingests each day")
         root = lakehouse.landing_root
         if not os.path.isdir(root):
             return dg.SkipReason(f"no landing folder at {root}")

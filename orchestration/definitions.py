@@ -26,6 +26,7 @@ import dagster as dg
 from dagster_pyspark import LazyPySparkResource, PySparkResource
 
 from assets import build_assets
+from assets.events import build_source_spec
 from assets.online_values import ONLINE_VALUES
 from assets.partitions import daily_partitions
 from assets.resources import LakehouseResource
@@ -64,7 +65,7 @@ def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_ro
     daily_job = dg.define_asset_job("daily_pipeline", selection=dg.AssetSelection.all(),
                                     description="Every asset for one day: ingest, partials, windows.")
     return dg.Definitions(
-        assets=assets,
+        assets=[*assets, *([source] if (source := build_source_spec(config)) else [])],
         asset_checks=[*build_asset_checks(config, daily_partitions, pool=SPARK_POOL), build_watermark_check(config),
                       *([online_check] if online_check else [])],
         jobs=[daily_job, vacuum_lakehouse_job],
@@ -74,7 +75,7 @@ def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_ro
         executor=dg.in_process_executor,
         schedules=[dg.build_schedule_from_partitioned_job(daily_job, hour_of_day=1, minute_of_hour=0),
                    vacuum_schedule],
-        sensors=[build_landing_sensor(daily_partitions), automation_sensor],
+        sensors=[build_landing_sensor(daily_partitions, config.source and config.source.name), automation_sensor],
         resources={
             "pyspark": session(spark_config=spark_config(spark_master, (landing_root, lakehouse_root))),
             "spark_launch": spark_launch,

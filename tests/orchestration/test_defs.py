@@ -12,6 +12,7 @@ import pytest
 
 from windowing_core.config import reads_day_tiles
 from jobs.tables import declared_columns
+from assets.resources import LakehouseResource
 from orchestration.definitions import build_definitions, defs
 from orchestration.freshness import output_watermark
 from windowing_core.aggregations import aggregation
@@ -38,6 +39,21 @@ def test_dg_finds_the_project_and_loads_its_definitions(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert listed.returncode == 0, listed.stderr[-2000:]
     assert {"events", "window_changes"} <= {a["asset_key"] for a in json.loads(listed.stdout)["assets"]}
+
+
+def test_a_table_source_is_an_external_asset_upstream_of_events():
+    config = PipelineConfig.from_dict({"source": {"table": "db.clicks", "time": "ts", "arrival": "loaded_at"}})
+    defs = build_definitions(config, landing_root="/tmp/landing", lakehouse_root="/tmp/lakehouse")
+    graph = defs.resolve_asset_graph()
+    source = graph.get(dg.AssetKey("event_source"))
+    assert graph.get(dg.AssetKey("events")).parent_keys == {source.key}
+    assert source.is_external and not source.is_materializable
+    assert source.metadata["source"] == "db.clicks" and source.metadata["arrival_column"] == "loaded_at"
+    assert "event_source" not in {k.to_user_string() for k in
+                                  defs.resolve_job_def("daily_pipeline").asset_layer.executable_asset_keys}
+    tick = defs.resolve_sensor_def("landing_sensor")(dg.build_sensor_context(
+        resources={"lakehouse": LakehouseResource(landing_root="/tmp/landing", lakehouse_root="/tmp/lakehouse")}))
+    assert "the events come from the table db.clicks" in str(tick)
 
 
 def test_a_bad_progress_interval_fails_when_the_definitions_load(monkeypatch):
