@@ -7,10 +7,12 @@ import json
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+import dagster as dg
 import pytest
 
 from jobs import cli, ingest_events, minute_partials, sliding_windows
 from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES
+from orchestration.definitions import build_definitions
 from tests.jobs.test_pipeline_against_oracle import (
     EVENT_DAYS,
     FIRST,
@@ -92,7 +94,8 @@ def test_a_table_source_goes_through_the_pipeline_as_the_oracle_says(spark, tmp_
 
 def test_each_column_is_checked_against_its_declared_type_as_a_json_value_would_be(spark, tmp_path):
     """A double column feeding a long field: 4.0 is the long 4, 1.5 is quarantined; a whole-number
-    key is text; the arrival is a date column the table is partitioned by."""
+    key is text; the arrival is a date column the table is partitioned by. Materialised through
+    Dagster, whose checks recount the day's input records from the table."""
     source = str(tmp_path / "clicks")
     spark.createDataFrame([(7, "2025-01-28 10:00:00", 4.0, "2025-01-28"), (8, "2025-01-28 10:01:00", 1.5, "2025-01-28"),
                            (9, "2025-01-29 10:02:00", 2.0, "2025-01-29")],
@@ -102,8 +105,18 @@ def test_each_column_is_checked_against_its_declared_type_as_a_json_value_would_
     config = PipelineConfig.from_dict({"fields": {"clicks": "long"},
                                        "source": {"path": source, "time": "ts", "arrival": "day"}})
     lakehouse = str(tmp_path / "lakehouse")
-    result = ingest_events.ingest(spark, None, lakehouse, FIRST, FIRST, config)
-    assert result.reconciles and result.input_records == 2  # the 29th's partition is another day's
+    # Through Dagster, as a user materialises it: ingest of the day, and the checks of events and
+    # quarantine, which recount the input from the table
+    defs = build_definitions(config, landing_root=str(tmp_path / "no-landing"), lakehouse_root=lakehouse,
+                             spark_master="local[2]")
+    run = defs.resolve_implicit_global_asset_job_def().execute_in_process(
+        asset_selection=[dg.AssetKey(EVENTS.name), dg.AssetKey(QUARANTINE.name)], partition_key=FIRST.isoformat(),
+        instance=dg.DagsterInstance.ephemeral())
+    assert run.success
+    checks = {e.check_name: e for e in run.get_asset_check_evaluations()}
+    assert checks["input_records_reconcile"].passed, checks["input_records_reconcile"].metadata
+    assert checks["input_records_reconcile"].metadata["this_day"].value["input_records"] == 2  # not the 29th
+    assert all(e.passed for e in checks.values() if e.severity == dg.AssetCheckSeverity.ERROR)
     assert _rows(spark, EVENTS.path(lakehouse), "key", "clicks") == [("7", 4)]
     assert _rows(spark, QUARANTINE.path(lakehouse), "reason") == [("clicks_not_integer",)]
 
