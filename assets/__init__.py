@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.events import build_events_assets
+from assets.events import build_events_assets, build_source_spec
 from assets.minute_partials import build_minute_partials_asset
 from assets.online_values import build_online_values_asset
-from assets.spine_values import build_spine_values_asset
+from assets.spine_values import build_joined_spine_asset, build_spine_values_asset
 from assets.windows import build_window_assets
 from windowing_core.config import PipelineConfig
+from windowing_core.deployment import Deployment
 
 
-def build_assets(config: PipelineConfig) -> list[dg.AssetsDefinition]:
-    """The asset graph for one pipeline configuration (its lateness and windows shape the mappings;
-    ``spine_values`` and ``online_values`` exist only where a spine and a store are configured)."""
-    optional = [build_spine_values_asset(config), build_online_values_asset(config)]
-    return [build_events_assets(config), build_minute_partials_asset(config), build_window_assets(config),
-            *[a for a in optional if a is not None]]
+def build_assets(configured: PipelineConfig | Deployment) -> list[dg.AssetsDefinition | dg.AssetSpec]:
+    """The asset graph: each source's ingest once (and a table source as an external asset),
+    then each group's partials and windows (their lateness and windows shape the mappings), and
+    ``spine_values`` and ``online_values`` where a group configures a spine and a store."""
+    deployment = Deployment.of(configured)
+    ingests = [built for ingest in deployment.ingests
+               for built in (build_events_assets(ingest), build_source_spec(ingest)) if built is not None]
+    groups = [built for group in deployment.groups
+              for built in (build_minute_partials_asset(group), build_window_assets(group),
+                            build_spine_values_asset(group), build_online_values_asset(group)) if built is not None]
+    joined = build_joined_spine_asset(deployment)
+    return [*ingests, *groups, *([joined] if joined is not None else [])]

@@ -7,12 +7,13 @@ state of the range. It runs no Spark: its steps take no slot of the Spark pool.
 
 import dagster as dg
 
+from assets.keys import key
 from assets.partitions import daily_partitions, day_range
 from assets.resources import LakehouseResource
-from jobs import online_values
+from jobs import online_values, tables
 from jobs.errors import MissingInputError
 from jobs.online_values import OnlineStoreError, served_windows
-from jobs.tables import WINDOW_SNAPSHOT
+from jobs.tables import WINDOW_SNAPSHOT, asset_group
 from windowing_core.config import PipelineConfig
 
 ONLINE_VALUES = "online_values"
@@ -25,10 +26,10 @@ def build_online_values_asset(config: PipelineConfig) -> dg.AssetsDefinition | N
     windows = ", ".join(w.name for w in served_windows(config))
 
     @dg.asset(
-        name=ONLINE_VALUES,
-        group_name="serving",
+        key=key(ONLINE_VALUES, config),
+        group_name=asset_group(ONLINE_VALUES, "serving", config),
         kinds={"postgresql"},
-        deps=[WINDOW_SNAPSHOT.name],
+        deps=[key(WINDOW_SNAPSHOT.name, config)],
         partitions_def=daily_partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
         description=f"Each key's latest values of {windows} in PostgreSQL ({online.table}): one row per key and "
@@ -37,7 +38,7 @@ def build_online_values_asset(config: PipelineConfig) -> dg.AssetsDefinition | N
     def online_values_asset(context: dg.AssetExecutionContext, lakehouse: LakehouseResource) -> dg.MaterializeResult:
         first, last = day_range(context)
         try:
-            loaded = online_values.load(lakehouse.lakehouse_root, last, config, online)
+            loaded = online_values.load(tables.root(lakehouse.lakehouse_root, config), last, config, online)
         except (OnlineStoreError, MissingInputError) as err:
             raise dg.Failure(description=str(err), allow_retries=True) from None
         context.log.info(loaded.summary())

@@ -29,6 +29,7 @@ import jobs
 from assets.spark_work import spark_work
 from jobs import jvm_packages
 from windowing_core.config import PipelineConfig
+from windowing_core.deployment import Deployment
 
 LAUNCHES = ("in_process", "pipes")
 
@@ -52,7 +53,7 @@ class SparkLaunchResource(dg.ConfigurableResource):
         return self.launch == "pipes"
 
     def run(self, context: dg.AssetExecutionContext, pyspark: PySparkResource, what: str, job: str,
-            argv: list[str], config: PipelineConfig, in_process: Callable[[SparkSession], dict]) -> dict:
+            argv: list[str], config: PipelineConfig | Deployment, in_process: Callable[[SparkSession], dict]) -> dict:
         """The result of ``jobs/<job>.py argv``: submitted through Pipes, or ``in_process`` on the
         run's own session, its progress in the run's log as ``what`` (``spark_work``). Either way
         the same dict, the one the job reports through Pipes, so the asset records the same
@@ -62,11 +63,15 @@ class SparkLaunchResource(dg.ConfigurableResource):
         with spark_work(context, pyspark.spark_session, what):
             return in_process(pyspark.spark_session)
 
-    def submit(self, context: dg.AssetExecutionContext, job: str, argv: list[str], config: PipelineConfig) -> dict:
+    def submit(self, context: dg.AssetExecutionContext, job: str, argv: list[str],
+               config: PipelineConfig | Deployment) -> dict:
         """Run ``jobs/<job>.py argv`` under spark-submit through Pipes; the result it reported."""
-        if PipelineConfig.load(self.config_path) != config:  # the job loads its configuration itself
+        deployment = Deployment.load(self.config_path)  # the job loads its configuration itself
+        if config != deployment and config not in (*deployment.groups, *deployment.ingests):
             raise dg.Failure(f"the Definitions' pipeline configuration is not the one in config_path "
                              f"({self.config_path or 'the default'}), which {job} would load")
+        part = ([] if isinstance(config, Deployment) else ["--group", config.group] if config.group else
+                ["--source", config.ingest_at] if config.ingest_at else [])
         package_root = Path(jobs.__file__).resolve().parent.parent
         spark_home = os.environ.get("SPARK_HOME") or _pyspark_home()
         # Delta's jars (and S3's, for an s3a:// location in argv), by class path (the nodes hold the
@@ -75,7 +80,7 @@ class SparkLaunchResource(dg.ConfigurableResource):
         jars = ["--driver-class-path", classpath, "--conf", f"spark.executor.extraClassPath={classpath}"]
         command = [os.path.join(spark_home, "bin", "spark-submit"), "--master", self.master, *jars, *self.submit_args,
                    str(package_root / "jobs" / f"{job}.py"), *argv,
-                   *(["--config", self.config_path] if self.config_path else [])]
+                   *(["--config", self.config_path] if self.config_path else []), *part]
         context.log.info(f"launching through Dagster Pipes: {' '.join(command)}")
         python = sys.executable  # the driver's Python: dagster-pipes and panes are installed here
         env = {"SPARK_HOME": spark_home, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", python),

@@ -6,15 +6,22 @@ from datetime import date, datetime, time, timedelta, timezone
 import dagster as dg
 from dagster_pyspark import PySparkResource
 
-from assets.columns import column_schema
 from assets.day_metadata import add_day_metadata, rows_by_day
+from assets.keys import key, table_spec
 from assets.partitions import daily_partitions, day_range, frames_of_window_day
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource, job_days
 from assets.spark_work import SPARK_POOL
-from jobs import delta_io, sliding_windows
+from jobs import delta_io, sliding_windows, tables
 from jobs.tables import (
-    ARRIVAL_PARTIALS, DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, SESSION_STATE, WINDOW_CHANGES, WINDOW_SNAPSHOT,
+    ARRIVAL_PARTIALS,
+    DAILY_PARTIALS,
+    EVENTS,
+    MINUTE_PARTIALS,
+    SESSION_STATE,
+    WINDOW_CHANGES,
+    WINDOW_SNAPSHOT,
+    op_name,
 )
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig, reads_day_tiles
@@ -24,7 +31,7 @@ def finality(lakehouse_root: str, days: list[date], config: PipelineConfig) -> t
     """The watermark when the run wrote, and per window day whether that day is final: every
     event that may still change it is behind the watermark plus the allowed lateness. Otherwise
     it is provisional and will late-fire."""
-    newest = delta_io.column_max(EVENTS.path(lakehouse_root), "event_time")
+    newest = delta_io.column_max(EVENTS.path(tables.ingest_root(lakehouse_root, config)), "event_time")
     watermark = None if newest is None else newest - timedelta(seconds=config.max_out_of_orderness)
     by_day = {}
     for day in days:
@@ -36,16 +43,15 @@ def finality(lakehouse_root: str, days: list[date], config: PipelineConfig) -> t
 
 def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
     reach = frames_of_window_day(config)
-    frames = [dg.AssetDep(t.name, partition_mapping=reach)
+    frames = [dg.AssetDep(key(t.name, config), partition_mapping=reach)
               for t in (MINUTE_PARTIALS, *([DAILY_PARTIALS] if reads_day_tiles(config) else []))]
     if config.places_by_arrival:  # arrival frames of day D were written by the partials of D - L .. D
-        frames.append(dg.AssetDep(ARRIVAL_PARTIALS.name, partition_mapping=frames_of_window_day(
+        frames.append(dg.AssetDep(key(ARRIVAL_PARTIALS.name, config), partition_mapping=frames_of_window_day(
             config, extra_days=config.allowed_lateness_days)))
     windows = "; ".join(w.describe() for w in (*config.windows, *config.sessions))
-    sessions = [dg.AssetSpec(SESSION_STATE.name, group_name="windows", kinds={"spark", "delta"}, deps=frames,
-                             metadata=column_schema(SESSION_STATE, config),
-                             description="Per session window and day, each key's session still open at the "
-                                         "day's end: what the next day's sessions continue from.")
+    sessions = [table_spec(SESSION_STATE, config, "windows", deps=frames,
+                           description="Per session window and day, each key's session still open at the "
+                                       "day's end: what the next day's sessions continue from.")
                 ] if config.sessions else []
 
     # The snapshot of day D continues from the snapshot of D - 1, but that edge is not declared:
@@ -53,14 +59,12 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
     # Dagster 1.13), and it is not needed: a late firing or a backfill is one range run that
     # starts from a snapshot its late days cannot reach, and without one the job bootstraps.
     @dg.multi_asset(
-        name="sliding_windows",
+        name=op_name("sliding_windows", config),
         specs=[
-            dg.AssetSpec(WINDOW_CHANGES.name, group_name="windows", kinds={"spark", "delta"}, deps=frames,
-                         metadata=column_schema(WINDOW_CHANGES, config),
-                         description=f"Change points of every window ({windows}), by day of window_end."),
-            dg.AssetSpec(WINDOW_SNAPSHOT.name, group_name="windows", kinds={"spark", "delta"},
-                         deps=frames, metadata=column_schema(WINDOW_SNAPSHOT, config),
-                         description="Each key's state per window as of the day's last window end."),
+            table_spec(WINDOW_CHANGES, config, "windows", deps=frames,
+                       description=f"Change points of every window ({windows}), by day of window_end."),
+            table_spec(WINDOW_SNAPSHOT, config, "windows", deps=frames,
+                       description="Each key's state per window as of the day's last window end."),
             *sessions,
         ],
         partitions_def=daily_partitions,
@@ -71,14 +75,16 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                 spark_launch: SparkLaunchResource):
         first, last = day_range(context)
         days = f"{first} .. {last}"
+        root = tables.root(lakehouse.lakehouse_root, config)
         result = spark_launch.run(
-            context, pyspark, f"sliding_windows {days}", "sliding_windows", job_days(lakehouse.lakehouse_root, first, last), config,
-            lambda spark: sliding_windows.run(spark, lakehouse.lakehouse_root, first, last, config))
-        root, window_days = lakehouse.lakehouse_root, day_list(first, last)
+            context, pyspark, f"sliding_windows {days}", "sliding_windows",
+            job_days(lakehouse.lakehouse_root, first, last), config,
+            lambda spark: sliding_windows.run(spark, root, first, last, config))
+        window_days = day_list(first, last)
         run_wide, final = finality(root, window_days, config)
         shared = {"run_window_end_days": days, "windows": windows, "baseline": result["baseline"], **run_wide}
         for table in (WINDOW_CHANGES, WINDOW_SNAPSHOT, *([SESSION_STATE] if config.sessions else [])):
-            add_day_metadata(context, table.name, {
+            add_day_metadata(context, key(table.name, config), {
                 day: {"dagster/row_count": rows, **final[day]}
                 for day, rows in rows_by_day(table.path(root), "date", window_days).items()})
         if config.places_by_arrival:
@@ -87,25 +93,25 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                 "final once their arrival day is ingested and the partials of the event days it reaches have run"
                 + (" (a session by arrival time: once the arrival day holding its end is)"
                    if config.arrival_sessions else ""))
-        yield dg.MaterializeResult(asset_key=WINDOW_CHANGES.name, metadata={
+        yield dg.MaterializeResult(asset_key=key(WINDOW_CHANGES.name, config), metadata={
             "rows_written_in_run": result["changes"]["rows_written"], **shared,
-            "path": dg.MetadataValue.path(WINDOW_CHANGES.path(lakehouse.lakehouse_root)),
+            "path": dg.MetadataValue.path(WINDOW_CHANGES.path(root)),
         })
-        yield dg.MaterializeResult(asset_key=WINDOW_SNAPSHOT.name, metadata={
+        yield dg.MaterializeResult(asset_key=key(WINDOW_SNAPSHOT.name, config), metadata={
             "rows_written_in_run": result["snapshots"]["rows_written"], **shared,
-            "path": dg.MetadataValue.path(WINDOW_SNAPSHOT.path(lakehouse.lakehouse_root)),
+            "path": dg.MetadataValue.path(WINDOW_SNAPSHOT.path(root)),
         })
         if config.sessions:
             marks = {clock: "none (no frames)" if mark is None else
                      datetime.fromtimestamp(mark / 1_000_000, timezone.utc).isoformat()
                      for clock, mark in result["session_watermark"].items()}
-            yield dg.MaterializeResult(asset_key=SESSION_STATE.name, metadata={
+            yield dg.MaterializeResult(asset_key=key(SESSION_STATE.name, config), metadata={
                 "rows_written_in_run": result["session_state"]["rows_written"], **shared,
                 # sessions ending at or before it are closed (one final row each in window_changes);
                 # by arrival time it is the newest arrival: such a session is final once it passes
                 **({"session_watermark": marks["event"]} if "event" in marks else {}),
                 **({"session_watermark_by_arrival": marks["arrival"]} if "arrival" in marks else {}),
-                "path": dg.MetadataValue.path(SESSION_STATE.path(lakehouse.lakehouse_root)),
+                "path": dg.MetadataValue.path(SESSION_STATE.path(root)),
             })
 
     return sliding

@@ -16,7 +16,7 @@ definition time.)
 """
 
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -28,16 +28,30 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (  # n
 from pyspark.sql import DataFrame, SparkSession
 
 from expectations import reconciliation, suites
-from expectations.catalog import Check, Outcome, checks_of
+from expectations.catalog import Check, Outcome, checks_of, spine_checks
 from jobs import delta_io, point_in_time_join, progress, sliding_windows
 from jobs.errors import MissingInputError, MissingTableError, SourceError
 from jobs.ingest_events import LATE_REASON, read_input
 from jobs.tables import (
-    DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
-    Table, day_filter, written_together,
+    DAILY_PARTIALS,
+    EVENTS,
+    LATE_EVENTS,
+    MINUTE_PARTIALS,
+    QUARANTINE,
+    SPINE_VALUES,
+    WINDOW_CHANGES,
+    WINDOW_SNAPSHOT,
+    Table,
+    asset_key,
+    day_filter,
+    ingest_root,
+    op_name,
+    root,
+    written_together,
 )
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
+from windowing_core.deployment import Deployment
 
 Results = dict[str, dict[date, Outcome]]
 
@@ -49,7 +63,7 @@ class Inputs:
     spark: SparkSession
     landing_root: str
     lakehouse_root: str
-    config: PipelineConfig
+    config: PipelineConfig | Deployment  # a deployment for its own table: the spine joined to several groups
     days: list[date]
     selected: set[str]
     instance: dg.DagsterInstance | None = None
@@ -62,17 +76,22 @@ class Inputs:
     def last(self) -> date:
         return self.days[-1]
 
+    def path(self, table: Table) -> str:
+        """Where ``table`` is: the configuration's root (``lakehouse_root``), or for the events a
+        group reads, its source's ingest root."""
+        shared = table in (EVENTS, QUARANTINE)
+        return table.path(ingest_root(self.lakehouse_root, self.config) if shared else self.lakehouse_root)
+
     def read(self, table: Table, column: str, first: date, last: date) -> DataFrame:
-        return delta_io.read_table(self.spark, table.path(self.lakehouse_root),
-                                   partition_filters=day_filter(column, first, last))
+        return delta_io.read_table(self.spark, self.path(table), partition_filters=day_filter(column, first, last))
 
     def tally(self, table: Table, column: str, first: date, last: date, *more: tuple) -> reconciliation.Tally:
         """Rows per day of ``column`` (``more``: further partition filters), from the Delta log's
         file statistics where they answer exactly (no Spark job), else the rows to count."""
         filters = [*day_filter(column, first, last), *more]
-        counts = delta_io.partition_row_counts(table.path(self.lakehouse_root), column, partition_filters=filters)
+        counts = delta_io.partition_row_counts(self.path(table), column, partition_filters=filters)
         if counts is None:
-            return delta_io.read_table(self.spark, table.path(self.lakehouse_root), partition_filters=filters)
+            return delta_io.read_table(self.spark, self.path(table), partition_filters=filters)
         return {date.fromisoformat(d): n for d, n in counts.items()}
 
 
@@ -103,7 +122,7 @@ def evaluate_events(inputs: Inputs) -> Results:
                                         {"schema_matches_declared"}))
     if "input_records_reconcile" not in inputs.selected:
         return results
-    reports = {d: ingest_report(inputs.instance, d) for d in inputs.days}
+    reports = {d: ingest_report(inputs.instance, inputs.config, d) for d in inputs.days}
     covered = [d for r in reports.values() if r is not None for d in r.days] + inputs.days
     first, last = min(covered), max(covered)
     try:
@@ -224,11 +243,14 @@ def evaluate_window_snapshot(inputs: Inputs) -> Results:
 
 
 def evaluate_spine_values(inputs: Inputs) -> Results:
+    """A group's spine (``inputs.config`` a group's) or the spine joined to several groups (the
+    deployment's)."""
+    spine = inputs.config.spine
     values = inputs.read(SPINE_VALUES, "date", inputs.first, inputs.last)
-    results = suites.run_suite(values, suites.prepare_spine_values(values, inputs.config),
-                               suites.spine_values_suite(inputs.config), inputs.days, inputs.selected)
+    read = point_in_time_join.readings(spine, inputs.config)
+    results = suites.run_suite(values, suites.prepare_spine_values(values, spine, read),
+                               suites.spine_values_suite(spine), inputs.days, inputs.selected)
     if "spine_rows_joined_once" in inputs.selected:
-        spine = inputs.config.spine
         results["spine_rows_joined_once"] = reconciliation.spine_rows_joined_once(
             point_in_time_join.read_spine(inputs.spark, spine, inputs.first, inputs.last), values, spine.ts,
             inputs.days)
@@ -246,12 +268,14 @@ EVALUATORS: dict[str, Callable[[Inputs], Results]] = {
 }
 
 
-def ingest_report(instance: dg.DagsterInstance | None, day: date) -> reconciliation.IngestReport | None:
+def ingest_report(instance: dg.DagsterInstance | None, config: PipelineConfig,
+                  day: date) -> reconciliation.IngestReport | None:
     """The counts the latest ``events`` materialisation of this arrival day reported."""
     if instance is None:
         return None
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(EVENTS.name), asset_partitions=[day.isoformat()]),
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset_key(EVENTS.name, config)),
+                              asset_partitions=[day.isoformat()]),
         limit=1,
     ).records
     if not records:
@@ -317,41 +341,58 @@ def evaluations(checks: list[Check], results: Results, days: list[date], asset_k
             )
 
 
-def table_checks(table: str, config: PipelineConfig, partitions_def: dg.PartitionsDefinition,
-                 evaluate: Callable[[Inputs], Results], pool: str | None = None) -> dg.AssetChecksDefinition:
-    checks = checks_of(config, table)
-    asset_key = dg.AssetKey(table)
+def table_checks(table: str, config: PipelineConfig | Deployment, partitions_def: dg.PartitionsDefinition,
+                 evaluate: Callable[[Inputs], Results], pool: str | None = None,
+                 checks: list[Check] | None = None) -> dg.AssetChecksDefinition:
+    """The checks of one table (``checks``, by default the catalog's for it) as one step. A
+    deployment's own table (the spine joined to several groups) is at the lakehouse root,
+    under a bare key."""
+    checks = checks if checks is not None else checks_of(config, table)
+    placed = config if isinstance(config, PipelineConfig) else PipelineConfig()
+    checked = dg.AssetKey(asset_key(table, placed))
     with warnings.catch_warnings():  # partitioned checks are a preview in Dagster 1.13
         warnings.simplefilter("ignore", dg.PreviewWarning)
-        specs = [dg.AssetCheckSpec(c.name, asset=asset_key, description=f"[{c.severity}] {c.guards}",
+        specs = [dg.AssetCheckSpec(c.name, asset=checked, description=f"[{c.severity}] {c.guards}",
                                    blocking=c.blocking, partitions_def=partitions_def,
                                    metadata={"severity": c.severity})
                  for c in checks]
 
-    @dg.multi_asset_check(name=f"{table}_checks", specs=specs, can_subset=True, pool=pool,
+    @dg.multi_asset_check(name=op_name(f"{table}_checks", placed), specs=specs, can_subset=True, pool=pool,
                           required_resource_keys={"pyspark", "lakehouse"},
                           description=f"Data-quality checks on {table}, per daily partition.")
     def run_checks(context: dg.AssetCheckExecutionContext):
         selected = [c for c in checks
-                    if dg.AssetCheckKey(asset_key, c.name) in context.selected_asset_check_keys]
+                    if dg.AssetCheckKey(checked, c.name) in context.selected_asset_check_keys]
         days = _partition_days(context)
         lakehouse = context.resources.lakehouse
         inputs = Inputs(context.resources.pyspark.spark_session, lakehouse.landing_root,
-                        lakehouse.lakehouse_root, config, days, {c.name for c in selected}, context.instance)
+                        root(lakehouse.lakehouse_root, placed), config, days, {c.name for c in selected},
+                        context.instance)
         with progress.reported(inputs.spark, f"{table}_checks {days[0]} .. {days[-1]}", context.log.info):
             results = evaluate(inputs)
-        yield from evaluations(selected, results, days, asset_key, context.instance)
+        yield from evaluations(selected, results, days, checked, context.instance)
         assets_def = context.op_execution_context.assets_def
         for c in selected:  # the outputs downstream steps wait on (blocking checks)
             yield dg.Output(None, output_name=assets_def.get_output_name_for_asset_check_key(
-                dg.AssetCheckKey(asset_key, c.name)))
+                dg.AssetCheckKey(checked, c.name)))
 
     return run_checks
 
 
-def build_asset_checks(config: PipelineConfig, partitions_def: dg.PartitionsDefinition,
-                       pool: str | None = None) -> list[dg.AssetChecksDefinition]:
-    """Every table's checks for this configuration, partitioned like the assets, their steps in
-    ``pool`` (they run Spark like the assets: ``assets.spark_work.SPARK_POOL``)."""
+def build_joined_spine_checks(deployment: Deployment, partitions_def: dg.PartitionsDefinition,
+                              pool: str | None = None) -> list[dg.AssetChecksDefinition]:
+    """The checks of the spine joined to several groups, where one is configured."""
+    if deployment.spine is None:
+        return []
+    return [table_checks(SPINE_VALUES.name, deployment, partitions_def, evaluate_spine_values, pool,
+                         spine_checks(deployment.spine))]
+
+
+def build_asset_checks(config: PipelineConfig, partitions_def: dg.PartitionsDefinition, pool: str | None = None,
+                       tables: Collection[str] | None = None) -> list[dg.AssetChecksDefinition]:
+    """Every table's checks for this configuration (or only those of ``tables``: a source's
+    ingest, a group's own), partitioned like the assets, their steps in ``pool`` (they run Spark
+    like the assets: ``assets.spark_work.SPARK_POOL``)."""
     return [table_checks(table, config, partitions_def, evaluate, pool) for table, evaluate in EVALUATORS.items()
-            if checks_of(config, table)]  # none for a table this configuration does not keep
+            if checks_of(config, table)  # none for a table this configuration does not keep
+            and (tables is None or table in tables)]

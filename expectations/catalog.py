@@ -21,6 +21,7 @@ from jobs.tables import (
 )
 from windowing_core.aggregations import AGGREGATIONS, Aggregation
 from windowing_core.config import PipelineConfig
+from windowing_core.spine import SpineSpec
 
 ERROR = "ERROR"
 WARN = "WARN"
@@ -230,19 +231,24 @@ def catalog(config: PipelineConfig) -> list[Check]:
             for table in (WINDOW_CHANGES.name, WINDOW_SNAPSHOT.name):
                 checks.append(Check(name, table, ERROR, description))
     if config.spine is not None:
-        bound = "before it" if config.spine.exclusive else "at or before it"
-        checks += [
-            Check("values_not_after_row_time", SPINE_VALUES.name, ERROR,
-                  "A joined value from after its spine row's ts: a feature leaking the future into "
-                  f"training data. For every row and window, the window read must end {bound}, and the "
-                  "row the value was read from (read_at) no later than that end."),
-            Check("spine_rows_joined_once", SPINE_VALUES.name, ERROR,
-                  "Spine rows lost or repeated by the join: each day's output rows must equal the "
-                  "spine's rows whose ts falls on that day."),
-        ]
+        checks += spine_checks(config.spine)
     if not reads_day_tiles(config):  # no such asset to check
         checks = [c for c in checks if c.table != DAILY_PARTIALS.name]
     return checks
+
+
+def spine_checks(spine: SpineSpec) -> list[Check]:
+    """The checks of ``spine_values``: a group's own spine, or one joined to several groups."""
+    bound = "before it" if spine.exclusive else "at or before it"
+    return [
+        Check("values_not_after_row_time", SPINE_VALUES.name, ERROR,
+              "A joined value from after its spine row's ts: a feature leaking the future into "
+              f"training data. For every row and window (of every group joined), the window read must end "
+              f"{bound}, and the row the value was read from (read_at) no later than that end."),
+        Check("spine_rows_joined_once", SPINE_VALUES.name, ERROR,
+              "Spine rows lost or repeated by the join: each day's output rows must equal the "
+              "spine's rows whose ts falls on that day."),
+    ]
 
 
 def checks_of(config: PipelineConfig, table: str) -> list[Check]:

@@ -15,6 +15,7 @@ import dagster as dg
 from jobs import online_values
 from jobs.errors import MissingInputError
 from jobs.online_values import OnlineStoreError
+from jobs.tables import asset_key, op_name, root
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
 
@@ -26,28 +27,29 @@ def build_online_check(config: PipelineConfig, asset: str,
     online = config.online
     if online is None:
         return None
+    served = dg.AssetKey(asset_key(asset, config))
     with warnings.catch_warnings():  # partitioned checks are a preview in Dagster 1.13
         warnings.simplefilter("ignore", dg.PreviewWarning)
-        spec = dg.AssetCheckSpec(CHECK, asset=asset, blocking=True, partitions_def=partitions_def,
+        spec = dg.AssetCheckSpec(CHECK, asset=served, blocking=True, partitions_def=partitions_def,
                                  description="[ERROR] the store's rows equal window_snapshot of the day, value by "
                                              "value (a window the store holds a later day of passes)",
                                  metadata={"severity": "ERROR"})
 
-    @dg.multi_asset_check(specs=[spec], name=f"{asset}_checks", required_resource_keys={"lakehouse"},
+    @dg.multi_asset_check(specs=[spec], name=op_name(f"{asset}_checks", config), required_resource_keys={"lakehouse"},
                           description="The online store against window_snapshot, per daily partition.")
     def online_checks(context: dg.AssetCheckExecutionContext):
         window = context.partition_time_window
-        lakehouse = context.resources.lakehouse.lakehouse_root
+        lakehouse = root(context.resources.lakehouse.lakehouse_root, config)
         for day in day_list(window.start.date(), (window.end - timedelta(days=1)).date()):
             try:
                 found = online_values.compare(lakehouse, day, config, online)
             except (OnlineStoreError, MissingInputError) as err:
-                yield dg.AssetCheckEvaluation(asset_key=dg.AssetKey(asset), check_name=CHECK, passed=False,
+                yield dg.AssetCheckEvaluation(asset_key=served, check_name=CHECK, passed=False,
                                               description=str(err), blocking=True, partition=day.isoformat(),
                                               metadata={"problem": str(err)})
                 continue
             yield dg.AssetCheckEvaluation(
-                asset_key=dg.AssetKey(asset), check_name=CHECK, passed=found.ok, blocking=True,
+                asset_key=served, check_name=CHECK, passed=found.ok, blocking=True,
                 partition=day.isoformat(),
                 description=None if found.ok else f"{found.differing_count} rows of the store differ from "
                                                   f"window_snapshot of {day}",
@@ -58,6 +60,6 @@ def build_online_check(config: PipelineConfig, asset: str,
                           "store": online_values.store_name(online)})
         assets_def = context.op_execution_context.assets_def  # the output a blocked downstream step waits on
         yield dg.Output(None, output_name=assets_def.get_output_name_for_asset_check_key(
-            dg.AssetCheckKey(dg.AssetKey(asset), CHECK)))
+            dg.AssetCheckKey(served, CHECK)))
 
     return online_checks

@@ -40,6 +40,7 @@ from jobs.tables import (
 )
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
+from windowing_core.spine import SpineSpec
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
 SAMPLE_ROWS = 5
@@ -270,8 +271,7 @@ def window_snapshot_suite(config: PipelineConfig) -> Suite:
     return Suite(WINDOW_SNAPSHOT.name, "date", _samples(declared), declared, build)
 
 
-def spine_values_suite(config: PipelineConfig) -> Suite:
-    spine = config.spine
+def spine_values_suite(spine: SpineSpec) -> Suite:
 
     def build() -> Pairs:
         gxe = _gx()
@@ -279,7 +279,7 @@ def spine_values_suite(config: PipelineConfig) -> Suite:
                                                                              value_set=[False]))]
 
     # its columns are the spine's own and the join's: no declared schema to hold it to
-    return Suite(SPINE_VALUES.name, "date", [spine.key, spine.ts], [], build)
+    return Suite(SPINE_VALUES.name, "date", [*spine.key_columns, spine.ts], [], build)
 
 
 # -- derived columns --------------------------------------------------------------------------------
@@ -539,15 +539,15 @@ def schema_outcome(table: DataFrame, suite: Suite) -> Outcome:
     return outcome
 
 
-def prepare_spine_values(values: DataFrame, config: PipelineConfig) -> DataFrame:
-    """``read_after_row_time``: for some read window, the window read ends after the row's ts (at
-    it, where the spine is ``exclusive``), or the row its value came from after that end."""
-    spine = config.spine
-    reading = Reading.of(config, spine.windows, spine.aggregations, spine.exclusive)
+def prepare_spine_values(values: DataFrame, spine: SpineSpec, read: list[tuple[str, Reading]]) -> DataFrame:
+    """``read_after_row_time``: for some read window (of every group joined), the window read
+    ends after the row's ts (at it, where the spine is ``exclusive``), or the row its value came
+    from after that end. ``read``: the readings, each with its columns' prefix
+    (``jobs.point_in_time_join.readings``)."""
     ts = F.col(spine.ts).cast("timestamp")
     late = []
-    for spec in reading.windows:
-        end, read_at = (F.col(c) for c in reading.columns(spec)[:2])
+    for prefix, reading, spec in ((p, r, s) for p, r in read for s in r.windows):
+        end, read_at = (F.col(prefix + c) for c in reading.columns(spec)[:2])
         after = (end >= ts) if spine.exclusive else (end > ts)
         late.append(F.coalesce(after, F.lit(False)) | F.coalesce(read_at > F.coalesce(end, ts), F.lit(False)))
     return values.withColumn("read_after_row_time", reduce(lambda a, b: a | b, late))

@@ -22,7 +22,9 @@ from datetime import date, datetime
 from pathlib import Path
 
 from jobs import pipes
+from jobs.tables import root
 from windowing_core.config import PipelineConfig
+from windowing_core.deployment import Deployment
 
 FIRST_DAY = date(1970, 1, 1)
 """Event times before 1970 are quarantined (``timestamp_out_of_range``): no partition before it."""
@@ -59,7 +61,34 @@ def job_arguments(doc: str | None, *, landing: bool = False) -> argparse.Argumen
     parser.add_argument("--until", type=_day, default=None,
                         help="last day of a range run (YYYY-MM-DD, included); default: --date")
     parser.add_argument("--config", default=None, help="pipeline configuration YAML (default: 7d window)")
+    group_arguments(parser, ingest=landing)
     return parser
+
+
+def group_arguments(parser: argparse.ArgumentParser, *, ingest: bool = False) -> None:
+    """``--group`` (and for ingest ``--source``): which part of a configuration of ``groups:`` runs."""
+    parser.add_argument("--group", default=None, help="the group to run, where the configuration declares groups:"
+                        + (" (ingest: the source it reads)" if ingest else ""))
+    if ingest:
+        parser.add_argument("--source", default=None, help="where the configuration declares groups: the table "
+                            "source to ingest, by its name (default: the landing folders)")
+
+
+def load_configuration(args: argparse.Namespace, *, ingest: bool = False) -> PipelineConfig:
+    """The configuration ``--config`` and ``--group`` (``--source``) name, with ``args.lakehouse``
+    made its tables' root (``jobs.tables.root``); a ValueError says what is wrong."""
+    deployment = Deployment.load(args.config)
+    if ingest and getattr(args, "source", None) is not None:
+        config = deployment.source_ingest(args.source)
+    elif ingest and args.group is None and deployment.grouped:
+        config = deployment.source_ingest(None)
+    elif ingest:
+        config = deployment.ingest_of(deployment.group(args.group))
+    else:
+        config = deployment.group(args.group)
+    if getattr(args, "lakehouse", None):
+        args.lakehouse = root(args.lakehouse, config)
+    return config
 
 
 def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = None, *,
@@ -75,7 +104,7 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
     if last < args.date:
         parser.error(f"--until {args.until} is before --date {args.date}")
     try:
-        config = PipelineConfig.load(args.config)
+        config = load_configuration(args, ingest=landing)
     except ValueError as err:
         parser.error(f"bad configuration: {err}")
     if landing and args.landing is None and config.source is None:
@@ -124,8 +153,14 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
          config: PipelineConfig, last: date, every: float) -> int:
     from jobs import progress
     from jobs.errors import (
-        ConcurrentWriteError, DamagedTableError, IncompleteWriteError, MissingInputError, MissingTableError,
-        SourceError, StampMismatchError, table_files_checked,
+        ConcurrentWriteError,
+        DamagedTableError,
+        IncompleteWriteError,
+        MissingInputError,
+        MissingTableError,
+        SourceError,
+        StampMismatchError,
+        table_files_checked,
     )
     from jobs.spark_session import SPARK_DEFAULTS, get_spark, starts_a_jvm
 

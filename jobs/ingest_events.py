@@ -43,7 +43,7 @@ REASONS = (
     "unreadable_file",         # a compressed file that is corrupt or cut, a ':' in its name, a dangling link, a FIFO, a loop (whole file: jobs.landing_files)
     "bad_encoding",            # a line that is not UTF-8 (a Latin-1 byte, UTF-16's zero bytes)
     "malformed_json",          # not one JSON object (two objects on a line, trailing text: malformed)
-    "missing_key",             # key field absent, null, empty or only blanks (a tab, a newline, a no-break space ...)
+    "missing_key",             # key field (any of a composite key's) absent, null, empty or only blanks (a tab ...)
     "key_not_string",          # a key given as a number, boolean, object or array: keys are strings as given
     "missing_timestamp",       # timestamp absent or null
     "unparseable_timestamp",   # not an ISO-8601 instant
@@ -233,7 +233,7 @@ def json_field(column: str, config: PipelineConfig) -> str:
 def json_fields(config: PipelineConfig) -> list[str]:
     """The names of the top-level JSON fields ingest reads."""
     measured = [json_field(column, config) for column, _ in config.source_fields]
-    return list(dict.fromkeys([config.key_field, "timestamp", "event_id", "arrival_time", *measured]))
+    return list(dict.fromkeys([*config.key_names, "timestamp", "event_id", "arrival_time", *measured]))
 
 
 def record_of(parsed: Column, config: PipelineConfig) -> Column:
@@ -264,7 +264,7 @@ def fields_of(record: Column, config: PipelineConfig) -> list[Column]:
     shape, key and times, and per measured field (``measured_field``) its typed value and what
     is wrong with it, if anything.
     """
-    key = record[config.key_field]
+    key_kind, key = key_of(record, config)
     event_id = F.try_variant_get(record["event_id"], "$", "string")
     timestamp = F.try_variant_get(record["timestamp"], "$", "string")
     measured = []
@@ -273,14 +273,31 @@ def fields_of(record: Column, config: PipelineConfig) -> list[Column]:
         measured += [typed.alias(f"_typed_{i}"), problem.alias(f"_problem_{i}")]
     return [
         record.isNotNull().alias("is_object"),
-        F.schema_of_variant(key).alias("key_kind"),
-        F.try_variant_get(key, "$", "string").alias("key"),
+        key_kind.alias("key_kind"),
+        key.alias("key"),
         timestamp.alias("timestamp_text"),
         timestamp.try_cast("timestamp").alias("event_time"),
         *measured,
         F.when(F.trim(event_id) != "", event_id).alias("given_event_id"),  # "" is no id
         F.try_variant_get(record["arrival_time"], "$", "string").try_cast("timestamp").alias("given_arrival_time"),
     ]
+
+
+def key_of(record: Column, config: PipelineConfig) -> tuple[Column, Column]:
+    """The record's key and its JSON kind (``STRING`` where it is fine). A composite key
+    (``key: [user_id, country]``) is its fields' values as a JSON array of strings, of kind
+    ``STRING`` where each is a string and not blank, null where one is missing or blank (the
+    record is ``missing_key``), and the first other kind where one is not a string."""
+    if not config.key_fields:
+        key = record[config.key_field]
+        return F.schema_of_variant(key), F.try_variant_get(key, "$", "string")
+    kinds = [F.schema_of_variant(record[name]) for name in config.key_fields]
+    texts = [F.try_variant_get(record[name], "$", "string") for name in config.key_fields]
+    missing = reduce(lambda a, b: a | b, [k.isNull() | (k == "VOID") | ((k == "STRING") & t.rlike(ONLY_BLANKS))
+                                          for k, t in zip(kinds, texts)])
+    other = F.coalesce(*[F.when(kind != "STRING", kind) for kind in kinds])
+    kind = F.when(~missing, F.coalesce(other, F.lit("STRING")))
+    return kind, F.when(kind == "STRING", F.to_json(F.array(*texts)))
 
 
 _DECIMAL_SCALE = r"^DECIMAL\(\d+,(\d+)\)$"

@@ -31,12 +31,22 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import arrival_frames, delta_io, pipes
-from windowing_core.config import reads_day_tiles
 from jobs.tables import (
-    ARRIVAL_PARTIALS, DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, TABLE_COLUMN, Table, day_filter,
-    event_columns, frame_stamp, frame_times, partial_columns,
+    ARRIVAL_PARTIALS,
+    DAILY_PARTIALS,
+    EVENTS,
+    LATE_EVENTS,
+    MINUTE_PARTIALS,
+    TABLE_COLUMN,
+    Table,
+    day_filter,
+    event_columns,
+    frame_stamp,
+    frame_times,
+    ingest_root,
+    partial_columns,
 )
-from windowing_core.config import PipelineConfig
+from windowing_core.config import PipelineConfig, reads_day_tiles
 
 BEHIND_WATERMARK = "behind_watermark"
 SELECTED = "selected"
@@ -215,7 +225,7 @@ def write_tables(lakehouse: str, tables: list[tuple[Table, DataFrame, list]],
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
     """Compute event days ``first .. last``; replace their partitions of minute_partials,
     daily_partials (where kept) and (behind the watermark) late_events in one routed write."""
-    events = delta_io.read_table(spark, EVENTS.path(lakehouse),
+    events = delta_io.read_table(spark, EVENTS.path(ingest_root(lakehouse, config)),
                                  partition_filters=day_filter("arrival_date", *arrival_days(first, last, config)))
     partials, late, arrival = frame_sets(events, config, first, last)
     days = day_filter("event_date", first, last)

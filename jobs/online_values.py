@@ -38,7 +38,7 @@ import pyarrow.csv as pacsv
 from psycopg2 import sql
 
 from jobs import delta_io
-from jobs.cli import EXIT_BAD_ARGUMENTS, EXIT_MISSING_INPUT, documented_parser
+from jobs.cli import EXIT_BAD_ARGUMENTS, EXIT_MISSING_INPUT, documented_parser, group_arguments, load_configuration
 from jobs.errors import MissingInputError, MissingTableError
 from jobs.tables import WINDOW_SNAPSHOT
 from windowing_core.config import PipelineConfig
@@ -460,9 +460,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--get", metavar="KEY", action="append",
                         help="print a key's current values as JSON lines (repeat for several keys)")
     parser.add_argument("--window", help="with --get: only this window")
+    group_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        config = PipelineConfig.load(args.config)
+        config = load_configuration(args)
     except ValueError as err:
         parser.error(f"bad configuration: {err}")
     if config.online is None:

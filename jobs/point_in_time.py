@@ -54,7 +54,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io, errors
-from jobs.cli import documented_parser
+from jobs.cli import documented_parser, group_arguments, load_configuration
 from jobs.sliding_windows import continued_windows
 from jobs.tables import ARRIVAL_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, days
 from windowing_core.aggregations import Aggregation
@@ -367,9 +367,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--key", action="append", help="a key to read (repeatable); default: all keys")
     parser.add_argument("--config", default=None)
     parser.add_argument("--limit", type=int, default=50, help="rows to print (default 50)")
+    group_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        config = PipelineConfig.load(args.config)
+        config = load_configuration(args)
     except ValueError as err:
         parser.error(f"bad configuration: {err}")
     try:

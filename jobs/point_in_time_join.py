@@ -44,15 +44,16 @@ import os
 import sys
 from datetime import date, datetime, time, timedelta, timezone
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampNTZType, TimestampType
 
 from jobs import delta_io, errors, named_tables, pipes
 from jobs.errors import SpineError
 from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
-from jobs.tables import SPINE_VALUES, day_filter
+from jobs.tables import SPINE_VALUES, day_filter, root
 from windowing_core.config import PipelineConfig
+from windowing_core.deployment import Deployment
 from windowing_core.spine import SpineSpec
 
 PARTITION = "date"
@@ -61,7 +62,9 @@ PARTITION = "date"
 def read_spine(spark: SparkSession, spine: SpineSpec, first: date | None = None, last: date | None = None) -> DataFrame:
     """The spine's rows (of days ``first .. last`` of its ts, where given)."""
     rows = named_tables.read(spark, spine.path, spine.table, spine.format)
-    for label, column in (("key", spine.key), ("ts", spine.ts)):
+    keys = (("key", spine.key),) if not spine.groups else tuple(
+        (f"groups.{g.name}.key", c) for g in spine.groups for c in g.key)
+    for label, column in (*keys, ("ts", spine.ts)):
         if column not in rows.columns:
             raise SpineError(f"spine.{label}: the spine {spine.source} has no column {column!r} "
                              f"(its columns: {', '.join(rows.columns)})")
@@ -93,9 +96,10 @@ def joined(spark: SparkSession, lakehouse: str, spine_rows: DataFrame, spine: Sp
 def spine_bounds(spine_rows: DataFrame, spine: SpineSpec) -> tuple[datetime | None, datetime | None]:
     """The least and greatest ts, in one pass that also refuses null keys and timestamps."""
     ts = F.col(spine.ts).cast("timestamp")
+    keys = spine.key_columns
     row = spine_rows.agg(F.min(ts), F.max(ts), F.count(F.when(ts.isNull(), 1)),
-                         F.count(F.when(F.col(spine.key).isNull(), 1))).first()
-    for label, column, nulls in (("ts", spine.ts, row[2]), ("key", spine.key, row[3])):
+                         *[F.count(F.when(F.col(c).isNull(), 1)) for c in keys]).first()
+    for label, column, nulls in (("ts", spine.ts, row[2]), *(("key", c, n) for c, n in zip(keys, row[3:]))):
         if nulls:
             raise SpineError(f"spine.{label}: {nulls} row(s) of {spine.source} have a null {column!r}; "
                              "a spine row needs a key and a ts")
@@ -103,27 +107,80 @@ def spine_bounds(spine_rows: DataFrame, spine: SpineSpec) -> tuple[datetime | No
                  for t in (row[0], row[1]))
 
 
-def run(spark: SparkSession, lakehouse: str, out: str, spine: SpineSpec, config: PipelineConfig,
+def readings(spine: SpineSpec, config: PipelineConfig | Deployment) -> list[tuple[str, Reading]]:
+    """What a join attaches, per reading, with the prefix of its columns: a group's spine one
+    reading, unprefixed; a spine joined to several groups one per group, ``<group>__``."""
+    if isinstance(config, Deployment):
+        return [(f"{g.name}__", Reading.of(config.group(g.name), g.windows, g.aggregations, spine.exclusive,
+                                           where=f"spine.groups.{g.name}")) for g in spine.groups]
+    return [("", Reading.of(config, spine.windows, spine.aggregations, spine.exclusive))]
+
+
+def lookup_key(columns: tuple[str, ...], config: PipelineConfig) -> Column:
+    """Spine columns as a group's key: one column as text, a composite key's as the JSON array
+    of texts ingest makes of its fields (``jobs.ingest_events.key_of``)."""
+    texts = [F.col(c).cast("string") for c in columns]
+    return F.to_json(F.array(*texts)) if config.key_fields else texts[0]
+
+
+def joined_groups(spark: SparkSession, lakehouse: str, spine_rows: DataFrame, spine: SpineSpec,
+                  deployment: Deployment, earliest: datetime, latest: datetime) -> DataFrame:
+    """The spine's rows with each joined group's columns, ``<group>__<window>__<column>``, and
+    ``date``: one as-of join (one sort) per group, in turn, each over the rows the one before
+    returned, every group read as of the same ts by its own key."""
+    readings = [(g, deployment.group(g.name)) for g in spine.groups]
+    readings = [(g, config, Reading.of(config, g.windows, g.aggregations, spine.exclusive,
+                                       where=f"spine.groups.{g.name}")) for g, config in readings]
+    outputs = {f"{g.name}__{c}" for g, _, reading in readings for spec in reading.windows
+               for c in reading.columns(spec)} | {PARTITION}
+    clashes = sorted(c for c in spine_rows.columns if c in outputs or c.startswith("_pit_"))
+    if clashes:
+        raise SpineError(f"spine: column(s) {', '.join(clashes)} of {spine.source} clash with the join's output "
+                         "columns; rename them")
+    rows = spine_rows
+    for g, config, reading in readings:
+        lookups = rows.withColumns({KEY: lookup_key(g.key, config), AT: F.col(spine.ts).cast("timestamp")})
+        values = with_values_as_of(spark, root(lakehouse, config), lookups, config, reading, earliest, latest)
+        rows = values.select(*rows.columns, *[F.col(c).alias(f"{g.name}__{c}") for spec in reading.windows
+                                              for c in reading.columns(spec)])
+    return rows.withColumn(PARTITION, F.to_date(F.col(spine.ts).cast("timestamp")))
+
+
+def run(spark: SparkSession, lakehouse: str, out: str, spine: SpineSpec, config: PipelineConfig | Deployment,
         first: date | None = None, last: date | None = None) -> dict:
-    """Join the spine's rows (of days ``first .. last``, or all) and replace those days of ``out``."""
-    reading = Reading.of(config, spine.windows, spine.aggregations, spine.exclusive)
+    """Join the spine's rows (of days ``first .. last``, or all) and replace those days of ``out``;
+    ``config`` a group's (its windows' columns) or, for a spine joined to several groups, the
+    deployment (their columns, ``joined_groups``)."""
+    if isinstance(config, Deployment):
+        windows = [f"{g.name}.{w.name}" for g in spine.groups
+                   for w in Reading.of(config.group(g.name), g.windows, g.aggregations, spine.exclusive).windows]
+    else:
+        reading = Reading.of(config, spine.windows, spine.aggregations, spine.exclusive)
+        windows = [w.name for w in reading.windows]
     rows = read_spine(spark, spine, first, last)
     earliest, latest = spine_bounds(rows, spine)
-    windows = [w.name for w in reading.windows]
     if first is None:
         if earliest is None:
             return {"rows_written": 0, "days": None, "windows": windows, "exclusive": spine.exclusive}
         first, last = earliest.date(), latest.date()
     if earliest is None:  # no rows those days: their partitions are emptied
         earliest = latest = datetime.combine(first, time(), timezone.utc)
-    result = joined(spark, lakehouse, rows, spine, config, reading, earliest, latest)
+    result = (joined_groups(spark, lakehouse, rows, spine, config, earliest, latest) if isinstance(config, Deployment)
+              else joined(spark, lakehouse, rows, spine, config, reading, earliest, latest))
     written = delta_io.replace_partitions(result, out, partition_by=[PARTITION],
                                           partition_filters=day_filter(PARTITION, first, last))
     return {**written, "days": [first.isoformat(), last.isoformat()], "windows": windows, "exclusive": spine.exclusive}
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.cli import EXIT_BAD_ARGUMENTS, EXIT_MISSING_INPUT, _day, documented_parser
+    from jobs.cli import (
+        EXIT_BAD_ARGUMENTS,
+        EXIT_MISSING_INPUT,
+        _day,
+        documented_parser,
+        group_arguments,
+        load_configuration,
+    )
 
     parser = documented_parser(__doc__)
     parser.add_argument("--lakehouse", required=True, help="root folder (or URI) of the Delta tables")
@@ -140,11 +197,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--date", type=_day, default=None, help="first day of ts to join (default: all)")
     parser.add_argument("--until", type=_day, default=None, help="last day of ts to join (default: --date)")
     parser.add_argument("--config", default=None, help="pipeline configuration YAML (default: 7d window)")
+    group_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        config = PipelineConfig.load(args.config)
-        spine = _spine(args, config)
-        Reading.of(config, spine.windows, spine.aggregations, spine.exclusive, where="--windows/--aggregations")
+        deployment = Deployment.load(args.config)
+        if deployment.spine is not None and args.group is None:  # the spine joined to several groups
+            for flag in ("windows", "aggregations", "key_column"):
+                if getattr(args, flag) is not None:
+                    raise ValueError(f"--{flag.replace('_', '-')}: the configuration's spine names them per group")
+            config = deployment
+            spine = _spine(args, None, deployment.spine)
+        else:
+            config = load_configuration(args)
+            spine = _spine(args, config, config.spine)
+            Reading.of(config, spine.windows, spine.aggregations, spine.exclusive, where="--windows/--aggregations")
     except ValueError as err:
         parser.error(f"bad configuration: {err}")
     if args.until is not None and args.date is None:
@@ -171,9 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _spine(args, config: PipelineConfig) -> SpineSpec:
-    """The spine from the command line, over the configuration's where both say something."""
-    base = config.spine
+def _spine(args, config: PipelineConfig | None, base: SpineSpec | None) -> SpineSpec:
+    """The spine from the command line, over the configuration's (``base``) where both say
+    something."""
     if args.spine is None and base is None:
         raise ValueError("give --spine, or spine: in the configuration")
     source = args.spine
@@ -189,7 +255,8 @@ def _spine(args, config: PipelineConfig) -> SpineSpec:
         ts=args.ts_column or (base.ts if base is not None else "ts"),
         windows=names.get("windows", base.windows if base is not None else None),
         aggregations=names.get("aggregations", base.aggregations if base is not None else None),
-        exclusive=args.exclusive if args.exclusive is not None else (base.exclusive if base is not None else False))
+        exclusive=args.exclusive if args.exclusive is not None else (base.exclusive if base is not None else False),
+        groups=base.groups if base is not None else ())
 
 
 if __name__ == "__main__":

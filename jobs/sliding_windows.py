@@ -37,11 +37,23 @@ from pyspark.sql import functions as F
 from jobs import arrival_frames, delta_io, pipes, session_windows
 from jobs.errors import MissingInputError
 from jobs.partial_merges import merged_in_passes, most_rows_of, prefix_merged, with_finished_values
-from jobs.tables import days as day_range
 from jobs.tables import (
-    DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT,
-    day_filter, declared_columns, frame_stamp, partial_columns, written_together,
+    DAILY_PARTIALS,
+    EVENTS,
+    LATE_EVENTS,
+    MINUTE_PARTIALS,
+    SESSION_STATE,
+    TABLE_COLUMN,
+    WINDOW_CHANGES,
+    WINDOW_SNAPSHOT,
+    day_filter,
+    declared_columns,
+    frame_stamp,
+    ingest_root,
+    partial_columns,
+    written_together,
 )
+from jobs.tables import days as day_range
 from jobs.window_grid import Windows, floor_to
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
@@ -549,7 +561,8 @@ def unmaterialised_partials(spark: SparkSession, lakehouse: str, event_days: lis
     made a frame. The Delta logs' statistics answer for most days without a Spark job; the days
     left are checked in one query.
     """
-    partials, late, events = (t.path(lakehouse) for t in (MINUTE_PARTIALS, LATE_EVENTS, EVENTS))
+    partials, late = (t.path(lakehouse) for t in (MINUTE_PARTIALS, LATE_EVENTS))
+    events = EVENTS.path(ingest_root(lakehouse, config))
     lateness = timedelta(days=config.allowed_lateness_days)
     if not delta_io.table_exists(events):
         return []
@@ -788,8 +801,8 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         info = {"baseline": {**info["baseline"], **arrival_info["baseline"]},
                 "persisted": info["persisted"] + arrival_info["persisted"]}
     sessions, session_info = session_windows.session_windows(spark, lakehouse, first, last, config)
-    rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
-                  [r for r in (rows, sessions) if r is not None])
+    rows = with_key_columns(reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
+                                   [r for r in (rows, sessions) if r is not None]), config)
     days = day_filter("date", first, last)
     targets = {t.name: delta_io.Target(t.path(lakehouse), [c for c, _ in declared_columns(t.name, config)],
                                        list(t.partition_by), days) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
@@ -806,6 +819,15 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
             "baseline": {**info["baseline"], **session_info["baseline"]},
             **({"session_state": written[SESSION_STATE.name], "session_watermark": session_info["watermark"]}
                if config.sessions else {})}
+
+
+def with_key_columns(rows: DataFrame, config: PipelineConfig) -> DataFrame:
+    """A composite key's fields as columns, from ``key`` (a JSON array of their values): null in
+    a non-keyed window's rows (``ALL_KEYS``), whose key is no array."""
+    if not config.key_fields:
+        return rows
+    parts = F.from_json("key", "array<string>")
+    return rows.withColumns({name: F.get(parts, i) for i, name in enumerate(config.key_fields)})
 
 
 def main(argv: list[str] | None = None) -> int:

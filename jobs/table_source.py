@@ -39,18 +39,18 @@ def read_records(spark: SparkSession, config: PipelineConfig, value_column: str,
     try:
         rows = named_tables.read(spark, source.path, source.table, source.format)
     except MissingTableError:
-        raise MissingInputError(f"source: no table at {source.name}") from None
+        raise MissingInputError(f"source: no table at {source.location}") from None
     types = {f.name.lower(): (f.name, f.dataType) for f in rows.schema.fields}
     declared = [name for name, _ in config.source_fields] if config.fields else []
-    required = [config.key_field, *source.columns(), *declared]
+    required = [*config.key_names, *source.columns(), *declared]
     missing = [c for c in required if c.lower() not in types]
     if missing:
-        raise SourceError(f"source: {source.name} has no column {', '.join(missing)} "
+        raise SourceError(f"source: {source.location} has no column {', '.join(missing)} "
                           f"(its columns: {', '.join(rows.columns)})")
     arrival = source.arrival or source.time
     label = "arrival" if source.arrival else "time"
     if not isinstance(types[arrival.lower()][1], _TIMES):
-        raise SourceError(f"source.{label}: column {arrival!r} of {source.name} is "
+        raise SourceError(f"source.{label}: column {arrival!r} of {source.location} is "
                           f"{types[arrival.lower()][1].simpleString()}, not a timestamp or a date"
                           + ("" if source.arrival else " (name an arrival column to read it as text)"))
     measured = declared or ([value_column] if value_column.lower() in types else [])
@@ -63,24 +63,24 @@ def read_records(spark: SparkSession, config: PipelineConfig, value_column: str,
             return F.col(original).cast("timestamp")
         return F.col(original).cast("string") if text and isinstance(kind, IntegralType) else F.col(original)
 
-    content = [column(config.key_field, text=True).alias(config.key_field), column(source.time).alias("timestamp"),
-               *[column(name).alias(name) for name in measured]]
+    keys = [column(name, text=True).alias(name) for name in config.key_names]
+    content = [*keys, column(source.time).alias("timestamp"), *[column(name).alias(name) for name in measured]]
     options = {"timestampFormat": TIMESTAMP_FORMAT}
     # A row without an id (no id column, or a null) gets one made from what it says, not from
     # when it arrived: the same row loaded again on a later day is a duplicate, as a landing
     # line sent again is.
     made = F.substring(F.sha2(F.to_json(F.struct(*content), options), 256), 1, 32)
     event_id = F.coalesce(column(source.id, text=True), made) if source.id else made
-    record = F.struct(*content[:2], event_id.alias("event_id"),
+    record = F.struct(*content[:len(keys) + 1], event_id.alias("event_id"),
                       *([F.col(source.arrival).cast("timestamp").alias("arrival_time")] if source.arrival else []),
-                      *content[2:])
+                      *content[len(keys) + 1:])
     original, kind = types[arrival.lower()]
     arrived = F.col(original).cast("timestamp")
     # A date column is compared as it is, so that a table partitioned by it is read by partition.
     arrival_date = F.col(original) if isinstance(kind, DateType) else F.to_date(arrived)
     return (rows.where(arrival_date.between(F.lit(first), F.lit(last)))
             .select(F.to_json(record, options).alias("raw"),
-                    F.lit(source.name).alias("source_file"),
+                    F.lit(source.location).alias("source_file"),
                     arrived.alias("file_time"),
                     F.lit(None).cast("string").alias("read_problem"),
                     arrival_date.alias("arrival_date")))

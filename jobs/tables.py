@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from windowing_core.aggregations import Aggregation
-from windowing_core.field_types import declared_name
 from windowing_core.config import PipelineConfig
+from windowing_core.field_types import declared_name
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,47 @@ SPINE_VALUES = Table("spine_values", ("date",))
 
 ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, DAILY_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT,
               SESSION_STATE, ARRIVAL_PARTIALS, SPINE_VALUES)
+SOURCE_ASSET = "event_source"
+"""The asset of a table source (``source:``): upstream of ``events`` in Dagster's lineage."""
+INGEST_ASSETS = frozenset({EVENTS.name, QUARANTINE.name, SOURCE_ASSET})
+"""What a source's ingest holds, shared by the groups over it; every other table is a group's own."""
+GROUP_TABLES = frozenset(t.name for t in ALL_TABLES) - INGEST_ASSETS
+
+
+def root(lakehouse: str, config: PipelineConfig) -> str:
+    """Where ``config``'s tables live under the lakehouse root: a group's folder, a table
+    source's shared ingest folder (``windowing_core.deployment``), or the root itself."""
+    folder = config.group or config.ingest_at
+    return f"{lakehouse.rstrip('/')}/{folder}" if folder else lakehouse
+
+
+def ingest_root(group_root: str, config: PipelineConfig) -> str:
+    """Where the events a group reads are, from the group's own root: its source's ingest
+    folder (the lakehouse root for the landing folders'); the same root without groups."""
+    if config.group is None:
+        return group_root
+    lakehouse = group_root.rstrip("/").removesuffix(f"/{config.group}")
+    return f"{lakehouse}/{config.ingest_at}" if config.ingest_at else lakehouse
+
+
+def asset_key(name: str, config: PipelineConfig) -> list[str]:
+    """The Dagster asset key of a table (or of the source): prefixed by its group, or for the
+    ingest's, by its table source's name; bare without groups."""
+    prefix = config.ingest_at if name in INGEST_ASSETS else config.group
+    return [prefix, name] if prefix else [name]
+
+
+def op_name(name: str, config: PipelineConfig) -> str:
+    """An op's (or a check step's) name, unique among every group's: Dagster has one namespace."""
+    prefix = config.group or config.ingest_at
+    return f"{prefix}__{name}" if prefix else name
+
+
+def asset_group(name: str, default: str, config: PipelineConfig) -> str:
+    """The Dagster asset group of a table: its configuration's group, or ``default`` for the
+    shared ingest's and without groups."""
+    return default if name in INGEST_ASSETS or config.group is None else config.group
+
 
 def written_together(table: Table, config: PipelineConfig) -> tuple[Table, ...]:
     """The tables one run of ``table``'s job commits one after the other, all carrying its write
@@ -112,6 +153,12 @@ def _fields(aggregations: Iterable[Aggregation]) -> list[tuple[str, str]]:
     return [(c, f.spark_type) for a in aggregations for c, f in zip(a.field_columns(), a.fields)]
 
 
+def key_columns(config: PipelineConfig) -> list[tuple[str, str]]:
+    """A composite key's fields as columns of the window tables, beside ``key`` (their values as
+    a JSON array), so that a reader filters on each; none for a key of one field."""
+    return [(name, "string") for name in config.key_fields]
+
+
 def _outputs(config: PipelineConfig) -> list[tuple[str, str]]:
     return [(a.name, a.output_type) for a in config.aggregations]
 
@@ -132,13 +179,13 @@ def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]
         return [("key", "string"), ("event_count", "bigint"), *_fields(config.aggregations),
                 ("event_date", "date")]
     if table == WINDOW_CHANGES.name:
-        return [("key", "string"), ("window", "string"), ("window_start", "timestamp"),
+        return [("key", "string"), *key_columns(config), ("window", "string"), ("window_start", "timestamp"),
                 ("window_end", "timestamp"), ("event_count", "bigint"), *_outputs(config), ("date", "date")]
     if table == WINDOW_SNAPSHOT.name:
         # The carried state: event_count and the partials a running sum can carry (invertible),
         # over [window_start, as_of): which window it is the state of, whatever its name.
-        return [("key", "string"), ("window", "string"), ("window_start", "timestamp"), ("as_of", "timestamp"),
-                ("event_count", "bigint"),
+        return [("key", "string"), *key_columns(config), ("window", "string"), ("window_start", "timestamp"),
+                ("as_of", "timestamp"), ("event_count", "bigint"),
                 *_fields(a for a in config.aggregations if a.invertible), *_outputs(config), ("date", "date")]
     if table == ARRIVAL_PARTIALS.name:
         return [("key", "string"), ("frame_start", "timestamp"),
@@ -206,6 +253,10 @@ def column_notes(table: str, config: PipelineConfig) -> dict[str, str]:
     for name, ddl in config.fields:
         notes[name] = (f"the computed field {name} ({declared_name(ddl)}): {computed[name]}" if name in computed else
                        f"the declared field {name} ({declared_name(ddl)}); null where the record has none")
+    for i, name in enumerate(config.key_fields):
+        notes[name] = f"the key's field {name} (item {i + 1} of key; null in a non-keyed window's rows)"
+    if config.key_fields:
+        notes["key"] = f"the key: the values of {', '.join(config.key_fields)} as a JSON array of strings"
     for a in config.aggregations:
         notes[a.name] = f"the {a.kind} of the window's events' {a.field}"
         for column, f in zip(a.field_columns(), a.fields):

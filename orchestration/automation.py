@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-
+from collections.abc import Sequence
 
 import dagster as dg
 
 from assets.resources import LakehouseResource
-from jobs.tables import EVENTS, QUARANTINE
+from jobs.tables import EVENTS, INGEST_ASSETS, QUARANTINE, asset_key
+from windowing_core.config import PipelineConfig
 
 
 def late_firing() -> dg.AutomationCondition:
@@ -73,10 +74,9 @@ def upstream_blocking_checks_passed() -> dg.AutomationCondition:
 
 def with_late_firings(assets: list[dg.AssetsDefinition]) -> list[dg.AssetsDefinition]:
     """Every asset downstream of ingest re-fires on updates; ingest itself follows the landing."""
-    ingest = {EVENTS.name, QUARANTINE.name}
-    return [a.map_asset_specs(lambda spec: spec if spec.key.to_user_string() in ingest
+    return [a.map_asset_specs(lambda spec: spec if spec.key.path[-1] in INGEST_ASSETS
                               else spec.replace_attributes(automation_condition=late_firing()))
-            for a in assets]
+            if isinstance(a, dg.AssetsDefinition) else a for a in assets]
 
 
 automation_sensor = dg.AutomationConditionSensorDefinition(
@@ -92,25 +92,32 @@ def folder_fingerprint(folder: str) -> str:
     return hashlib.sha256(json.dumps(entries).encode()).hexdigest()[:16]
 
 
-def build_landing_sensor(partitions: dg.DailyPartitionsDefinition, source: str | None = None) -> dg.SensorDefinition:
-    """Where ``source`` names a table the events come from, there is no landing folder to watch:
-    the daily schedule ingests each day, and the sensor says so on every tick."""
+def build_landing_sensor(partitions: dg.DailyPartitionsDefinition,
+                         ingests: Sequence[PipelineConfig] = (PipelineConfig(),)) -> dg.SensorDefinition:
+    """Ingests the landing folders' source, where a configuration (a group) reads it. Where
+    every source is a table there is no landing folder to watch: the daily schedule ingests
+    each day, and the sensor says so on every tick."""
+    landing = next((i for i in ingests if i.source is None), None)
+    tables = [i.source.location for i in ingests if i.source is not None]
+    target = landing or ingests[0]
+
     @dg.sensor(
         name="landing_sensor",
-        target=dg.AssetSelection.assets(EVENTS.name, QUARANTINE.name),
+        target=dg.AssetSelection.assets(*(asset_key(name, target) for name in (EVENTS.name, QUARANTINE.name))),
         default_status=dg.DefaultSensorStatus.RUNNING,
         minimum_interval_seconds=30,
         description="Ingests an arrival day when its landing folder appears or a file in it changes.",
     )
     def landing_sensor(context: dg.SensorEvaluationContext, lakehouse: LakehouseResource):
-        if source is not None:
-            return dg.SkipReason(f"the events come from the table {source}: the daily schedule ingests each day")
+        if landing is None:
+            return dg.SkipReason(f"the events come from the table{'s' * (len(tables) > 1)} {', '.join(tables)}: "
+                                 "the daily schedule ingests each day")
         root = lakehouse.landing_root
         if not os.path.isdir(root):
             return dg.SkipReason(f"no landing folder at {root}")
         seen = json.loads(context.cursor) if context.cursor else {}
         valid = set(partitions.get_partition_keys())
-        ingested = context.instance.get_materialized_partitions(dg.AssetKey(EVENTS.name))
+        ingested = context.instance.get_materialized_partitions(dg.AssetKey(asset_key(EVENTS.name, target)))
         now, requests = {}, []
         for name in sorted(os.listdir(root)):
             if name not in valid or not os.path.isdir(os.path.join(root, name)):

@@ -26,20 +26,21 @@ import dagster as dg
 from dagster_pyspark import LazyPySparkResource, PySparkResource
 
 from assets import build_assets
-from assets.events import build_source_spec
 from assets.online_values import ONLINE_VALUES
 from assets.partitions import daily_partitions
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource, spark_launch_from_environment
 from assets.spark_work import SPARK_POOL
-from expectations.asset_checks import build_asset_checks
+from expectations.asset_checks import build_asset_checks, build_joined_spine_checks
 from expectations.online_check import build_online_check
 from jobs import progress
 from jobs.spark_session import SPARK_DEFAULTS, connect_config, local_python, with_jvm_packages
+from jobs.tables import GROUP_TABLES, INGEST_ASSETS
 from orchestration.automation import automation_sensor, build_landing_sensor, with_late_firings
 from orchestration.freshness import build_watermark_check, with_freshness
 from orchestration.maintenance import vacuum_lakehouse_job, vacuum_schedule
 from windowing_core.config import PipelineConfig
+from windowing_core.deployment import Deployment
 
 
 def spark_config(master: str | None = None, roots: tuple[str, ...] = ()) -> dict[str, str]:
@@ -53,21 +54,31 @@ def spark_config(master: str | None = None, roots: tuple[str, ...] = ()) -> dict
         {**SPARK_DEFAULTS, "spark.master": master or os.environ.get("PANES_SPARK_MASTER", "local[*]")}), roots)
 
 
-def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_root: str,
+def build_definitions(configured: PipelineConfig | Deployment, *, landing_root: str, lakehouse_root: str,
                       spark_master: str | None = None,
                       spark_launch: SparkLaunchResource | None = None) -> dg.Definitions:
+    """Every group's assets and checks (one configuration: one group without a name), each
+    source's ingest once, one job, schedule and set of sensors over all of them."""
+    deployment = Deployment.of(configured)
     spark_launch = spark_launch or spark_launch_from_environment(os.environ)
     # Through Pipes the assets' Spark drivers run in spark-submit's processes: the run's own
     # session starts only if a check asks for it.
     session = LazyPySparkResource if spark_launch.through_pipes else PySparkResource
-    assets = with_freshness(with_late_firings(build_assets(config)), config)
-    online_check = build_online_check(config, ONLINE_VALUES, daily_partitions)
+    assets = with_late_firings(build_assets(deployment))
+    for group in deployment.groups:
+        assets = with_freshness(assets, group)
+    checks = [*(check for ingest in deployment.ingests for check in build_asset_checks(
+                  ingest, daily_partitions, pool=SPARK_POOL, tables=INGEST_ASSETS)),
+              *(check for group in deployment.groups for check in (
+                  *build_asset_checks(group, daily_partitions, pool=SPARK_POOL, tables=GROUP_TABLES),
+                  build_watermark_check(group), build_online_check(group, ONLINE_VALUES, daily_partitions))
+                if check is not None),
+              *build_joined_spine_checks(deployment, daily_partitions, pool=SPARK_POOL)]
     daily_job = dg.define_asset_job("daily_pipeline", selection=dg.AssetSelection.all(),
                                     description="Every asset for one day: ingest, partials, windows.")
     return dg.Definitions(
-        assets=[*assets, *([source] if (source := build_source_spec(config)) else [])],
-        asset_checks=[*build_asset_checks(config, daily_partitions, pool=SPARK_POOL), build_watermark_check(config),
-                      *([online_check] if online_check else [])],
+        assets=assets,
+        asset_checks=checks,
         jobs=[daily_job, vacuum_lakehouse_job],
         # A run's steps share its process and so one Spark session: Dagster's default, a process
         # per step, starts a Spark driver per step. On a laptop that made a three-step run of the
@@ -75,7 +86,7 @@ def build_definitions(config: PipelineConfig, *, landing_root: str, lakehouse_ro
         executor=dg.in_process_executor,
         schedules=[dg.build_schedule_from_partitioned_job(daily_job, hour_of_day=1, minute_of_hour=0),
                    vacuum_schedule],
-        sensors=[build_landing_sensor(daily_partitions, config.source and config.source.name), automation_sensor],
+        sensors=[build_landing_sensor(daily_partitions, deployment.ingests), automation_sensor],
         resources={
             "pyspark": session(spark_config=spark_config(spark_master, (landing_root, lakehouse_root))),
             "spark_launch": spark_launch,
@@ -92,7 +103,7 @@ def _root(location: str) -> str:
 def _defs_from_environment() -> dg.Definitions:
     progress.every_seconds()  # a bad PANES_PROGRESS_SECONDS fails here, not in every step
     return build_definitions(
-        PipelineConfig.load(os.environ.get("PANES_CONFIG") or None),
+        Deployment.load(os.environ.get("PANES_CONFIG") or None),
         landing_root=os.path.abspath(os.environ.get("PANES_LANDING", "landing")),
         lakehouse_root=_root(os.environ.get("PANES_LAKEHOUSE", "lakehouse")),
     )

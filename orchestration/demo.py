@@ -62,14 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
 
     from jobs.demo_events import generate_demo_events, generate_demo_spine
-    from windowing_core.config import PipelineConfig
+    from windowing_core.deployment import Deployment
 
     started = time.monotonic()
     landing, lakehouse = Path(args.landing).resolve(), Path(args.lakehouse).resolve()
     spine = Path(args.spine).resolve()
     config_path = args.config or write_demo_config(Path("demo-config.yaml"), spine, args.online)
     try:
-        config = PipelineConfig.load(config_path)
+        deployment = Deployment.load(config_path)
+        config = deployment.groups[0]
     except ValueError as err:
         print(f"demo: bad configuration: {err}", file=sys.stderr)
         return 2
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     from orchestration.definitions import build_definitions
     from orchestration.report import print_summary
 
-    defs = build_definitions(config, landing_root=str(landing), lakehouse_root=str(lakehouse))
+    defs = build_definitions(deployment, landing_root=str(landing), lakehouse_root=str(lakehouse))
     job = defs.resolve_job_def("daily_pipeline")
     print(f"materialising every asset for {first} .. {last} as one backfill run ...", flush=True)
     result = job.execute_in_process(
@@ -107,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         raise_on_error=False,
     )
-    print_summary(lakehouse, config, [])
+    for group in deployment.groups:
+        print_summary(lakehouse, group, [])
     days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
     rows = rows_of(result.get_asset_check_evaluations(), expected_checks(defs, config), days)
     print("\nasset checks, per daily partition (ERROR checks block what is downstream; WARN only report)")

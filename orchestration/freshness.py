@@ -14,7 +14,7 @@ import dagster as dg
 from assets.resources import LakehouseResource
 from expectations.catalog import WARN
 from jobs import delta_io
-from jobs.tables import EVENTS, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import EVENTS, WINDOW_CHANGES, WINDOW_SNAPSHOT, asset_key, ingest_root, root
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import from_epoch_seconds, to_epoch_seconds
 
@@ -26,9 +26,10 @@ def promised_within(config: PipelineConfig) -> timedelta:
 def with_freshness(assets: list[dg.AssetsDefinition], config: PipelineConfig) -> list[dg.AssetsDefinition]:
     policy = dg.FreshnessPolicy.time_window(fail_window=promised_within(config) + timedelta(days=1),
                                             warn_window=promised_within(config))
-    windows = {WINDOW_CHANGES.name, WINDOW_SNAPSHOT.name}
+    windows = {dg.AssetKey(asset_key(t.name, config)) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
     return [a.map_asset_specs(lambda spec: spec.replace_attributes(freshness_policy=policy)
-                              if spec.key.to_user_string() in windows else spec) for a in assets]
+                              if spec.key in windows else spec)
+            if isinstance(a, dg.AssetsDefinition) else a for a in assets]
 
 
 def output_watermark(config: PipelineConfig, materialized_days: set[str]) -> tuple[datetime | None, list[str]]:
@@ -52,15 +53,18 @@ def build_watermark_check(config: PipelineConfig) -> dg.AssetChecksDefinition:
 
     # WARN, so not blocking, as every check's severity says (``expectations.catalog``): late
     # windows are still right, and what reads them may go on.
-    @dg.asset_check(asset=WINDOW_CHANGES.name, name="output_watermark_within_bound", blocking=False,
+    @dg.asset_check(asset=dg.AssetKey(asset_key(WINDOW_CHANGES.name, config)), name="output_watermark_within_bound",
+                    blocking=False,
                     metadata={"severity": WARN},
                     description=f"[{WARN}] The output watermark lags the newest event time by at most {bound}, "
                                 "with no missing day before it: otherwise windows are late, not wrong.")
     def output_watermark_within_bound(context: dg.AssetCheckExecutionContext,
                                       lakehouse: LakehouseResource) -> dg.AssetCheckResult:
-        materialized = context.instance.get_materialized_partitions(dg.AssetKey(WINDOW_CHANGES.name))
+        materialized = context.instance.get_materialized_partitions(dg.AssetKey(asset_key(WINDOW_CHANGES.name,
+                                                                                          config)))
         watermark, missing = output_watermark(config, materialized)
-        newest = delta_io.column_max(EVENTS.path(lakehouse.lakehouse_root), "event_time")
+        newest = delta_io.column_max(EVENTS.path(ingest_root(root(lakehouse.lakehouse_root, config), config)),
+                                     "event_time")
         lag = None if watermark is None or newest is None else max(newest - watermark, timedelta(0))
         passed = watermark is not None and not missing and (lag is None or lag <= bound)
         return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity(WARN), metadata={

@@ -11,15 +11,20 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from jobs.online_values import lookup
-from jobs.tables import ALL_TABLES, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT
+from jobs.tables import (
+    ALL_TABLES, EVENTS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT, ingest_root, root,
+)
 from windowing_core.aggregations import Count, Sum
 from windowing_core.config import PipelineConfig
 
 
-def table_rows(lakehouse: Path) -> dict[str, int | None]:
+def table_rows(lakehouse: Path, config: PipelineConfig | None = None) -> dict[str, int | None]:
+    """Rows per table at ``lakehouse``, a configuration's root (with groups, a group's: its
+    source's events and quarantine are read where its ingest wrote them)."""
     rows = {}
     for table in ALL_TABLES:
-        path = table.path(str(lakehouse))
+        shared = config is not None and table in (EVENTS, QUARANTINE)
+        path = table.path(ingest_root(str(lakehouse), config) if shared else str(lakehouse))
         try:
             rows[table.name] = DeltaTable(path).to_pyarrow_dataset().count_rows()
         except Exception:  # noqa: BLE001 - a table not written yet is reported as missing
@@ -75,8 +80,10 @@ def spine_sample(lakehouse: Path, config: PipelineConfig, limit: int = 5) -> lis
 
 
 def print_summary(lakehouse: Path, config: PipelineConfig, checks: list) -> None:
-    print("\ntables (Delta Lake) under", lakehouse)
-    for name, n in table_rows(lakehouse).items():
+    """What ``config`` wrote under the lakehouse root ``lakehouse`` (a group: under its folder)."""
+    lakehouse = Path(root(str(lakehouse), config))
+    print(f"\n{'group ' + config.group + ': ' if config.group else ''}tables (Delta Lake) under", lakehouse)
+    for name, n in table_rows(lakehouse, config).items():
         print(f"  {name:<16} {'missing' if n is None else f'{n:>10,} rows'}")
     try:
         title, ranked = top_keys(lakehouse, config)

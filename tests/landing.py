@@ -57,14 +57,17 @@ BAD_TYPED_VALUES = {"bigint": 1.5, "double": "fast", "string": 7, "boolean": "ye
 def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys: int = 4,
                    events_per_day: int = 40, max_delay_days: int = 3,
                    key_names: tuple[str, ...] | None = None,
-                   fields: dict[str, str] | None = None) -> Landing:
+                   fields: dict[str, str] | None = None, key_fields: tuple[str, ...] = ()) -> Landing:
     """Events over ``event_days`` days, arriving up to ``max_delay_days`` late, with duplicates
     (same and different payloads, on the same and later arrival days), events without an
     event_id, and a few malformed lines. Keys are ``k0 .. k<keys - 1>``, or ``key_names``.
 
     With ``fields`` (declared name to Spark type), each record carries those fields instead of
     ``value``: each one missing, null or a ``random_value``, and some days hold a record with
-    a value its field quarantines."""
+    a value its field quarantines.
+
+    With ``key_fields`` (a composite key: ``user_id`` and more), each record carries the others
+    too, drawn from ``KEY_PARTS``, and some days hold a record missing one (``missing_key``)."""
     names = key_names or tuple(f"k{i}" for i in range(keys))
     rng = random.Random(seed)
     landing = Landing(root)
@@ -80,7 +83,8 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
             if rng.random() < 0.2:
                 moment = moment.replace(hour=rng.choice([0, 23]))
             delay = rng.choices(range(max_delay_days + 1), weights=[80, 12, 5, 3][: max_delay_days + 1])[0]
-            record = {"user_id": names[rng.randrange(len(names))], "timestamp": moment.strftime("%Y-%m-%dT%H:%M:%SZ")}
+            record = {"user_id": names[rng.randrange(len(names))], "timestamp": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                      **{name: rng.choice(KEY_PARTS) for name in key_fields[1:]}}
             if fields:
                 for name, ddl in fields.items():
                     roll = rng.random()
@@ -111,14 +115,17 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
                 in_file = files.setdefault((arrival, file_no), [])
                 in_file.append(line)
                 landing.events.append(Event(
-                    key=rec["user_id"], event_time=moment, value=None if fields else rec.get("value", 1),
+                    key=composite_key(rec, key_fields) if key_fields else rec["user_id"], event_time=moment,
+                    value=None if fields else rec.get("value", 1),
                     fields=tuple((name, rec.get(name)) for name in fields or ()),
                     event_id=rec.get("event_id") or hashlib.sha256(line.strip().encode()).hexdigest()[:32],
                     arrival_date=arrival,
                     source_file=_file_name(arrival, file_no), raw=line, line=len(in_file),
                     arrival_time=datetime.strptime(rec["arrival_time"], "%Y-%m-%dT%H:%M:%SZ").replace(
                         tzinfo=timezone.utc)))
-        bad_lines = ['{"user_id": "k1", "timestamp": "soon"}', "not json", '{"timestamp": "2025-01-01T00:00:00Z"}']
+        bad_lines = ['{"user_id": "k1", "timestamp": "soon"}', "not json", '{"timestamp": "2025-01-01T00:00:00Z"}',
+                     *(_line({"user_id": "k1", "timestamp": f"{day.isoformat()}T12:00:00Z", name: bad})
+                       for name in key_fields[1:] for bad in (" ", 7))]
         for name, ddl in (fields or {}).items():
             bad = (Decimal(1).scaleb(-int(ddl.rstrip(")").split(",")[1]) - 1) if ddl.startswith("decimal")
                    else BAD_TYPED_VALUES[ddl])
@@ -135,6 +142,15 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
         path.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
         landing.lines += len(lines)
     return landing
+
+
+KEY_PARTS = ("CH", "DE", "Zürich", "a b")
+"""The values of a composite key's other fields: one not ASCII, one with a blank inside."""
+
+
+def composite_key(record: dict, key_fields: tuple[str, ...]) -> str:
+    """A composite key as ingest makes it: its fields' values as a JSON array of strings."""
+    return json.dumps([record[name] for name in key_fields], ensure_ascii=False, separators=(",", ":"))
 
 
 def _altered(record: dict, value: int, fields: dict[str, str] | None, rng: random.Random) -> dict:

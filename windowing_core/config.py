@@ -29,7 +29,7 @@ from windowing_core.window_spec import (
     slides_over_day_tiles,
 )
 
-_TOP_LEVEL = {"key_field", "value_field", "fields", "bucket", "allowed_lateness", "windows", "aggregations",
+_TOP_LEVEL = {"key_field", "key", "value_field", "fields", "bucket", "allowed_lateness", "windows", "aggregations",
               "late_policy", "max_out_of_orderness", "watermark_scope", "watermark_clock", "freshness_slack", "spine",
               "online", "where", "columns", "source"}
 LATE_POLICIES = ("include", "drop")
@@ -106,6 +106,15 @@ class PipelineConfig:
     where: str | None = None
     # A table the events are read from; None: the landing folders of JSON lines.
     source: SourceSpec | None = None
+    # A composite key (``key: [user_id, country]``), two fields or more: the events' ``key`` is
+    # their values as a JSON array of strings, and the window tables carry a column per field.
+    # Empty: the one ``key_field``.
+    key_fields: tuple[str, ...] = ()
+    # Set by ``windowing_core.deployment`` for a configuration of ``groups:``, never from YAML:
+    # the group's name (its tables under ``<lakehouse>/<group>/``, its assets' key prefix), and
+    # the folder under the lakehouse root of its source's shared ingest (None: the root itself).
+    group: str | None = None
+    ingest_at: str | None = None
 
     def __post_init__(self) -> None:
         _check_bucket(self.bucket)
@@ -140,6 +149,7 @@ class PipelineConfig:
                 raise ValueError(f"{label} {name!r}: a record's {name} field has that name")
         if self.key_field == self.value_field:
             raise ValueError(f"key_field and value_field are both {self.key_field!r}")
+        _check_key_fields(self)
         _check_field_names(self.fields, self.key_field)
         measured = dict(self.measured_fields)
         for a in self.aggregations:
@@ -165,6 +175,9 @@ class PipelineConfig:
             if a.name.lower() in RESERVED_COLUMNS:
                 raise ValueError(f"aggregations.{a.name}: the name is reserved for a column "
                                  f"(names are compared without case: {', '.join(sorted(RESERVED_COLUMNS))})")
+        for label, given in (("spine", self.spine), ("online", self.online)):
+            if given is not None and self.key_fields:
+                raise ValueError(f"{label}: not yet with a composite key (key: [{', '.join(self.key_fields)}])")
         if self.spine is not None:
             selected(self, self.spine.windows, self.spine.aggregations)
         _unique("columns", [n for n, _ in self.columns])
@@ -176,10 +189,15 @@ class PipelineConfig:
         if self.where is not None:
             references(self.where, "where", self.row_names())
         if self.source is not None:
-            read = {self.key_field.lower(), *(name.lower() for name, _ in self.source_fields)}
+            read = {*(k.lower() for k in self.key_names), *(name.lower() for name, _ in self.source_fields)}
             for column in self.source.columns():
                 if column.lower() in read:
                     raise ValueError(f"source: column {column!r} is also the key or a field; name another")
+
+    @property
+    def key_names(self) -> tuple[str, ...]:
+        """The fields that make the key: the composite key's, else the one ``key_field``."""
+        return self.key_fields or (self.key_field,)
 
     @property
     def measured_fields(self) -> tuple[tuple[str, str], ...]:
@@ -263,10 +281,12 @@ class PipelineConfig:
                              "for example {count: count, total: sum}")
         value_field = _field_name("value_field", raw.get("value_field", "value"))
         fields = _fields(raw.get("fields"))
-        _check_field_names(fields, raw.get("key_field", "user_id"))
+        key_field, key_fields = _key(raw)
+        _check_field_names(fields, key_field)
         default = _default_field(fields, value_field, "value_field" in raw)
         return cls(
-            key_field=_field_name("key_field", raw.get("key_field", "user_id")),
+            key_field=key_field,
+            key_fields=key_fields,
             value_field=value_field,
             fields=fields,
             bucket=bucket,
@@ -281,8 +301,7 @@ class PipelineConfig:
             watermark_scope=raw.get("watermark_scope", "global"),
             watermark_clock=raw.get("watermark_clock", "event"),
             freshness_slack=parse_duration(raw.get("freshness_slack", "6h"), field_name="freshness_slack"),
-            spine=None if raw.get("spine") is None else SpineSpec.from_dict(
-                raw["spine"], _field_name("key_field", raw.get("key_field", "user_id"))),
+            spine=None if raw.get("spine") is None else SpineSpec.from_dict(raw["spine"], key_field),
             online=None if raw.get("online") is None else OnlineSpec.from_dict(raw["online"]),
             columns=_columns(raw.get("columns")),
             where=raw.get("where"),
@@ -291,26 +310,35 @@ class PipelineConfig:
 
     @classmethod
     def load(cls, path: str | Path | None) -> PipelineConfig:
-        """Read a YAML file; ``None`` gives the defaults (one ``7d`` window, count and sum)."""
-        if path is None:
-            return cls()
-        import yaml
+        """Read a YAML file of one configuration (no ``groups:``: ``windowing_core.deployment``
+        reads those); ``None`` gives the defaults (one ``7d`` window, count and sum)."""
+        raw = read_yaml(path)
+        if isinstance(raw, dict) and "groups" in raw:
+            raise ValueError(f"configuration file {path} declares groups: name the group to run")
+        return cls() if path is None else cls.from_dict(raw)
 
-        from windowing_core import config_yaml
 
-        try:
-            text = Path(path).read_text()
-        except OSError as err:
-            raise ValueError(f"cannot read configuration file {path}: {err.strerror}") from None
-        except UnicodeDecodeError:
-            raise ValueError(f"configuration file {path} is not UTF-8 text") from None
-        try:
-            raw = config_yaml.load(text)
-        except config_yaml.Refused as err:  # too deep, aliases expanding without end
-            raise ValueError(f"configuration file {path}: {err}") from None
-        except yaml.YAMLError as err:  # syntax errors, and tags safe_load will not construct
-            raise ValueError(f"configuration file {path} is not valid YAML: {_yaml_problem(err)}") from None
-        return cls.from_dict(raw)
+def read_yaml(path: str | Path | None) -> Any:
+    """The YAML document of a configuration file (None: no file, an empty document), or a
+    one-line error saying why it cannot be read."""
+    if path is None:
+        return None
+    import yaml
+
+    from windowing_core import config_yaml
+
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise ValueError(f"cannot read configuration file {path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"configuration file {path} is not UTF-8 text") from None
+    try:
+        return config_yaml.load(text)
+    except config_yaml.Refused as err:  # too deep, aliases expanding without end
+        raise ValueError(f"configuration file {path}: {err}") from None
+    except yaml.YAMLError as err:  # syntax errors, and tags safe_load will not construct
+        raise ValueError(f"configuration file {path} is not valid YAML: {_yaml_problem(err)}") from None
 
 
 def _yaml_problem(err: Exception) -> str:
@@ -432,6 +460,42 @@ def _aggregation(name: str, spec: Any, fields: tuple[tuple[str, str], ...], valu
     if field not in declared:
         raise ValueError(f"aggregations.{name}.field: no field {field!r}; fields declares {', '.join(declared)}")
     return aggregation(kind, name, field, declared[field], **params)
+
+
+def _key(raw: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """``key: user_id`` or ``key: [user_id, country]`` (or ``key_field: user_id``): the first
+    field, and all of them where there are several."""
+    if "key" in raw and "key_field" in raw:
+        raise ValueError("key and key_field: give one (key_field is the one-field spelling of key)")
+    if "key" not in raw:
+        return _field_name("key_field", raw.get("key_field", "user_id")), ()
+    declared = raw["key"]
+    names = [declared] if isinstance(declared, str) else declared
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise ValueError(f"key must be a field's name or a list of them, for example [user_id, country], "
+                         f"got {declared!r}")
+    return names[0], tuple(names) if len(names) > 1 else ()
+
+
+def _check_key_fields(config: PipelineConfig) -> None:
+    """A composite key's fields: distinct, none a record's own field or a declared field, and
+    each a plain name that may become a column of the window tables."""
+    if not config.key_fields:
+        return
+    _unique("key (names compared without case, as Spark does)", [k.lower() for k in config.key_fields])
+    if len(config.key_fields) == 1 or config.key_fields[0] != config.key_field:
+        raise ValueError("key_fields: two fields or more, the first being key_field")
+    taken = {**{c: "a column of the window tables" for c in RESERVED_COLUMNS},
+             **{a.name.lower(): f"aggregation {a.name}" for a in config.aggregations}}
+    for name in config.key_fields:
+        if not _COLUMN_NAME.fullmatch(name):
+            raise ValueError(f"key.{name}: a key field's name uses letters, digits and underscores, starting "
+                             "with a letter or underscore (it names a column of the window tables)")
+        if name in RECORD_FIELDS or name.lower() in taken:
+            raise ValueError(f"key.{name}: the name is taken by "
+                             + ("a record's own field" if name in RECORD_FIELDS else taken[name.lower()]))
+        if name.lower() in {f.lower() for f, _ in config.fields} or name == config.value_field and not config.fields:
+            raise ValueError(f"key.{name}: a key field cannot also be a measured field")
 
 
 def _field_name(label: str, value: Any) -> str:

@@ -14,6 +14,17 @@ The configuration's ``spine:`` names one for the Dagster asset ``spine_values``;
 
 Bounds, once: a spine row at ``ts`` sees the change points (and closed sessions) whose
 ``window_end <= ts``; with ``exclusive``, ``window_end < ts``. Never one after ``ts``.
+
+Beside ``groups:`` a spine is joined to several groups at once (``SpineGroup``): each names
+which of the spine's columns make that group's key, in its key's order, and what to attach;
+its columns are named ``<group>__<window>__<column>``.
+
+    spine:
+      path: /data/labels
+      ts: ts
+      groups:
+        views: {key: user_id, windows: [7d]}
+        purchases: {key: [user_id, country]}
 """
 
 from __future__ import annotations
@@ -25,6 +36,19 @@ from windowing_core.named_table import check_absolute, check_column, check_locat
 from windowing_core.window_spec import refuse_unknown
 
 SPINE_FIELDS = {"path", "table", "format", "key", "ts", "windows", "aggregations", "exclusive"}
+JOINED_FIELDS = {"path", "table", "format", "ts", "exclusive", "groups"}
+GROUP_FIELDS = {"key", "windows", "aggregations"}
+
+
+@dataclass(frozen=True)
+class SpineGroup:
+    """A group a spine is joined to: the spine's columns that make its key, in the order of the
+    group's key fields, and the windows and aggregations attached (None: every one)."""
+
+    name: str
+    key: tuple[str, ...]
+    windows: tuple[str, ...] | None = None
+    aggregations: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -42,19 +66,31 @@ class SpineSpec:
     windows: tuple[str, ...] | None = None
     aggregations: tuple[str, ...] | None = None
     exclusive: bool = False
+    groups: tuple[SpineGroup, ...] = ()
 
     def __post_init__(self) -> None:
         check_location("spine", self.path, self.table, self.format)
-        for label, column in (("key", self.key), ("ts", self.ts)):
-            check_column(f"spine.{label}", column)
-        if self.key == self.ts:
-            raise ValueError(f"spine.key and spine.ts are both {self.key!r}")
+        check_column("spine.ts", self.ts)
+        keyed = ([("key", (self.key,))] if not self.groups else
+                 [(f"groups.{g.name}.key", g.key) for g in self.groups])
+        for label, columns in keyed:
+            for column in columns:
+                check_column(f"spine.{label}", column)
+                if column == self.ts:
+                    raise ValueError(f"spine.{label} and spine.ts are both {column!r}")
         if not isinstance(self.exclusive, bool):
             raise ValueError(f"spine.exclusive must be true or false, got {self.exclusive!r}")
         for label in ("windows", "aggregations"):
             names = getattr(self, label)
             if names is not None and (not names or not all(isinstance(n, str) for n in names)):
                 raise ValueError(f"spine.{label} must be a non-empty list of names, got {list(names)!r}")
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        """The spine's columns that make a key: its one ``key``, or every group's."""
+        if not self.groups:
+            return (self.key,)
+        return tuple(dict.fromkeys(c for g in self.groups for c in g.key))
 
     @property
     def source(self) -> str:
@@ -74,14 +110,46 @@ class SpineSpec:
                    exclusive=raw.get("exclusive", False))
 
 
-def _names(raw: dict, label: str) -> tuple[str, ...] | None:
+def joined_from_dict(raw: Any, key_names: dict[str, tuple[str, ...]]) -> SpineSpec:
+    """A spine beside ``groups:`` (``key_names``: each group's key fields), joined to the groups
+    its ``groups`` names; a group's ``key`` defaults to the spine columns named as its key's
+    fields."""
+    if not isinstance(raw, dict):
+        raise ValueError("spine: expected a mapping with path (or table), ts and the groups to join")
+    refuse_unknown(raw, JOINED_FIELDS, "spine")
+    check_absolute("spine", raw.get("path"))
+    declared = raw.get("groups")
+    if not isinstance(declared, dict) or not declared:
+        raise ValueError("spine.groups: beside groups:, name the groups the spine is joined to, for example "
+                         "{views: {key: user_id}}")
+    groups = []
+    for name, spec in declared.items():
+        where = f"spine.groups.{name}"
+        if name not in key_names:
+            raise ValueError(f"{where}: no group {name!r}; the configuration declares {', '.join(key_names)}")
+        spec = {} if spec is None else spec
+        if not isinstance(spec, dict):
+            raise ValueError(f"{where}: expected a mapping with key, windows and aggregations")
+        refuse_unknown(spec, GROUP_FIELDS, where)
+        key = spec.get("key", list(key_names[name]))
+        key = [key] if isinstance(key, str) else key
+        if not isinstance(key, list) or len(key) != len(key_names[name]):
+            raise ValueError(f"{where}.key: the group's key is {', '.join(key_names[name])}: name as many spine "
+                             f"columns, in that order, got {spec.get('key')!r}")
+        groups.append(SpineGroup(name, tuple(key), _names(spec, "windows", where),
+                                 _names(spec, "aggregations", where)))
+    return SpineSpec(path=raw.get("path"), table=raw.get("table"), format=raw.get("format"), ts=raw.get("ts", "ts"),
+                     exclusive=raw.get("exclusive", False), groups=tuple(groups))
+
+
+def _names(raw: dict, label: str, where: str = "spine") -> tuple[str, ...] | None:
     value = raw.get(label)
     if value is None:
         return None
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",")]
     if not isinstance(value, list):
-        raise ValueError(f"spine.{label} must be a list of names, got {value!r}")
+        raise ValueError(f"{where}.{label} must be a list of names, got {value!r}")
     return tuple(str(v) for v in value)
 
 

@@ -298,6 +298,7 @@ def test_values_not_after_row_time_fails_a_value_read_from_after_its_row(spark):
     from datetime import date, datetime
 
     from expectations.suites import prepare_spine_values, run_suite, spine_values_suite
+    from jobs.point_in_time_join import readings
     from windowing_core.spine import SpineSpec
     from windowing_core.window_spec import WindowSpec
 
@@ -313,12 +314,14 @@ def test_values_not_after_row_time_fails_a_value_read_from_after_its_row(spark):
         values = spark.createDataFrame([(*r, 1, 1, day) for r in rows],
                                        "user_id string, ts timestamp, w__window_end timestamp, w__read_at timestamp, "
                                        "w__event_count bigint, w__count bigint, date date")
-        outcome = run_suite(values, prepare_spine_values(values, config), spine_values_suite(config), [day],
-                            {"values_not_after_row_time"})["values_not_after_row_time"][day]
+        spine = config.spine
+        outcome = run_suite(values, prepare_spine_values(values, spine, readings(spine, config)),
+                            spine_values_suite(spine), [day], {"values_not_after_row_time"})
+        outcome = outcome["values_not_after_row_time"][day]
         assert not outcome.passed and outcome.metadata["unexpected_rows"] == failing, exclusive
         clean = spark.createDataFrame([("k", t(12), t(11, 50), t(11, 40), 1, 1, day)], values.schema)
-        assert run_suite(clean, prepare_spine_values(clean, config), spine_values_suite(config), [day],
-                         {"values_not_after_row_time"})["values_not_after_row_time"][day].passed
+        assert run_suite(clean, prepare_spine_values(clean, spine, readings(spine, config)), spine_values_suite(spine),
+                         [day], {"values_not_after_row_time"})["values_not_after_row_time"][day].passed
 
 
 # -- Chronon's kinds: lists and maps --------------------------------------------------------------

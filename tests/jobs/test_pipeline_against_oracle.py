@@ -7,20 +7,35 @@ windows exactly as the assets do, and compares every table with ``windowing_core
 
 from __future__ import annotations
 
+import json
+import random
 import shutil
 from collections import Counter
-from datetime import date, timedelta
+from dataclasses import replace
+from datetime import date, datetime, timedelta, timezone
 
+import dagster as dg
 import pytest
+from dagster_pyspark import PySparkResource
 
+from assets import build_assets
+from assets.resources import LakehouseResource
+from assets.spark_launch import SparkLaunchResource
 from jobs import delta_io, errors, ingest_events, minute_partials, sliding_windows
-from jobs.tables import EVENTS, LATE_EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT
-from tests.landing import ensure_days, random_landing, with_row_expressions
 from jobs.partial_merges import with_finished_values
+from jobs.tables import (
+    EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
+)
+from tests.landing import composite_key, ensure_days, random_landing, with_row_expressions
 from windowing_core import reference
 from windowing_core.aggregations import AGGREGATIONS, ApproxDistinct, Moments, Variance, aggregation
 from windowing_core.config import PipelineConfig
-from windowing_core.window_spec import WindowSpec
+from windowing_core.deployment import Deployment
+from windowing_core.reference import session_rows
+from windowing_core.sessions import SessionSpec
+from windowing_core.source import SourceSpec
+from windowing_core.spine import SpineGroup, SpineSpec
+from windowing_core.window_spec import ALL_KEYS, WindowSpec
 
 EVERY_AGGREGATION = tuple(aggregation(kind) for kind in AGGREGATIONS)
 
@@ -163,9 +178,10 @@ CASES = [
     # before's snapshot): a 2-day window over day tiles, and a non-keyed cumulating one
     (8, (WindowSpec.of("2d", "2d", "1h", offset="30m"), WindowSpec.of("all_today", "1d", step="6h", keyed=False)),
      True, EVERY_TYPED_KIND, {"fields": TYPED_FIELDS}),
-    # cumulating periods longer than a day: their whole days before a run are day tiles
+    # cumulating periods longer than a day: their whole days before a run are day tiles; a
+    # composite key (user_id, country), and a non-keyed window beside it
     (7, (WindowSpec.of("cum3d", "3d", offset="-8h", step="4h"), WindowSpec.of("all_2d", "2d", step="12h", keyed=False)),
-     True, EVERY_AGGREGATION, {}),
+     True, EVERY_AGGREGATION, {"key_fields": ("user_id", "country")}),
 ]
 
 
@@ -180,7 +196,7 @@ def test_every_table_equals_the_oracle(spark, request, tmp_path, seed, windows, 
         request.getfixturevalue("generated_code")
     config = PipelineConfig(windows=windows, aggregations=aggregations or PipelineConfig().aggregations, **time)
     landing = random_landing(tmp_path / "landing", seed, FIRST, EVENT_DAYS, fields=dict(config.source_fields)
-                             if config.fields else None)
+                             if config.fields else None, key_fields=config.key_fields)
     events = with_row_expressions(spark, landing.events, config)
     lakehouse = str(tmp_path / "lakehouse")
     window_days = (FIRST, FIRST + timedelta(days=EVENT_DAYS + 2))
@@ -227,6 +243,156 @@ def test_every_table_equals_the_oracle(spark, request, tmp_path, seed, windows, 
             assert [(a.name, str(arrow.schema.field(a.name).type)) for a in config.aggregations] == [
                 (a.name, ARROW_TYPES.get(a.output_type, a.output_type)) for a in config.aggregations]
             assert arrow.num_rows == len(changes if table == WINDOW_CHANGES else snapshots)
+
+    if config.key_fields:  # the key's fields as columns of their own, for readers to filter on
+        for table in (WINDOW_CHANGES, WINDOW_SNAPSHOT):
+            rows = delta_io.read_table(spark, table.path(lakehouse)).select("key", *config.key_fields).collect()
+            assert rows and all(list(r[1:]) == (json.loads(r.key) if r.key != ALL_KEYS else [None, None])
+                                for r in rows), table.name
+        assert {r.key for r in rows} > {ALL_KEYS}
+
+    if seed in GROUPED:
+        assert_groups_equal_their_runs_alone(spark, tmp_path, landing, config, window_days)
+
+
+# The case run again as one group of two over the same landing folders, through Dagster.
+GROUPED = {1}
+OTHER_GROUP = PipelineConfig(
+    windows=(WindowSpec.of("2h", "2h", "10m", offset="-5m"),), sessions=(SessionSpec.of("s30m", "30m"),),
+    aggregations=(aggregation("count", "n"), aggregation("sum", "total"), aggregation("max", "top")),
+    where="value % 3 <> 0", late_policy="drop", max_out_of_orderness=900, watermark_scope="key")
+
+
+PURCHASES = PipelineConfig(
+    key_field="user_id", key_fields=("user_id", "country"), windows=(WindowSpec.of("3h", "3h", "20m"),),
+    aggregations=(aggregation("count", "n"), aggregation("sum", "total")))
+
+
+def assert_groups_equal_their_runs_alone(spark, tmp_path, landing, config, window_days):
+    """The case's configuration as group ``same`` beside group ``other`` (another filter, a
+    session window, its own watermark), and group ``purchases`` over a table of other events
+    keyed by (user_id, country), with a spine joined to ``same`` and ``purchases``: one Dagster
+    range run ingests the landing folders once for both of theirs; ``same`` writes exactly the
+    rows the configuration wrote without groups; ``other``, ``purchases`` and the spine equal
+    the oracle."""
+    purchases_table, purchase_events = purchases_source(spark, tmp_path)
+    source = SourceSpec(path=purchases_table, time="ts", arrival="loaded_at", id="event_id", name="purchase_table")
+    groups = (replace(config, group="same"), replace(OTHER_GROUP, group="other"),
+              replace(PURCHASES, group="purchases", source=source, ingest_at="purchase_table"))
+    spine_rows = spine_lookups(landing.events, purchase_events, window_days)
+    spine_path = str(tmp_path / "spine.parquet")
+    spark.createDataFrame([(i, user, country, at) for i, (user, country, at) in enumerate(spine_rows)],
+                          "row_id int, user_id string, country string, ts timestamp").write.parquet(spine_path)
+    spine = SpineSpec(path=spine_path, groups=(SpineGroup("same", ("user_id",)),
+                                               SpineGroup("purchases", ("user_id", "country"))))
+    deployment = Deployment(groups, spine)
+    lakehouse = str(tmp_path / "grouped")
+    result = dg.materialize(
+        build_assets(deployment), instance=dg.DagsterInstance.ephemeral(),
+        resources={"pyspark": PySparkResource(spark_config={"spark.master": "local[2]"}),
+                   "spark_launch": SparkLaunchResource(),
+                   "lakehouse": LakehouseResource(landing_root=str(landing.root), lakehouse_root=lakehouse)},
+        tags={"dagster/asset_partition_range_start": window_days[0].isoformat(),
+              "dagster/asset_partition_range_end": window_days[1].isoformat()})
+    assert result.success
+    steps = Counter(e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS")
+    assert steps == {"ingest_events": 1, "same__partials": 1, "same__sliding_windows": 1,
+                     "other__partials": 1, "other__sliding_windows": 1, "purchase_table__ingest_events": 1,
+                     "purchases__partials": 1, "purchases__sliding_windows": 1, "spine_values": 1}, steps
+
+    alone = str(tmp_path / "lakehouse")
+    for table in (EVENTS, QUARANTINE, LATE_EVENTS):  # the landing folders' ingest stays at the root
+        assert _all_rows(spark, table.path(lakehouse)) == _all_rows(spark, table.path(alone)), table.name
+    for table in (MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT):
+        assert _all_rows(spark, table.path(f"{lakehouse}/same")) == _all_rows(spark, table.path(alone)), table.name
+
+    other = deployment.group("other")
+    events = with_row_expressions(spark, landing.events, other)
+    root, names = f"{lakehouse}/other", [a.name for a in other.aggregations]
+    expected_partials = sorted(
+        (key, frame.replace(tzinfo=None), count, *values)
+        for day in range(EVENT_DAYS)
+        for (key, frame), (count, values) in reference.minute_partials(
+            events, other, FIRST + timedelta(days=day)).items())
+    assert _rows(spark, MINUTE_PARTIALS.path(root), "key", "frame_start", "event_count", *names,
+                 config=other) == expected_partials
+    late = _rows(spark, LATE_EVENTS.path(root), "event_id", "reason")
+    assert late == sorted((e.event_id, "behind_watermark") for e in reference.dropped_behind_watermark(events, other))
+    assert late and reference.filtered_out(events, other), "the group must drop late events and filter some"
+    changes = delta_io.read_table(spark, WINDOW_CHANGES.path(root))
+    sliding = changes.where("window = '2h'").select("key", "window", "window_end", *names).collect()
+    assert sorted(tuple(r) for r in sliding) == expected_changes(events, other, *window_days)
+    sessions = changes.where("window = 's30m'").select("key", "window", "window_start", "window_end",
+                                                       "event_count", *names).collect()
+    expected_sessions = sorted((r.key, r.window, r.window_start.replace(tzinfo=None),
+                                r.window_end.replace(tzinfo=None), r.event_count, *r.values)
+                               for r in session_rows(events, other, *window_days))
+    assert expected_sessions and sorted(tuple(r) for r in sessions) == expected_sessions
+    assert _rows(spark, WINDOW_SNAPSHOT.path(root), "key", "window", "date", *names) == expected_snapshots(
+        events, other, *window_days)
+
+
+    purchases = deployment.group("purchases")
+    changes = _rows(spark, WINDOW_CHANGES.path(f"{lakehouse}/purchases"), "key", "window", "window_end", "n", "total")
+    assert changes and changes == expected_changes(purchase_events, purchases, *window_days)
+
+    joined = {r.row_id: r for r in delta_io.read_table(spark, SPINE_VALUES.path(lakehouse)).collect()}
+    assert len(joined) == len(spine_rows)
+    by_group = {"same": (landing.events, config, [(user, at) for user, _, at in spine_rows]),
+                "purchases": (purchase_events, purchases,
+                              [(composite_key({"user_id": user, "country": country}, PURCHASES.key_fields), at)
+                               for user, country, at in spine_rows])}
+    found = 0
+    for group, (events, group_config, lookups) in by_group.items():
+        names = [a.name for a in group_config.aggregations]
+        expected = reference.values_as_of(events, group_config, lookups)
+        for i, want in enumerate(expected):
+            for window, (end, count, values) in want.items():
+                row = joined[i]
+                got = (row[f"{group}__{window}__window_end"], row[f"{group}__{window}__event_count"],
+                       *[row[f"{group}__{window}__{a}"] for a in names])
+                assert got == (end.replace(tzinfo=None), count, *values), (group, window, i)
+                found += count > 0
+    assert found > len(spine_rows), "the spine must find values in both groups"
+
+
+def purchases_source(spark, tmp_path):
+    """A table of events keyed by (user_id, country), with the oracle's view of them: each row
+    arrives at its own instant of its arrival day (``loaded_at``), so the first arrival of a
+    repeated id is never a tie. An id repeats on later days only: within a day the ingest keeps
+    the copy whose JSON text sorts first, which a table row's is not as its landing line's."""
+    landing = random_landing(tmp_path / "purchases_landing", 71, FIRST, EVENT_DAYS,
+                             key_fields=PURCHASES.key_fields)
+    once = list({(e.arrival_date, e.event_id): e for e in reversed(landing.events)}.values())[::-1]
+    events = [replace(e, arrival_time=datetime.combine(e.arrival_date, datetime.min.time(), timezone.utc)
+                      + timedelta(seconds=i), source_file="", line=0) for i, e in enumerate(once)]
+    assert len({e.event_id for e in events}) < len(events), "ids must repeat across days"
+    path = str(tmp_path / "purchases")
+    spark.createDataFrame(
+        [(*json.loads(e.key), e.event_time, e.value, e.event_id, e.arrival_time) for e in events],
+        "user_id string, country string, ts timestamp, value bigint, event_id string, loaded_at timestamp",
+    ).write.parquet(path)
+    return path, [replace(e, source_file=path) for e in events]
+
+
+def spine_lookups(events, purchase_events, window_days):
+    """Labelled moments of (user_id, country): keys both groups know, one neither does, across
+    the window days, some exactly on a window end."""
+    rng = random.Random(17)
+    users = sorted({e.key for e in events})
+    countries = sorted({json.loads(e.key)[1] for e in purchase_events})
+    start = datetime.combine(window_days[0], datetime.min.time(), timezone.utc)
+    seconds = int((window_days[1] - window_days[0] + timedelta(days=1)).total_seconds())
+    rows = [(rng.choice(users), rng.choice(countries), start + timedelta(seconds=rng.randrange(seconds)))
+            for _ in range(40)]
+    rows += [(rng.choice(users), rng.choice(countries), start + timedelta(hours=h)) for h in range(1, 100, 7)]
+    return [*rows, ("nobody", "CH", start + timedelta(hours=30))]
+
+
+def _all_rows(spark, path):
+    """Every row of a table, every column, in one order: what "the same rows" means."""
+    table = delta_io.read_table(spark, path)
+    return sorted(table.select(*sorted(table.columns)).collect(), key=repr)
 
 
 ARROW_TYPES = {"bigint": "int64", "boolean": "bool", "decimal(38,2)": "decimal128(38, 2)",

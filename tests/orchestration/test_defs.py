@@ -10,13 +10,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from windowing_core.config import reads_day_tiles
-from jobs.tables import declared_columns
 from assets.resources import LakehouseResource
+from jobs.tables import declared_columns
 from orchestration.definitions import build_definitions, defs
 from orchestration.freshness import output_watermark
 from windowing_core.aggregations import aggregation
-from windowing_core.config import PipelineConfig
+from windowing_core.config import PipelineConfig, reads_day_tiles
+from windowing_core.deployment import Deployment
 from windowing_core.window_spec import WindowSpec
 
 
@@ -54,6 +54,38 @@ def test_a_table_source_is_an_external_asset_upstream_of_events():
     tick = defs.resolve_sensor_def("landing_sensor")(dg.build_sensor_context(
         resources={"lakehouse": LakehouseResource(landing_root="/tmp/landing", lakehouse_root="/tmp/lakehouse")}))
     assert "the events come from the table db.clicks" in str(tick)
+
+
+def test_groups_have_their_own_lineage_and_checks_and_share_each_sources_ingest():
+    """Two groups over the landing folders and one over a table: one ingest per source, each
+    group's assets and checks under its name (key prefix and asset group), its partials reading
+    its source's events; the landing sensor ingests the landing folders' source."""
+    deployment = Deployment.from_dict({"groups": {
+        "views": {}, "big_views": {"where": "value >= 10", "windows": {"s30m": {"gap": "30m"}}},
+        "clicked": {"source": {"table": "db.clicks", "time": "ts"}, "key": ["user_id", "country"]}},
+        "spine": {"table": "db.labels", "groups": {"views": {}, "clicked": {"key": ["user_id", "country"]}}}})
+    defs = build_definitions(deployment, landing_root="/tmp/landing", lakehouse_root="/tmp/lakehouse")
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert {"events", "quarantine", "clicks/events", "clicks/quarantine", "clicks/event_source"} <= keys
+    for group in ("views", "big_views", "clicked"):
+        assert {f"{group}/minute_partials", f"{group}/window_changes", f"{group}/window_snapshot"} <= keys
+        assert graph.get(dg.AssetKey([group, "window_changes"])).group_name == group
+    assert not any(k.startswith(("views/events", "big_views/events")) for k in keys)
+    assert "big_views/session_state" in keys and "views/session_state" not in keys
+    assert graph.get(dg.AssetKey(["views", "minute_partials"])).parent_keys == {dg.AssetKey("events")}
+    assert graph.get(dg.AssetKey(["clicked", "minute_partials"])).parent_keys == {dg.AssetKey(["clicks", "events"])}
+    assert graph.get(dg.AssetKey("events")).group_name == "ingest"
+    checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
+    assert {("events", "input_records_reconcile"), ("clicks/events", "input_records_reconcile"),
+            ("views/minute_partials", "partials_count_accepted_events"),
+            ("big_views/window_changes", "output_watermark_within_bound")} <= checks
+    assert not any(key.startswith("views/events") for key, _ in checks)
+    assert graph.get(dg.AssetKey("spine_values")).parent_keys == {
+        dg.AssetKey([g, t]) for g in ("views", "clicked") for t in ("window_changes", "window_snapshot")}
+    assert {("spine_values", "values_not_after_row_time"), ("spine_values", "spine_rows_joined_once")} <= checks
+    selection = defs.resolve_sensor_def("landing_sensor").targets[0].resolvable_to_job.selection
+    assert {k.to_user_string() for k in selection.resolve(graph)} == {"events", "quarantine"}
 
 
 def test_a_bad_progress_interval_fails_when_the_definitions_load(monkeypatch):

@@ -252,7 +252,8 @@ def test_a_bad_computed_column_or_filter_is_one_line_naming_it(raw, message):
 
 @pytest.mark.parametrize("source, message", [
     ("db.clicks", "source: expected a mapping with a table"),
-    ({"table": "db.clicks", "when": "ts"}, r"source: unknown field\(s\) when; known: arrival, format, id, path, table, time"),
+    ({"table": "db.clicks", "when": "ts"},
+     r"source: unknown field\(s\) when; known: arrival, format, id, name, path, table, time"),
     ({"table": "db.clicks", "path": "/data/clicks"}, "source: give a path or a table, one of them"),
     ({"time": "ts"}, "source: give a path or a table, one of them"),
     ({"path": "data/clicks"}, "source.path must be an absolute path or a URI"),
@@ -269,7 +270,7 @@ def test_a_bad_source_is_one_line_naming_it(source, message):
 
 def test_a_table_source_names_its_columns():
     config = PipelineConfig.from_dict({"source": {"table": "db.clicks", "time": "ts", "id": "click_id"}})
-    assert (config.source.name, config.source.columns()) == ("db.clicks", ["ts", "click_id"])
+    assert (config.source.location, config.source.columns()) == ("db.clicks", ["ts", "click_id"])
 
 
 def test_one_declared_field_is_the_default_of_the_short_form():
