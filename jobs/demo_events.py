@@ -47,7 +47,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 
-__all__ = ["MALFORMED_KINDS", "DemoEventsSummary", "generate_demo_events", "main"]
+__all__ = ["MALFORMED_KINDS", "DemoEventsSummary", "generate_demo_events", "generate_demo_purchases",
+           "generate_demo_spine", "main"]
 
 DEFAULT_START = date(2025, 1, 27)
 ZIPF_EXPONENT = 1.1
@@ -177,15 +178,15 @@ def generate_demo_spine(
     seed: int = 7,
     key_field: str = "user_id",
 ) -> int:
-    """Write a small spine for the point-in-time join: labelled moments ``(key, ts, label)``, as
-    Parquet files under ``path`` (replaced), and return its rows.
+    """Write a small spine for the point-in-time join: labelled moments ``(key, country, ts,
+    label)``, as Parquet files under ``path`` (replaced), and return its rows.
 
-    The keys are the demo's, drawn with its popularity; the moments fall at random milliseconds
-    of the demo's days, and one in four exactly on a minute (where every minute-sliding window
-    ends), so the demo's join meets both bounds. Pure Python and pyarrow: no Spark.
+    The keys are the demo's, drawn with its popularity, each with its home country (that of
+    its purchases, ``generate_demo_purchases``); the moments fall at random milliseconds of the
+    demo's days, and one in four exactly on a minute (where every minute-sliding window ends),
+    so the demo's join meets both bounds. Pure Python and pyarrow: no Spark.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     start = _as_utc_date(start)
     if rows_per_day <= 0 or days <= 0:
@@ -200,11 +201,76 @@ def generate_demo_spine(
             if rng.random() < 0.25:
                 millisecond -= millisecond % 60_000
             moments.append(midnight + timedelta(days=day_index, milliseconds=millisecond))
+    keys = _event_keys(rng, samplers, len(moments))
     table = pa.table({
-        key_field: pa.array(_event_keys(rng, samplers, len(moments)), pa.string()),
+        key_field: pa.array(keys, pa.string()),
+        "country": pa.array([home_country(k, seed) for k in keys], pa.string()),
         "ts": pa.array(sorted(moments), pa.timestamp("us", tz="UTC")),
         "label": pa.array([rng.random() < 0.1 for _ in moments], pa.bool_()),
     })
+    return _write_parquet(table, path)
+
+
+COUNTRIES = ("CH", "DE", "FR", "IT", "AT", "NL")
+CANCELLED_SHARE = 0.05  # purchases with quantity 0: the demo's filter leaves them out
+ABROAD_SHARE = 0.1  # purchases made outside the buyer's home country
+
+
+def home_country(key: str, seed: int = 7) -> str:
+    """The country a demo key lives in: the same in every generator, for a seed."""
+    return random.Random(f"panes-demo:{seed}:country:{key}").choice(COUNTRIES)
+
+
+def generate_demo_purchases(
+    path: str | os.PathLike[str],
+    *,
+    start: date = DEFAULT_START,
+    days: int = 8,
+    purchases_per_day: int = 2_000,
+    keys: int = 2_000,
+    seed: int = 7,
+) -> int:
+    """Write a table of purchases, the demo's second source (Parquet under ``path``, replaced),
+    and return its rows: ``purchase_id``, ``user_id`` (the demo's keys and popularity),
+    ``country`` (mostly the buyer's home country), ``ts``, ``price`` (decimal(10,2)),
+    ``quantity`` (0 for a cancelled one) and ``loaded_at`` (when the row was loaded: minutes
+    later, or for one in ten the next day). Pure Python and pyarrow: no Spark."""
+    import decimal
+
+    import pyarrow as pa
+
+    start = _as_utc_date(start)
+    if purchases_per_day <= 0 or days <= 0:
+        raise ValueError("days and purchases_per_day must be positive")
+    samplers = _build_samplers(random.Random(f"panes-demo:{seed}:keys"), keys)
+    rng = random.Random(f"panes-demo:{seed}:purchases")
+    midnight = datetime(start.year, start.month, start.day, tzinfo=timezone.utc)
+    columns: dict[str, list] = {name: [] for name in
+                                ("purchase_id", "user_id", "country", "ts", "price", "quantity", "loaded_at")}
+    for day_index in range(days):
+        buyers = _event_keys(rng, samplers, purchases_per_day)
+        for buyer, second in zip(buyers, _event_seconds(rng, samplers, purchases_per_day)):
+            moment = midnight + timedelta(days=day_index, seconds=second)
+            delay = timedelta(days=1, hours=rng.randrange(6)) if rng.random() < 0.1 else timedelta(
+                minutes=rng.randrange(1, 30))
+            columns["purchase_id"].append(_event_id(rng))
+            columns["user_id"].append(buyer)
+            columns["country"].append(rng.choice(COUNTRIES) if rng.random() < ABROAD_SHARE
+                                      else home_country(buyer, seed))
+            columns["ts"].append(moment)
+            columns["price"].append(decimal.Decimal(rng.randrange(100, 20_000)).scaleb(-2))
+            columns["quantity"].append(0 if rng.random() < CANCELLED_SHARE else rng.randint(1, 3))
+            columns["loaded_at"].append(moment + delay)
+    types = {"purchase_id": pa.string(), "user_id": pa.string(), "country": pa.string(),
+             "ts": pa.timestamp("us", tz="UTC"), "price": pa.decimal128(10, 2), "quantity": pa.int64(),
+             "loaded_at": pa.timestamp("us", tz="UTC")}
+    return _write_parquet(pa.table({name: pa.array(values, types[name]) for name, values in columns.items()}), path)
+
+
+def _write_parquet(table, path: str | os.PathLike[str]) -> int:
+    """``table`` as the one Parquet file of the folder ``path`` (older ones removed); its rows."""
+    import pyarrow.parquet as pq
+
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.parquet"):

@@ -6,13 +6,16 @@ daily partitions are the demo's days: it sets ``PANES_START_DATE`` and ``PANES_E
 first and last day, here and in ``./.env`` (which ``bash run.sh dev`` reads), so the UI shows no
 missing partition before or after the data.
 
-It also writes a small spine of labelled moments (``./spine``, Parquet) and, without
-``--config``, runs the default configuration with that spine (``spine:``), so the point-in-time
-join (``spine_values``) and its checks run too; that configuration is written to
-``./demo-config.yaml`` and named in ``./.env`` (``PANES_CONFIG``) for ``bash run.sh dev``.
+It also writes a table of purchases (``./purchases``, Parquet), the second source, and a small
+spine of labelled moments (``./spine``). Without ``--config`` it runs two feature groups:
+``views``, the landing events per user (the defaults: a 7-day count and sum sliding every
+minute), and ``purchases``, the purchases table per (user, country), cancelled ones filtered out
+and each one's amount computed (``price * quantity``); the spine is joined to both
+(``spine_values``). That configuration is written to ``./demo-config.yaml`` and named in
+``./.env`` (``PANES_CONFIG``) for ``bash run.sh dev``.
 
 With ``--online postgresql://USER@HOST:PORT/DATABASE`` (the password, if any, in
-``PANES_ONLINE_PASSWORD``) that configuration also has an online store: the run loads it
+``PANES_ONLINE_PASSWORD``) the group ``views`` also has an online store: the run loads it
 (``online_values``), checks it, and the summary prints a key's lookup.
 
     python -m orchestration.demo [--events-per-day N] [--days N] [--keys N] [--online URL]
@@ -42,6 +45,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--online", default=None, metavar="URL",
                         help="a PostgreSQL database to load as the online store (postgresql://USER@HOST:PORT/DB)")
     parser.add_argument("--spine", default="spine", help="where the demo's spine is written (default ./spine)")
+    parser.add_argument("--purchases", default="purchases",
+                        help="where the demo's table of purchases is written (default ./purchases)")
     parser.add_argument("--spine-rows-per-day", type=int, default=200, help="default 200")
     parser.add_argument("--days", type=int, default=8, help="event days to generate (default 8)")
     parser.add_argument("--events-per-day", type=int, default=20000, help="default 20000")
@@ -61,13 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").resolve()))
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
 
-    from jobs.demo_events import generate_demo_events, generate_demo_spine
+    from jobs.demo_events import generate_demo_events, generate_demo_purchases, generate_demo_spine
     from windowing_core.deployment import Deployment
 
     started = time.monotonic()
     landing, lakehouse = Path(args.landing).resolve(), Path(args.lakehouse).resolve()
-    spine = Path(args.spine).resolve()
-    config_path = args.config or write_demo_config(Path("demo-config.yaml"), spine, args.online)
+    spine, purchases = Path(args.spine).resolve(), Path(args.purchases).resolve()
+    config_path = args.config or write_demo_config(Path("demo-config.yaml"), spine, purchases, args.online)
     try:
         deployment = Deployment.load(config_path)
         config = deployment.groups[0]
@@ -85,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
           f"(arrival days {first} .. {last})", flush=True)
     # before the Definitions load: the partitions are read from the environment then
     print(f"wrote a spine of {spine_rows} labelled moments under {spine}", flush=True)
+    bought = generate_demo_purchases(purchases, start=DEFAULT_START, days=args.days,
+                                     purchases_per_day=max(1, args.events_per_day // 10), keys=args.keys,
+                                     seed=args.seed)
+    print(f"wrote a table of {bought} purchases under {purchases}", flush=True)
     partitions = {"PANES_START_DATE": first.isoformat(), "PANES_END_DATE": last.isoformat(),
                   "PANES_CONFIG": str(Path(config_path).resolve())}
     os.environ.update(partitions)
@@ -96,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from orchestration.ci_checks import exit_code, expected_checks, print_table, rows_of
     from orchestration.definitions import build_definitions
-    from orchestration.report import print_summary
+    from orchestration.report import print_joined_spine, print_summary
 
     defs = build_definitions(deployment, landing_root=str(landing), lakehouse_root=str(lakehouse))
     job = defs.resolve_job_def("daily_pipeline")
@@ -110,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     for group in deployment.groups:
         print_summary(lakehouse, group, [])
+    if deployment.spine is not None:
+        print_joined_spine(lakehouse, deployment)
     days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
     rows = rows_of(result.get_asset_check_evaluations(), expected_checks(defs, config), days)
     print("\nasset checks, per daily partition (ERROR checks block what is downstream; WARN only report)")
@@ -120,13 +131,44 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def write_demo_config(path: Path, spine: Path, online: str | None = None) -> str:
-    """The default configuration plus the demo's spine (and online store), as YAML: what the
-    demo runs and what ``dagster dev`` loads afterwards."""
-    store = f"online:\n  url: {json.dumps(online)}\n" if online else ""
-    path.write_text("# written by python -m orchestration.demo: the defaults (one 7d window sliding every minute,\n"
-                    "# count and sum) and the demo's spine, joined as of each row's ts (spine_values)\n"
-                    f"spine:\n  path: {spine}\n  key: user_id\n  ts: ts\n{store}")
+def write_demo_config(path: Path, spine: Path, purchases: Path, online: str | None = None) -> str:
+    """The demo's two groups and the spine joined to both (and an online store), as YAML: what
+    the demo runs and what ``bash run.sh dev`` loads afterwards."""
+    store = f"    online:\n      url: {json.dumps(online)}\n" if online else ""
+    path.write_text(f"""\
+# written by python -m orchestration.demo: two feature groups over two sources, and a spine
+# joined to both as of each row's ts (spine_values)
+groups:
+  views:                 # the landing folders' events per user: the defaults, a 7-day count
+    key: user_id         # and sum sliding every minute
+{store}  purchases:             # a table of purchases per (user, country)
+    source:
+      path: {json.dumps(str(purchases))}
+      time: ts
+      arrival: loaded_at
+      id: purchase_id
+      name: purchase_table
+    key: [user_id, country]
+    fields:
+      price: decimal(10,2)
+      quantity: long
+      amount: decimal(18,2)
+    columns:
+      amount: price * quantity
+    where: quantity > 0    # cancelled purchases are left out (and counted)
+    windows:
+      1d: {{length: 1d, slide: 1h}}
+    aggregations:
+      orders: {{kind: count, field: amount}}
+      spend: {{kind: sum, field: amount}}
+      largest: {{kind: max, field: amount}}
+spine:
+  path: {json.dumps(str(spine))}
+  ts: ts
+  groups:
+    views: {{key: user_id}}
+    purchases: {{key: [user_id, country]}}
+""")
     return str(path)
 
 

@@ -16,6 +16,7 @@ from jobs.tables import (
 )
 from windowing_core.aggregations import Count, Sum
 from windowing_core.config import PipelineConfig
+from windowing_core.deployment import Deployment
 
 
 def table_rows(lakehouse: Path, config: PipelineConfig | None = None) -> dict[str, int | None]:
@@ -77,6 +78,27 @@ def spine_sample(lakehouse: Path, config: PipelineConfig, limit: int = 5) -> lis
     shown = [spine.key, spine.ts, *[c for c in table.column_names
                                     if c.endswith(("__window_end", "__event_count", f"__{ranking_aggregation(config)}"))]]
     return table.select(shown).sort_by([(spine.ts, "ascending")]).slice(0, limit).to_pylist()
+
+
+def print_joined_spine(lakehouse: Path, deployment: Deployment, limit: int = 5) -> None:
+    """A few rows of the spine joined to several groups: its keys and ts, and per group the
+    event count of its first window and what ``top_keys`` ranks by."""
+    spine = deployment.spine
+    try:
+        table = DeltaTable(SPINE_VALUES.path(str(lakehouse))).to_pyarrow_dataset().to_table()
+    except Exception as err:  # noqa: BLE001 - the summary must not hide the run's own result
+        print(f"\n(no spine values to show: {err})")
+        return
+    shown = [*spine.key_columns, spine.ts]
+    for g in spine.groups:
+        config = deployment.group(g.name)
+        first = [w.name for w in (*config.windows, *config.sessions) if getattr(w, "keyed", True)][0]
+        shown += [f"{g.name}__{first}__event_count", f"{g.name}__{first}__{ranking_aggregation(config)}"]
+    rows = table.select([c for c in shown if c in table.column_names]).sort_by([(spine.ts, "ascending")])
+    print(f"\nspine rows with each group's values as of their ts ({SPINE_VALUES.name}, first {limit} of "
+          f"{rows.num_rows})")
+    for row in rows.slice(0, limit).to_pylist():
+        print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
 
 
 def print_summary(lakehouse: Path, config: PipelineConfig, checks: list) -> None:

@@ -275,13 +275,14 @@ def test_cli_bad_arguments_give_one_clear_error(tmp_path: Path, args: list[str])
 def test_the_demo_spine_is_reproducible_labelled_moments_of_the_demo_days_and_its_configuration_loads(tmp_path):
     import pyarrow.parquet as pq
 
-    from jobs.demo_events import generate_demo_spine
+    from jobs.demo_events import generate_demo_purchases, generate_demo_spine, home_country
     from orchestration.demo import write_demo_config
-    from windowing_core.config import PipelineConfig
+    from windowing_core.deployment import Deployment
 
     rows = generate_demo_spine(tmp_path / "spine", days=2, rows_per_day=50, keys=30)
     table = pq.read_table(tmp_path / "spine")
-    assert rows == table.num_rows == 100 and table.column_names == ["user_id", "ts", "label"]
+    assert rows == table.num_rows == 100 and table.column_names == ["user_id", "country", "ts", "label"]
+    assert all(home_country(r["user_id"]) == r["country"] for r in table.to_pylist())
     moments = table["ts"].to_pylist()
     assert all(m.date().isoformat() in ("2025-01-27", "2025-01-28") for m in moments)
     on_minute = [m for m in moments if m.second == 0 and m.microsecond == 0]
@@ -289,5 +290,15 @@ def test_the_demo_spine_is_reproducible_labelled_moments_of_the_demo_days_and_it
     assert any(m.microsecond % 1000 == 0 and m.microsecond for m in moments), "millisecond precision"
     generate_demo_spine(tmp_path / "again", days=2, rows_per_day=50, keys=30)
     assert pq.read_table(tmp_path / "again").equals(table)
-    config = PipelineConfig.load(write_demo_config(tmp_path / "demo.yaml", tmp_path / "spine"))
-    assert (config.spine.path, config.spine.key, config.spine.ts) == (str(tmp_path / "spine"), "user_id", "ts")
+    bought = generate_demo_purchases(tmp_path / "purchases", days=2, purchases_per_day=40, keys=30)
+    purchases = pq.read_table(tmp_path / "purchases")
+    assert bought == purchases.num_rows == 80
+    assert purchases.column_names == ["purchase_id", "user_id", "country", "ts", "price", "quantity", "loaded_at"]
+    assert all(r["loaded_at"] > r["ts"] for r in purchases.to_pylist())
+    generate_demo_purchases(tmp_path / "bought_again", days=2, purchases_per_day=40, keys=30)
+    assert pq.read_table(tmp_path / "bought_again").equals(purchases)
+    deployment = Deployment.load(write_demo_config(tmp_path / "demo.yaml", tmp_path / "spine", tmp_path / "purchases"))
+    spine = deployment.spine
+    assert (spine.path, spine.ts) == (str(tmp_path / "spine"), "ts") and deployment.names == ["views", "purchases"]
+    assert [(g.name, g.key) for g in spine.groups] == [("views", ("user_id",)), ("purchases", ("user_id", "country"))]
+    assert deployment.group("purchases").source.path == str(tmp_path / "purchases")
