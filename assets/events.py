@@ -18,7 +18,7 @@ from windowing_core.config import PipelineConfig
 def build_source_spec(config: PipelineConfig) -> dg.AssetSpec | None:
     """The table the events are read from, as an external asset (panes reads it, never writes
     it); None where they come from landing folders."""
-    if config.source is None:
+    if config.source is None or not config.source.is_table:
         return None
     source = config.source
     return dg.AssetSpec(key(SOURCE_ASSET, config), group_name="ingest",
@@ -36,7 +36,7 @@ def build_events_assets(config: PipelineConfig) -> dg.AssetsDefinition:
     @dg.multi_asset(
         name=op_name("ingest_events", config),
         specs=[
-            table_spec(EVENTS, config, "ingest", deps=[key(SOURCE_ASSET, config)] if config.source is not None else [],
+            table_spec(EVENTS, config, "ingest", deps=[key(SOURCE_ASSET, config)] if build_source_spec(config) else [],
                        description="Accepted events by arrival day, deduplicated by event_id."),
             table_spec(QUARANTINE, config, "ingest", description="Rejected raw records with the reason."),
         ],

@@ -106,10 +106,11 @@ def landing_folders(landing: str, first: date, last: date) -> list[str]:
 def read_input(spark: SparkSession, landing: str | None, config: PipelineConfig, first: date,
                last: date) -> DataFrame:
     """The input records of arrival days ``first .. last``: the landing folders' lines, or the
-    rows of the configuration's table source (``jobs.table_source``), alike."""
-    if config.source is not None:
+    rows of the configuration's table source (``jobs.table_source``), alike. ``landing`` is the
+    default landing folder; a configuration's own (``source: {landing: ...}``) wins."""
+    if config.source is not None and config.source.is_table:
         return table_source.read_records(spark, config, config.value_field, first, last)
-    return read_landing(spark, landing, first, last)
+    return read_landing(spark, config.source.landing if config.source is not None else landing, first, last)
 
 
 def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> DataFrame:

@@ -94,41 +94,51 @@ def folder_fingerprint(folder: str) -> str:
 
 def build_landing_sensor(partitions: dg.DailyPartitionsDefinition,
                          ingests: Sequence[PipelineConfig] = (PipelineConfig(),)) -> dg.SensorDefinition:
-    """Ingests the landing folders' source, where a configuration (a group) reads it. Where
-    every source is a table there is no landing folder to watch: the daily schedule ingests
-    each day, and the sensor says so on every tick."""
-    landing = next((i for i in ingests if i.source is None), None)
-    tables = [i.source.location for i in ingests if i.source is not None]
-    target = landing or ingests[0]
+    """Ingests an arrival day of each source of landing folders (the default ones, and any a
+    group names, ``source: {landing: ...}``) when its folder appears or changes, one run per
+    source and day. Where every source is a table there is no folder to watch: the daily
+    schedule ingests each day, and the sensor says so on every tick."""
+    landings = [i for i in ingests if i.source is None or not i.source.is_table]
+    tables = [i.source.location for i in ingests if i.source is not None and i.source.is_table]
+    targets = [[dg.AssetKey(asset_key(name, i)) for name in (EVENTS.name, QUARANTINE.name)]
+               for i in (landings or ingests[:1])]
 
     @dg.sensor(
         name="landing_sensor",
-        target=dg.AssetSelection.assets(*(asset_key(name, target) for name in (EVENTS.name, QUARANTINE.name))),
+        target=dg.AssetSelection.assets(*(k for keys in targets for k in keys)),
         default_status=dg.DefaultSensorStatus.RUNNING,
         minimum_interval_seconds=30,
         description="Ingests an arrival day when its landing folder appears or a file in it changes.",
     )
     def landing_sensor(context: dg.SensorEvaluationContext, lakehouse: LakehouseResource):
-        if landing is None:
+        if not landings:
             return dg.SkipReason(f"the events come from the table{'s' * (len(tables) > 1)} {', '.join(tables)}: "
                                  "the daily schedule ingests each day")
-        root = lakehouse.landing_root
-        if not os.path.isdir(root):
-            return dg.SkipReason(f"no landing folder at {root}")
         seen = json.loads(context.cursor) if context.cursor else {}
+        if seen and all(isinstance(v, str) for v in seen.values()):  # one landing root's, as cursors were
+            seen = {lakehouse.landing_root: seen}
         valid = set(partitions.get_partition_keys())
-        ingested = context.instance.get_materialized_partitions(dg.AssetKey(asset_key(EVENTS.name, target)))
-        now, requests = {}, []
-        for name in sorted(os.listdir(root)):
-            if name not in valid or not os.path.isdir(os.path.join(root, name)):
+        now, requests, missing = {}, [], []
+        for ingest, keys in zip(landings, targets):
+            root = ingest.source.landing if ingest.source is not None else lakehouse.landing_root
+            if not os.path.isdir(root):
+                missing.append(root)
                 continue
-            now[name] = folder_fingerprint(os.path.join(root, name))
-            changed = name in seen and seen[name] != now[name]
-            if changed or name not in ingested:
-                requests.append(dg.RunRequest(run_key=f"{name}:{now[name]}", partition_key=name))
+            before, now[root] = seen.get(root, {}), {}
+            ingested = context.instance.get_materialized_partitions(keys[0])
+            for name in sorted(os.listdir(root)):
+                if name not in valid or not os.path.isdir(os.path.join(root, name)):
+                    continue
+                now[root][name] = folder_fingerprint(os.path.join(root, name))
+                if (name in before and before[name] != now[root][name]) or name not in ingested:
+                    prefix = "" if ingest.ingest_at is None else f"{ingest.ingest_at}:"
+                    requests.append(dg.RunRequest(run_key=f"{prefix}{name}:{now[root][name]}", partition_key=name,
+                                                  asset_selection=keys))
         context.update_cursor(json.dumps(now))
-        return requests or dg.SkipReason("no new or changed landing folders")
+        if requests:
+            return requests
+        return dg.SkipReason("; ".join([*(f"no landing folder at {r}" for r in missing),
+                                        *(["no new or changed landing folders"] if len(missing) < len(landings)
+                                          else [])]))
 
     return landing_sensor
-
-

@@ -30,11 +30,12 @@ def check_location(where: str, path: object, table: object, fmt: object) -> None
         raise ValueError(f"{where}.format: a table's format is the catalog's; give it for a path only")
 
 
-def check_absolute(where: str, path: object) -> None:
+def check_absolute(where: str, path: object, field: str = "path") -> None:
     """A relative path would be read from whatever folder the job starts in (a shell's, the
     Dagster code server's, a cluster driver's): the same file would name other data."""
     if isinstance(path, str) and path.strip() and not (path.startswith("/") or URI.match(path)):
-        raise ValueError(f"{where}.path must be an absolute path or a URI (/data/labels, s3a://bucket/labels): "
+        label = where if where.endswith(f".{field}") else f"{where}.{field}"
+        raise ValueError(f"{label} must be an absolute path or a URI (/data/labels, s3a://bucket/labels): "
                          f"a relative one depends on the folder each job starts in, got {path!r}")
 
 

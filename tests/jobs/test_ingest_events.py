@@ -8,6 +8,8 @@ import zlib
 from datetime import date, timedelta
 from pathlib import Path
 
+import pytest
+
 from jobs import delta_io, ingest_events
 from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE
 from windowing_core.config import PipelineConfig
@@ -79,6 +81,29 @@ def test_the_key_field_is_configurable(spark, tmp_path):
     config = PipelineConfig(key_field="account")
     result = ingest_events.ingest(spark, str(tmp_path / "landing"), lake, DAY, DAY, config)
     assert (result.accepted, result.quarantined_by_reason) == (1, {"missing_key": 1})
+
+
+def test_a_group_reads_landing_folders_of_its_own_into_its_sources_ingest(spark, tmp_path, capsys):
+    """``source: {landing: ...}``: the command line ingests that folder (``--source`` names it,
+    no ``--landing``), into the source's folder of the lakehouse."""
+    folder = tmp_path / "orders" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text('{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": 5}\nnot json\n')
+    config = tmp_path / "groups.yaml"
+    orders = {"source": {"landing": str(tmp_path / "orders")}}
+    config.write_text(json.dumps({"groups": {"views": {}, "bought": orders}}))
+    lake = tmp_path / "lake"
+    argv = ["--lakehouse", str(lake), "--date", DAY.isoformat(), "--config", str(config)]
+    assert ingest_events.main([*argv, "--source", "orders"]) == 0
+    assert "1 accepted" in capsys.readouterr().out
+    assert [r.key for r in delta_io.read_table(spark, EVENTS.path(str(lake / "orders"))).collect()] == ["u1"]
+    assert delta_io.read_table(spark, QUARANTINE.path(str(lake / "orders"))).count() == 1
+    assert not (lake / "events").exists()
+    with pytest.raises(SystemExit) as exit_:
+        ingest_events.main([*argv, "--source", "nowhere"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "error: bad configuration: no source nowhere; the configuration reads (the landing folders), orders")
 
 
 def test_each_line_is_parsed_once(spark, tmp_path):

@@ -88,6 +88,26 @@ def test_groups_have_their_own_lineage_and_checks_and_share_each_sources_ingest(
     assert {k.to_user_string() for k in selection.resolve(graph)} == {"events", "quarantine"}
 
 
+def test_the_landing_sensor_ingests_each_landing_source_on_its_own(tmp_path):
+    """A group over landing folders of its own (``source: {landing: ...}``): the sensor watches
+    both roots and asks for each new day of each, with that source's ingest assets only."""
+    default, orders = tmp_path / "landing", tmp_path / "orders"
+    (default / "2025-01-02").mkdir(parents=True)
+    (orders / "2025-01-03").mkdir(parents=True)
+    deployment = Deployment.from_dict({"groups": {"views": {}, "bought": {"source": {"landing": str(orders)}}}})
+    defs = build_definitions(deployment, landing_root=str(default), lakehouse_root=str(tmp_path / "lake"))
+    assert {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()} >= {
+        "events", "orders/events", "bought/window_changes"}
+    assert "orders/event_source" not in {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    sensor = defs.resolve_sensor_def("landing_sensor")
+    with dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), resources=defs.resources) as context:
+        requests = list(sensor(context))
+        cursor = context.cursor
+    assert sorted((r.partition_key, tuple(k.to_user_string() for k in r.asset_selection)) for r in requests) == [
+        ("2025-01-02", ("events", "quarantine")), ("2025-01-03", ("orders/events", "orders/quarantine"))]
+    assert set(json.loads(cursor)) == {str(default), str(orders)}
+
+
 def test_a_bad_progress_interval_fails_when_the_definitions_load(monkeypatch):
     from orchestration.definitions import _defs_from_environment
 

@@ -253,7 +253,7 @@ def test_a_bad_computed_column_or_filter_is_one_line_naming_it(raw, message):
 @pytest.mark.parametrize("source, message", [
     ("db.clicks", "source: expected a mapping with a table"),
     ({"table": "db.clicks", "when": "ts"},
-     r"source: unknown field\(s\) when; known: arrival, format, id, name, path, table, time"),
+     r"source: unknown field\(s\) when; known: arrival, format, id, landing, name, path, table, time"),
     ({"table": "db.clicks", "path": "/data/clicks"}, "source: give a path or a table, one of them"),
     ({"time": "ts"}, "source: give a path or a table, one of them"),
     ({"path": "data/clicks"}, "source.path must be an absolute path or a URI"),

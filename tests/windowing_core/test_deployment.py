@@ -82,6 +82,10 @@ def test_groups_are_read_from_yaml_with_shared_settings_as_anchors(tmp_path):
     ({"groups": {"a": {"source": CLICKS}, "b": {"source": {"path": "/data/clicks", "time": "ts"}}}},
      "groups.b.source: another source is also named clicks"),
     ({"groups": {"a": {"source": {**CLICKS, "name": "events"}}}}, "its ingest would be named events, a table"),
+    ({"groups": {"a": {"source": {"landing": "orders"}}}}, "groups.a: source.landing must be an absolute path"),
+    ({"groups": {"a": {"source": {"landing": "/data/orders", "time": "ts"}}}},
+     r"groups.a: source: landing folders take no time \(each record says its own time, arrival and id\)"),
+    ({"groups": {"a": {"source": {"landing": "/data/orders", "path": "/data/o"}}}}, "landing folders take no path"),
     ({"groups": {"a": {"key": ["user_id", "country"], "spine": {"path": "/s"}}}},
      "groups.a: spine: not yet with a composite key"),
     ({"groups": {"a": {}}, "spine": {"path": "/s"}}, "spine.groups: beside groups:, name the groups"),
@@ -98,6 +102,15 @@ def test_a_bad_group_configuration_is_one_line_naming_it(raw, message):
     with pytest.raises(ValueError, match=message) as err:
         Deployment.from_dict(raw)
     assert "\n" not in str(err.value)
+
+
+def test_a_group_over_landing_folders_of_its_own_has_an_ingest_of_its_own():
+    deployment = Deployment.from_dict({"groups": {"views": {}, "bought": {"source": {"landing": "/data/orders"}}}})
+    bought = deployment.group("bought")
+    ingest = deployment.ingest_of(bought)
+    assert [i.ingest_at for i in deployment.ingests] == [None, "orders"] and not ingest.source.is_table
+    assert ingest.source.columns() == [] and asset_key("events", bought) == ["orders", "events"]
+    assert ingest_root(root("/lake", bought), bought) == "/lake/orders"
 
 
 def test_a_group_is_named_when_it_is_asked_for():
@@ -118,3 +131,11 @@ def test_the_documented_groups_load():
     assert deployment.group("checkout_visits").fields == deployment.group("views").fields
     assert [(g.name, g.key) for g in deployment.spine.groups] == [("views", ("user_id",)),
                                                                   ("clicks", ("user_id", "country"))]
+
+
+def test_a_group_named_twice_is_refused_where_it_is_written(tmp_path):
+    path = tmp_path / "twice.yaml"
+    path.write_text("groups:\n  views: {}\n  clicks: {}\n  views: {where: value > 1}\n")
+    with pytest.raises(ValueError, match=r"groups: key 'views' is given twice \(line 2, column 3 and line 4, "
+                                         r"column 3\)"):
+        Deployment.load(path)
