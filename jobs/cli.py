@@ -70,8 +70,9 @@ def group_arguments(parser: argparse.ArgumentParser, *, ingest: bool = False) ->
     parser.add_argument("--group", default=None, help="the group to run, where the configuration declares groups:"
                         + (" (ingest: the source it reads)" if ingest else ""))
     if ingest:
-        parser.add_argument("--source", default=None, help="where the configuration declares groups: the table "
-                            "source to ingest, by its name (default: the landing folders)")
+        parser.add_argument("--source", default=None, help="where the configuration declares groups: the source "
+                            "to ingest, by its name (a table, or a group's own landing folders; default: the "
+                            "default landing folders)")
 
 
 def load_configuration(args: argparse.Namespace, *, ingest: bool = False) -> PipelineConfig:

@@ -51,7 +51,7 @@ GROUP_TABLES = frozenset(t.name for t in ALL_TABLES) - INGEST_ASSETS
 
 
 def root(lakehouse: str, config: PipelineConfig) -> str:
-    """Where ``config``'s tables live under the lakehouse root: a group's folder, a table
+    """Where ``config``'s tables live under the lakehouse root: a group's folder, a named
     source's shared ingest folder (``windowing_core.deployment``), or the root itself."""
     folder = config.group or config.ingest_at
     return f"{lakehouse.rstrip('/')}/{folder}" if folder else lakehouse
@@ -68,7 +68,7 @@ def ingest_root(group_root: str, config: PipelineConfig) -> str:
 
 def asset_key(name: str, config: PipelineConfig) -> list[str]:
     """The Dagster asset key of a table (or of the source): prefixed by its group, or for the
-    ingest's, by its table source's name; bare without groups."""
+    ingest's, by its named source's; bare without groups and for the default landing folders."""
     prefix = config.ingest_at if name in INGEST_ASSETS else config.group
     return [prefix, name] if prefix else [name]
 

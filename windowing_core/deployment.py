@@ -12,9 +12,10 @@
 A group's tables live under ``<lakehouse>/<group>/`` and its Dagster assets carry the group's
 name as key prefix and asset group. Groups that read the same source share its ingest: one
 ``events`` table per source, read by every group over it, as Chronon's GroupBys share a
-Source. The landing folders' ingest keeps the lakehouse root (``events`` where an ungrouped
-deployment has it); a table source's is ``<lakehouse>/<source name>/``. A configuration without
-``groups:`` is one group with no name, its tables where they always were.
+Source. The default landing folders' ingest keeps the lakehouse root (``events`` where an
+ungrouped deployment has it); a named source's (a table, or landing folders of a group's own) is
+``<lakehouse>/<source name>/``. A configuration without ``groups:`` is one group with no name,
+its tables where they always were. A spine beside ``groups:`` is joined to several of them.
 """
 
 from __future__ import annotations
