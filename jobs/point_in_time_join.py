@@ -62,7 +62,7 @@ PARTITION = "date"
 def read_spine(spark: SparkSession, spine: SpineSpec, first: date | None = None, last: date | None = None) -> DataFrame:
     """The spine's rows (of days ``first .. last`` of its ts, where given)."""
     rows = named_tables.read(spark, spine.path, spine.table, spine.format)
-    keys = (("key", spine.key),) if not spine.groups else tuple(
+    keys = tuple(("key", c) for c in spine.key_columns) if not spine.groups else tuple(
         (f"groups.{g.name}.key", c) for g in spine.groups for c in g.key)
     for label, column in (*keys, ("ts", spine.ts)):
         if column not in rows.columns:
@@ -87,7 +87,8 @@ def joined(spark: SparkSession, lakehouse: str, spine_rows: DataFrame, spine: Sp
     if clashes:
         raise SpineError(f"spine: column(s) {', '.join(clashes)} of {spine.source} clash with the join's output "
                          "columns; rename them")
-    lookups = spine_rows.withColumns({KEY: F.col(spine.key).cast("string"), AT: F.col(spine.ts).cast("timestamp")})
+    lookups = spine_rows.withColumns({KEY: lookup_key(spine.key_columns, config),
+                                      AT: F.col(spine.ts).cast("timestamp")})
     values = with_values_as_of(spark, lakehouse, lookups, config, reading, earliest, latest)
     return values.select(*spine_rows.columns, *[c for spec in reading.windows for c in reading.columns(spec)],
                          F.to_date(AT).alias(PARTITION))
@@ -191,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aggregations", default=None, help="aggregations, comma-separated (default: all)")
     parser.add_argument("--exclusive", action="store_true", default=None,
                         help="a change point exactly at ts is not seen (default: it is)")
-    parser.add_argument("--key-column", default=None, help="the spine's key column (default: key_field)")
+    parser.add_argument("--key-column", default=None,
+                        help="the spine's key column, or a composite key's columns comma-separated (default: the key)")
     parser.add_argument("--ts-column", default=None, help="the spine's timestamp column (default: ts)")
     parser.add_argument("--format", choices=("delta", "parquet"), default=None, help="the spine path's format")
     parser.add_argument("--date", type=_day, default=None, help="first day of ts to join (default: all)")
@@ -210,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             config = load_configuration(args)
             spine = _spine(args, config, config.spine)
+            if len(spine.key_columns) != len(config.key_names):
+                raise ValueError(f"--key-column: the key is {', '.join(config.key_names)}: name as many spine "
+                                 f"columns, in that order, comma-separated")
             Reading.of(config, spine.windows, spine.aggregations, spine.exclusive, where="--windows/--aggregations")
     except ValueError as err:
         parser.error(f"bad configuration: {err}")
@@ -237,6 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _columns(text: str) -> str | tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    return names[0] if len(names) == 1 else names
+
+
 def _spine(args, config: PipelineConfig | None, base: SpineSpec | None) -> SpineSpec:
     """The spine from the command line, over the configuration's (``base``) where both say
     something."""
@@ -251,7 +261,8 @@ def _spine(args, config: PipelineConfig | None, base: SpineSpec | None) -> Spine
     return SpineSpec(
         **{"path": None, "table": None, **location},
         format=args.format or (base.format if base is not None and source is None else None),
-        key=args.key_column or (base.key if base is not None else config.key_field),
+        key=_columns(args.key_column) if args.key_column else (base.key if base is not None else
+                                                                (config.key_fields or config.key_field)),
         ts=args.ts_column or (base.ts if base is not None else "ts"),
         windows=names.get("windows", base.windows if base is not None else None),
         aggregations=names.get("aggregations", base.aggregations if base is not None else None),

@@ -75,7 +75,7 @@ def spine_sample(lakehouse: Path, config: PipelineConfig, limit: int = 5) -> lis
     """A few rows of ``spine_values``: spine rows with their values as of their ts."""
     spine = config.spine
     table = DeltaTable(SPINE_VALUES.path(str(lakehouse))).to_pyarrow_dataset().to_table()
-    shown = [spine.key, spine.ts, *[c for c in table.column_names
+    shown = [*spine.key_columns, spine.ts, *[c for c in table.column_names
                                     if c.endswith(("__window_end", "__event_count", f"__{ranking_aggregation(config)}"))]]
     return table.select(shown).sort_by([(spine.ts, "ascending")]).slice(0, limit).to_pylist()
 

@@ -175,9 +175,11 @@ class PipelineConfig:
             if a.name.lower() in RESERVED_COLUMNS:
                 raise ValueError(f"aggregations.{a.name}: the name is reserved for a column "
                                  f"(names are compared without case: {', '.join(sorted(RESERVED_COLUMNS))})")
-        for label, given in (("spine", self.spine), ("online", self.online)):
-            if given is not None and self.key_fields:
-                raise ValueError(f"{label}: not yet with a composite key (key: [{', '.join(self.key_fields)}])")
+        if self.online is not None and self.key_fields:
+            raise ValueError(f"online: not yet with a composite key (key: [{', '.join(self.key_fields)}])")
+        if self.spine is not None and len(self.spine.key_columns) != len(self.key_names):
+            raise ValueError(f"spine.key: the key is {', '.join(self.key_names)}: name as many spine columns, "
+                             f"in that order, got {', '.join(self.spine.key_columns)}")
         if self.spine is not None:
             selected(self, self.spine.windows, self.spine.aggregations)
         _unique("columns", [n for n, _ in self.columns])
@@ -301,7 +303,7 @@ class PipelineConfig:
             watermark_scope=raw.get("watermark_scope", "global"),
             watermark_clock=raw.get("watermark_clock", "event"),
             freshness_slack=parse_duration(raw.get("freshness_slack", "6h"), field_name="freshness_slack"),
-            spine=None if raw.get("spine") is None else SpineSpec.from_dict(raw["spine"], key_field),
+            spine=None if raw.get("spine") is None else SpineSpec.from_dict(raw["spine"], key_fields or key_field),
             online=None if raw.get("online") is None else OnlineSpec.from_dict(raw["online"]),
             columns=_columns(raw.get("columns")),
             where=raw.get("where"),

@@ -61,7 +61,7 @@ class SpineSpec:
     path: str | None = None
     table: str | None = None
     format: str | None = None
-    key: str = "user_id"
+    key: str | tuple[str, ...] = "user_id"  # several columns for a composite key, in its fields' order
     ts: str = "ts"
     windows: tuple[str, ...] | None = None
     aggregations: tuple[str, ...] | None = None
@@ -71,7 +71,7 @@ class SpineSpec:
     def __post_init__(self) -> None:
         check_location("spine", self.path, self.table, self.format)
         check_column("spine.ts", self.ts)
-        keyed = ([("key", (self.key,))] if not self.groups else
+        keyed = ([("key", (self.key,) if isinstance(self.key, str) else self.key)] if not self.groups else
                  [(f"groups.{g.name}.key", g.key) for g in self.groups])
         for label, columns in keyed:
             for column in columns:
@@ -89,7 +89,7 @@ class SpineSpec:
     def key_columns(self) -> tuple[str, ...]:
         """The spine's columns that make a key: its one ``key``, or every group's."""
         if not self.groups:
-            return (self.key,)
+            return (self.key,) if isinstance(self.key, str) else self.key
         return tuple(dict.fromkeys(c for g in self.groups for c in g.key))
 
     @property
@@ -98,16 +98,24 @@ class SpineSpec:
         return self.path if self.path is not None else self.table
 
     @classmethod
-    def from_dict(cls, raw: Any, key_field: str) -> SpineSpec:
-        """The configuration's ``spine:`` mapping (``key`` defaults to the pipeline's key_field)."""
+    def from_dict(cls, raw: Any, key_field: str | tuple[str, ...]) -> SpineSpec:
+        """The configuration's ``spine:`` mapping (``key`` defaults to the pipeline's key: its
+        field, or a composite key's fields)."""
         if not isinstance(raw, dict):
             raise ValueError("spine: expected a mapping with path (or table), key and ts")
         refuse_unknown(raw, SPINE_FIELDS, "spine")
         check_absolute("spine", raw.get("path"))
         return cls(path=raw.get("path"), table=raw.get("table"), format=raw.get("format"),
-                   key=raw.get("key", key_field), ts=raw.get("ts", "ts"),
+                   key=_key(raw.get("key", key_field)), ts=raw.get("ts", "ts"),
                    windows=_names(raw, "windows"), aggregations=_names(raw, "aggregations"),
                    exclusive=raw.get("exclusive", False))
+
+
+def _key(declared: Any) -> str | tuple[str, ...]:
+    """A spine's key: one column, or a list of them (a composite key)."""
+    if isinstance(declared, (list, tuple)):
+        return declared[0] if len(declared) == 1 else tuple(declared)
+    return declared
 
 
 def joined_from_dict(raw: Any, key_names: dict[str, tuple[str, ...]]) -> SpineSpec:
