@@ -31,8 +31,8 @@ def build_spine_values_asset(config: PipelineConfig) -> dg.AssetsDefinition | No
         return None
     reading = Reading.of(config, spine.windows, spine.aggregations, spine.exclusive)
     return _spine_asset(key(SPINE_VALUES.name, config), asset_group(SPINE_VALUES.name, "serving", config), spine,
-                        _window_deps(config), f"key {', '.join(spine.key_columns)}", ", ".join(w.name for w in reading.windows),
-                        config, lambda lakehouse: tables.root(lakehouse, config))
+                        _window_deps(config), f"key {', '.join(spine.key_columns)}",
+                        ", ".join(w.name for w in reading.windows), config, lambda lakehouse: tables.root(lakehouse, config))
 
 
 def build_joined_spine_asset(deployment: Deployment) -> dg.AssetsDefinition | None:
