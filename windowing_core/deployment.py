@@ -156,9 +156,13 @@ def _unique_folders(groups: list[PipelineConfig]) -> None:
                              "give each a name: source: {..., name: ...}")
 
 
-INGEST_SETTINGS = (("key_field", "key_field"), ("allowed_lateness_days", "allowed_lateness"))
+INGEST_SETTINGS = (("key_names", "key"), ("allowed_lateness_days", "allowed_lateness"))
 """What the ingest of a source applies, so every group over it must say the same: records
 without the key are quarantined, and events beyond the allowed lateness are set aside."""
+
+
+def _shown(value: Any) -> str:
+    return ", ".join(value) if isinstance(value, tuple) else str(value)
 
 
 def _shared_ingest(groups: list[PipelineConfig]) -> PipelineConfig:
@@ -170,8 +174,9 @@ def _shared_ingest(groups: list[PipelineConfig]) -> PipelineConfig:
     for g in groups[1:]:
         for attribute, label in INGEST_SETTINGS:
             if getattr(g, attribute) != getattr(first, attribute):
-                raise ValueError(f"{where} with different {label} ({first.group}: {getattr(first, attribute)}, "
-                                 f"{g.group}: {getattr(g, attribute)}); give them the same, or each its own source")
+                raise ValueError(f"{where} with different {label} ({first.group}: {_shown(getattr(first, attribute))}, "
+                                 f"{g.group}: {_shown(getattr(g, attribute))}); give them the same, or each its own "
+                                 "source")
         if bool(g.fields) != bool(first.fields) or (not first.fields and g.value_field != first.value_field):
             raise ValueError(f"{where}: declare the same fields in each (or none, and the same value_field)")
     fields: dict[str, str] = {}

@@ -73,7 +73,9 @@ def test_groups_are_read_from_yaml_with_shared_settings_as_anchors(tmp_path):
     ({"groups": {"a": {"source": {"table": "db.c", "format": "delta"}}}}, "groups.a: source.format: a table's format"),
     ({"groups": {"a": {"source": {"path": "/d/c", "format": "csv"}}}}, "groups.a: source.format must be one of"),
     ({"groups": {"a": {"key_field": "user_id"}, "b": {"key_field": "ip"}}},
-     "groups a, b read the same source with different key_field"),
+     r"groups a, b read the same source with different key \(a: user_id, b: ip\)"),
+    ({"groups": {"a": {"key": ["user_id", "country"]}, "b": {}}},
+     r"groups a, b read the same source with different key \(a: user_id, country, b: user_id\)"),
     ({"groups": {"a": {"allowed_lateness": "1d"}, "b": {}}}, "groups a, b read the same source with different "
                                                              "allowed_lateness"),
     ({"groups": {"a": {"fields": {"x": "long"}, "aggregations": {"s": "sum"}},
