@@ -7,18 +7,21 @@ rewrite until a vacuum deletes what only versions older than the retention perio
 default) reference, and what a killed run left behind. The Delta log and every version within
 the retention stay readable. Dagster runs it weekly (``orchestration/maintenance.py``).
 
-    python -m jobs.vacuum --lakehouse DIR [--retain-hours H] [--dry-run]
+With groups (``--config``), the tables of every group's and named source's folder too.
+
+    python -m jobs.vacuum --lakehouse DIR [--config FILE] [--retain-hours H] [--dry-run]
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from jobs import delta_io
 from jobs.cli import documented_parser
 from jobs.tables import ALL_TABLES
+from windowing_core.deployment import Deployment
 
 
 @dataclass(frozen=True)
@@ -28,10 +31,12 @@ class Vacuumed:
     bytes: int
 
 
-def vacuum_lakehouse(lakehouse: str, *, retain_hours: int | None = None, dry_run: bool = False,
-                     allow_short_retention: bool = False,
+def vacuum_lakehouse(lakehouse: str, *, folders: Sequence[str | None] = (None,), retain_hours: int | None = None,
+                     dry_run: bool = False, allow_short_retention: bool = False,
                      log: Callable[[str], None] = lambda line: None) -> list[Vacuumed]:
-    """Vacuum every table of the lakehouse that exists; a line per table goes to ``log``.
+    """Vacuum every table of the lakehouse that exists, at its root (None) and in each of
+    ``folders`` (``Deployment.folders``: groups' and named sources'); a line per table goes to
+    ``log``, named ``<folder>/<table>`` below the root.
 
     ``retain_hours`` below a table's own retention (``delta.deletedFileRetentionDuration``) is
     refused unless ``allow_short_retention``: a run still reading an older version, or still
@@ -40,14 +45,15 @@ def vacuum_lakehouse(lakehouse: str, *, retain_hours: int | None = None, dry_run
     if retain_hours is not None and retain_hours < 0:
         raise ValueError(f"retain_hours must be 0 or more, not {retain_hours}")
     done = []
-    for table in ALL_TABLES:
-        path = table.path(lakehouse)
+    for folder, table in ((f, t) for f in folders for t in ALL_TABLES):
+        path = table.path(f"{lakehouse.rstrip('/')}/{folder}" if folder else lakehouse)
         if not delta_io.table_exists(path):
             continue
         files, size = delta_io.vacuum(path, retain_hours=retain_hours, dry_run=dry_run,
                                       enforce_retention=not allow_short_retention)
-        done.append(Vacuumed(table.name, files, size))
-        log(f"{table.name}: {files} files, {size / 2**20:,.1f} MiB {'to delete' if dry_run else 'deleted'}")
+        name = f"{folder}/{table.name}" if folder else table.name
+        done.append(Vacuumed(name, files, size))
+        log(f"{name}: {files} files, {size / 2**20:,.1f} MiB {'to delete' if dry_run else 'deleted'}")
     return done
 
 
@@ -60,9 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allow-short-retention", action="store_true",
                         help="accept --retain-hours below a table's own retention (runs in progress may fail)")
     parser.add_argument("--dry-run", action="store_true", help="count what would be deleted, delete nothing")
+    parser.add_argument("--config", default=None,
+                        help="pipeline configuration YAML: with groups, their folders' tables are vacuumed too")
     args = parser.parse_args(argv)
     try:
-        done = vacuum_lakehouse(args.lakehouse, retain_hours=args.retain_hours, dry_run=args.dry_run,
+        folders = Deployment.load(args.config).folders
+        done = vacuum_lakehouse(args.lakehouse, folders=folders, retain_hours=args.retain_hours, dry_run=args.dry_run,
                                 allow_short_retention=args.allow_short_retention, log=print)
     except ValueError as err:
         parser.error(str(err))

@@ -38,7 +38,7 @@ from jobs.spark_session import SPARK_DEFAULTS, connect_config, local_python, wit
 from jobs.tables import GROUP_TABLES, INGEST_ASSETS
 from orchestration.automation import automation_sensor, build_landing_sensor, with_late_firings
 from orchestration.freshness import build_watermark_check, with_freshness
-from orchestration.maintenance import vacuum_lakehouse_job, vacuum_schedule
+from orchestration.maintenance import build_vacuum
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
 
@@ -74,12 +74,13 @@ def build_definitions(configured: PipelineConfig | Deployment, *, landing_root: 
                   build_watermark_check(group), build_online_check(group, ONLINE_VALUES, daily_partitions))
                 if check is not None),
               *build_joined_spine_checks(deployment, daily_partitions, pool=SPARK_POOL)]
+    vacuum_job, vacuum_schedule = build_vacuum(deployment.folders)
     daily_job = dg.define_asset_job("daily_pipeline", selection=dg.AssetSelection.all(),
                                     description="Every asset for one day: ingest, partials, windows.")
     return dg.Definitions(
         assets=assets,
         asset_checks=checks,
-        jobs=[daily_job, vacuum_lakehouse_job],
+        jobs=[daily_job, vacuum_job],
         # A run's steps share its process and so one Spark session: Dagster's default, a process
         # per step, starts a Spark driver per step. On a laptop that made a three-step run of the
         # CLI test 84 s against 38 s, each check step 20 to 26 s against 2 s.

@@ -5,6 +5,8 @@ Its schedule starts stopped, like the daily one; turn it on in the UI (Automatio
 the job with ``dry_run: true`` first to see what it would delete.
 """
 
+from collections.abc import Sequence
+
 import dagster as dg  # no postponed annotations here: Dagster reads the op's config type from them
 
 from assets.resources import LakehouseResource
@@ -22,26 +24,31 @@ class VacuumConfig(dg.Config):
     """Count what would be deleted and delete nothing."""
 
 
-@dg.op(description="Delete the data files no table version within the retention needs (jobs/vacuum.py).")
-def vacuum_tables(context: dg.OpExecutionContext, config: VacuumConfig, lakehouse: LakehouseResource) -> dg.Output:
-    try:
-        done = vacuum_lakehouse(lakehouse.lakehouse_root, retain_hours=config.retain_hours, dry_run=config.dry_run,
-                                allow_short_retention=config.allow_short_retention, log=context.log.info)
-    except ValueError as err:
-        raise dg.Failure(description=str(err)) from None
-    rows = "\n".join(f"| {v.table} | {v.files} | {v.bytes / 2**20:,.1f} |" for v in done)
-    return dg.Output(None, metadata={
-        "dry_run": config.dry_run,
-        "files": sum(v.files for v in done),
-        "bytes": sum(v.bytes for v in done),
-        "tables": dg.MetadataValue.md("| table | files | MiB |\n|---|---:|---:|\n" + rows),
-    })
+def build_vacuum(folders: Sequence[str | None] = (None,)) -> tuple[dg.JobDefinition, dg.ScheduleDefinition]:
+    """The vacuum job of the lakehouse's tables, at its root and in ``folders`` (every group's
+    and named source's: ``Deployment.folders``), and its weekly schedule."""
 
+    @dg.op(description="Delete the data files no table version within the retention needs (jobs/vacuum.py).")
+    def vacuum_tables(context: dg.OpExecutionContext, config: VacuumConfig,
+                      lakehouse: LakehouseResource) -> dg.Output:
+        try:
+            done = vacuum_lakehouse(lakehouse.lakehouse_root, folders=folders, retain_hours=config.retain_hours,
+                                    dry_run=config.dry_run, allow_short_retention=config.allow_short_retention,
+                                    log=context.log.info)
+        except ValueError as err:
+            raise dg.Failure(description=str(err)) from None
+        rows = "\n".join(f"| {v.table} | {v.files} | {v.bytes / 2**20:,.1f} |" for v in done)
+        return dg.Output(None, metadata={
+            "dry_run": config.dry_run,
+            "files": sum(v.files for v in done),
+            "bytes": sum(v.bytes for v in done),
+            "tables": dg.MetadataValue.md("| table | files | MiB |\n|---|---:|---:|\n" + rows),
+        })
 
-@dg.job(name="vacuum_lakehouse", description="Vacuum every Delta table of the lakehouse.")
-def vacuum_lakehouse_job():
-    vacuum_tables()
+    @dg.job(name="vacuum_lakehouse", description="Vacuum every Delta table of the lakehouse.")
+    def vacuum_lakehouse_job():
+        vacuum_tables()
 
-
-vacuum_schedule = dg.ScheduleDefinition(name="weekly_vacuum", job=vacuum_lakehouse_job, cron_schedule="0 3 * * 0",
-                                        execution_timezone="UTC", description="Sundays at 03:00 UTC.")
+    return vacuum_lakehouse_job, dg.ScheduleDefinition(
+        name="weekly_vacuum", job=vacuum_lakehouse_job, cron_schedule="0 3 * * 0", execution_timezone="UTC",
+        description="Sundays at 03:00 UTC.")

@@ -80,6 +80,12 @@ class Deployment:
             return config
         return _shared_ingest([g for g in self.groups if g.source == config.source])
 
+    @property
+    def folders(self) -> tuple[str | None, ...]:
+        """The lakehouse's folders of tables: the root (None), then each named source's and
+        each group's (``jobs.tables.root``)."""
+        return tuple(dict.fromkeys([None, *(c.group or c.ingest_at for c in (*self.ingests, *self.groups))]))
+
     def source_ingest(self, name: str | None) -> PipelineConfig:
         """The ingest of the source named ``name`` (``ingest_at``); None: the landing folders'."""
         for ingest in self.ingests:

@@ -8,7 +8,7 @@ import pytest
 from assets.resources import LakehouseResource
 from jobs import delta_io, vacuum
 from jobs.tables import MINUTE_PARTIALS, WINDOW_CHANGES
-from orchestration.maintenance import vacuum_lakehouse_job
+from orchestration.maintenance import build_vacuum
 
 DAY = date(2025, 1, 28)
 
@@ -67,8 +67,11 @@ def test_the_command_line_exit_codes(spark, tmp_path, capsys):
 
 
 def test_the_dagster_job_reports_each_table(spark, tmp_path):
+    """Every table of the root and of each group's folder (here: one group, ``views``)."""
     lakehouse = str(tmp_path / "lake")
     rewritten_table(spark, lakehouse, 2)
+    rewritten_table(spark, os.path.join(lakehouse, "views"), 2)
+    vacuum_lakehouse_job, _ = build_vacuum((None, "views"))
     other = os.path.join(lakehouse, "not-a-table")
     spark.createDataFrame([("k", DAY)], "key string, date date").write.parquet(other)
     others = data_files(other)
@@ -78,8 +81,9 @@ def test_the_dagster_job_reports_each_table(spark, tmp_path):
     assert result.success
     [output] = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
     metadata = output.event_specific_data.metadata
-    assert metadata["files"].value == 4 and metadata["dry_run"].value is False  # 2 data files, 2 sidecars
+    assert metadata["files"].value == 8 and metadata["dry_run"].value is False  # 2 data files, 2 sidecars each
     assert f"| {MINUTE_PARTIALS.name} | 4 |" in metadata["tables"].value
+    assert f"| views/{MINUTE_PARTIALS.name} | 4 |" in metadata["tables"].value
     assert WINDOW_CHANGES.name not in metadata["tables"].value  # not materialised: not vacuumed
     assert data_files(other) == others > 0  # a folder of the lakehouse that is no table is left alone
 

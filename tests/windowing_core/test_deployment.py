@@ -43,6 +43,8 @@ def test_groups_over_one_source_share_an_ingest_that_reads_every_field_they_read
     assert ingest_root(root("/lake", clicks), clicks) == "/lake/clicks"
     assert asset_key("events", clicks) == ["clicks", "events"] == asset_key("events", ingest)
     assert deployment.source_ingest("clicks") == ingest and deployment.source_ingest(None) == landing
+    assert deployment.folders == (None, "clicks", "spend", "pages", "clicked")  # what a vacuum walks
+    assert Deployment.from_dict({}).folders == (None,)
 
 
 def test_groups_are_read_from_yaml_with_shared_settings_as_anchors(tmp_path):
