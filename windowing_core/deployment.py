@@ -125,6 +125,11 @@ class Deployment:
             groups.append(replace(config, group=name,
                                   ingest_at=None if config.source is None else config.source.ingest_name))
         _unique_folders(groups)
+        served: dict[tuple[str, str], str] = {}
+        for g in groups:
+            if g.online is not None and served.setdefault((g.online.url, g.online.table), g.group) != g.group:
+                raise ValueError(f"groups.{g.group}.online: group {served[g.online.url, g.online.table]} serves "
+                                 f"into the table {g.online.table} too; give each its own: online: {{table: ...}}")
         spine = None
         if raw.get("spine") is not None:
             spine = joined_from_dict(raw["spine"], {g.group: g.key_names for g in groups})

@@ -95,6 +95,8 @@ def test_groups_are_read_from_yaml_with_shared_settings_as_anchors(tmp_path):
     ({"groups": {"a": {"key": ["user_id", "country"], "spine": {"path": "/s", "key": "u"}}}},
      "groups.a: spine.key: the key is user_id, country: name as many spine columns, in that order, got u"),
     ({"groups": {"a": {}}, "spine": {"path": "/s"}}, "spine.groups: beside groups:, name the groups"),
+    ({"groups": {"a": {"online": {"url": "postgresql://u@h:5432/d"}}, "b": {"online": {"url": "postgresql://u@h:5432/d"}}}},
+     "groups.b.online: group a serves into the table window_values too; give each its own"),
     ({"groups": {"a": {}}, "spine": {"path": "/s", "groups": {"b": {}}}}, "spine.groups.b: no group 'b'"),
     ({"groups": {"a": {}}, "spine": {"path": "/s", "groups": {"a": {"key": ["u", "c"]}}}},
      "spine.groups.a.key: the group's key is user_id: name as many spine columns"),
