@@ -147,10 +147,12 @@ class Deployment:
 
 
 def _unique_folders(groups: list[PipelineConfig]) -> None:
-    """Each group's folder and each table source's ingest folder are different folders."""
+    """Each group's folder and each named source's ingest folder are different folders, also
+    where a file system does not tell upper from lower case."""
     owners: dict[str, str] = {}
     for g in groups:
-        owners.setdefault(g.group.lower(), f"group {g.group}")
+        if owners.setdefault(g.group.lower(), f"group {g.group}") != f"group {g.group}":
+            raise ValueError(f"groups.{g.group}: {owners[g.group.lower()]} differs only in case; name it otherwise")
     sources: dict[str, Any] = {}
     for g in groups:
         if g.source is None:

@@ -70,6 +70,7 @@ def test_groups_are_read_from_yaml_with_shared_settings_as_anchors(tmp_path):
     ({"groups": {"my-views": {}}}, "groups: 'my-views' is not a group name"),
     ({"groups": {"1views": {}}}, "groups: '1views' is not a group name"),
     ({"groups": {"events": {}}}, "groups.events: the name is taken by a table of the lakehouse"),
+    ({"groups": {"views": {}, "Views": {}}}, "groups.Views: group views differs only in case; name it otherwise"),
     ({"groups": {"a": {"where": "nope("}}}, "groups.a: where: "),
     ({"groups": {"a": {"columns": {"x": "y + 1"}, "fields": {"x": "long"}}}}, "groups.a: columns.x: "),
     ({"groups": {"a": {"source": {"table": "db.c", "format": "delta"}}}}, "groups.a: source.format: a table's format"),
