@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from orchestration.ci_checks import exit_code, expected_checks, print_table, rows_of
     from orchestration.definitions import build_definitions
-    from orchestration.report import print_joined_spine, print_summary
+    from orchestration.report import print_ingest, print_joined_spine, print_summary
 
     defs = build_definitions(deployment, landing_root=str(landing), lakehouse_root=str(lakehouse))
     job = defs.resolve_job_def("daily_pipeline")
@@ -117,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         raise_on_error=False,
     )
+    if deployment.grouped:
+        for ingest in deployment.ingests:
+            print_ingest(lakehouse, ingest)
     for group in deployment.groups:
         print_summary(lakehouse, group, [])
     if deployment.spine is not None:

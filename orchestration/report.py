@@ -12,20 +12,19 @@ from deltalake import DeltaTable
 
 from jobs.online_values import lookup
 from jobs.tables import (
-    ALL_TABLES, EVENTS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT, ingest_root, root,
+    ALL_TABLES, EVENTS, LATE_EVENTS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT, root,
 )
 from windowing_core.aggregations import Count, Sum
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
 
 
-def table_rows(lakehouse: Path, config: PipelineConfig | None = None) -> dict[str, int | None]:
-    """Rows per table at ``lakehouse``, a configuration's root (with groups, a group's: its
-    source's events and quarantine are read where its ingest wrote them)."""
+def table_rows(lakehouse: Path, tables=ALL_TABLES) -> dict[str, int | None]:
+    """Rows per table at ``lakehouse`` (a configuration's root: with groups, a group's or a
+    source's folder), None for a table not written."""
     rows = {}
-    for table in ALL_TABLES:
-        shared = config is not None and table in (EVENTS, QUARANTINE)
-        path = table.path(ingest_root(str(lakehouse), config) if shared else str(lakehouse))
+    for table in tables:
+        path = table.path(str(lakehouse))
         try:
             rows[table.name] = DeltaTable(path).to_pyarrow_dataset().count_rows()
         except Exception:  # noqa: BLE001 - a table not written yet is reported as missing
@@ -101,12 +100,29 @@ def print_joined_spine(lakehouse: Path, deployment: Deployment, limit: int = 5) 
         print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
 
 
+def print_ingest(lakehouse: Path, ingest: PipelineConfig) -> None:
+    """With groups: what one source's shared ingest wrote (its events, quarantine, and the
+    events beyond the allowed lateness)."""
+    folder = Path(root(str(lakehouse), ingest))
+    source = ingest.source.location if ingest.source is not None else "the landing folders"
+    print(f"\ningest of {source}: tables (Delta Lake) under {folder}")
+    _print_rows(table_rows(folder, (EVENTS, QUARANTINE, LATE_EVENTS)))
+
+
+def _print_rows(rows: dict[str, int | None], notes: dict[str, str] | None = None) -> None:
+    for name, n in rows.items():
+        note = (notes or {}).get(name)
+        print(f"  {name:<16} {'missing' if n is None else f'{n:>10,} rows'}{f'  ({note})' if note else ''}")
+
+
 def print_summary(lakehouse: Path, config: PipelineConfig, checks: list) -> None:
-    """What ``config`` wrote under the lakehouse root ``lakehouse`` (a group: under its folder)."""
+    """What ``config`` wrote under the lakehouse root ``lakehouse``: a group, its own tables under
+    its folder (``print_ingest`` shows its source's)."""
     lakehouse = Path(root(str(lakehouse), config))
     print(f"\n{'group ' + config.group + ': ' if config.group else ''}tables (Delta Lake) under", lakehouse)
-    for name, n in table_rows(lakehouse, config).items():
-        print(f"  {name:<16} {'missing' if n is None else f'{n:>10,} rows'}")
+    own = ALL_TABLES if config.group is None else [t for t in ALL_TABLES if t not in (EVENTS, QUARANTINE, SPINE_VALUES)]
+    _print_rows(table_rows(lakehouse, own),
+                {LATE_EVENTS.name: "behind the watermark; beyond the lateness: the ingest's"} if config.group else None)
     try:
         title, ranked = top_keys(lakehouse, config)
         print(f"\ntop keys by {title}")
