@@ -38,7 +38,7 @@ def arrival_partials(unique: DataFrame, config: PipelineConfig) -> DataFrame:
         folds += [F.min("arrival_time").alias("first_arrival_time"), F.max("arrival_time").alias("last_arrival_time")]
     for agg in config.aggregations:
         folds += [c.alias(name) for c, name in
-                  zip(agg.spark_accumulate(F.col(agg.field), F.col("arrival_time")), agg.field_columns(), strict=True)]
+                  zip(agg.spark_accumulate(agg.spark_value(), F.col("arrival_time")), agg.field_columns(), strict=True)]
     return (framed.groupBy("key", "frame_start", "event_date").agg(*folds)
             .select("key", "frame_start", *frame_times(config, "arrival"), "event_count", *partial_columns(config),
                     "event_date",

@@ -143,7 +143,7 @@ def to_partials(events: DataFrame, config: PipelineConfig) -> DataFrame:
         folds += [F.min("event_time").alias("first_event_time"), F.max("event_time").alias("last_event_time")]
     for agg in config.aggregations:
         folds += [c.alias(name) for c, name in
-                  zip(agg.spark_accumulate(F.col(agg.field), F.col("event_time")), agg.field_columns(), strict=True)]
+                  zip(agg.spark_accumulate(agg.spark_value(), F.col("event_time")), agg.field_columns(), strict=True)]
     return events.groupBy("key", "frame_start", "event_date").agg(*folds)
 
 
@@ -183,7 +183,7 @@ def frame_sets(events: DataFrame, config: PipelineConfig, first: date,
         carried = [*event_columns(config), *computed, *selected, "watermark"]  # late events are kept whole
         is_late = F.coalesce(F.col("event_time") < F.col("watermark"), F.lit(False))
     else:
-        measured = sorted({a.field for a in config.aggregations})  # only the fields aggregated
+        measured = sorted({r for a in config.aggregations for r in a.reads})  # only the fields aggregated
         carried = ["key", "event_time", *measured, *(["arrival_time"] if config.places_by_arrival else []),
                    *selected]
         is_late = F.lit(False)

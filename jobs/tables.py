@@ -258,7 +258,8 @@ def column_notes(table: str, config: PipelineConfig) -> dict[str, str]:
     if config.key_fields:
         notes["key"] = f"the key: the values of {', '.join(config.key_fields)} as a JSON array of strings"
     for a in config.aggregations:
-        notes[a.name] = f"the {a.kind} of the window's events' {a.field}"
+        notes[a.name] = a.description
+        own = a.partial_notes()
         for column, f in zip(a.field_columns(), a.fields):
-            notes[column] = f"partial of {a.name} ({a.kind}): {_FIELD_NOTES[f.name]}"
+            notes[column] = f"partial of {a.name} ({a.kind}): {own.get(f.name) or _FIELD_NOTES[f.name]}"
     return {c: notes[c] for c, _ in declared_columns(table, config)}

@@ -176,9 +176,10 @@ def with_row_expressions(spark, events, config):
     """The oracle's events with what Spark SQL says of each record (``reference`` step 5): the
     computed fields' values and whether the filter selects it, for every copy before any
     deduplication; what becomes of them afterwards is the oracle's to compute."""
-    if not config.columns and config.where is None:
+    inputs = [row for a in config.aggregations for row in a.row_expressions]  # custom aggregations' partials
+    if not config.columns and config.where is None and not inputs:
         return events
-    source, declared = config.source_fields, dict(config.fields)
+    source, declared = config.source_fields, dict(config.measured_fields)
     doubles = {n for n, t in source if t == "double"}
     rows = [(i, e.key, e.event_time, *(float(v) if n in doubles and v is not None else v
                                        for n, v in ((n, e.field(n)) for n, _ in source)))
@@ -187,6 +188,8 @@ def with_row_expressions(spark, events, config):
     frame = spark.createDataFrame(rows, schema).withColumns(
         {n: F.expr(sql).cast(declared[n]) for n, sql in config.columns})
     verdict = F.coalesce(F.expr(config.where), F.lit(False)) if config.where is not None else F.lit(True)
+    frame = frame.withColumns({f"_input{j}": F.expr(sql).cast(ddl) for j, (_, sql, ddl) in enumerate(inputs)})
     derived = {r["i"]: r for r in frame.withColumn("_selected", verdict).collect()}
-    return [replace(e, fields=(*e.fields, *((n, derived[i][n]) for n, _ in config.columns)),
+    return [replace(e, fields=(*e.fields, *((n, derived[i][n]) for n, _ in config.columns),
+                               *((n, derived[i][f"_input{j}"]) for j, (n, _, _) in enumerate(inputs))),
                     selected=derived[i]["_selected"]) for i, e in enumerate(events)]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from windowing_core import field_types
-from windowing_core.aggregations import DEFAULT_AGGREGATIONS, DEFAULT_FIELD, Aggregation, aggregation
+from windowing_core.aggregations import DEFAULT_AGGREGATIONS, DEFAULT_FIELD, Aggregation, Custom, aggregation
 from windowing_core.expressions import references
 from windowing_core.online import OnlineSpec
 from windowing_core.sessions import SessionSpec
@@ -153,12 +153,12 @@ class PipelineConfig:
         _check_field_names(self.fields, self.key_field)
         measured = dict(self.measured_fields)
         for a in self.aggregations:
-            if a.field not in measured:
-                raise ValueError(f"aggregations.{a.name}: no field {a.field!r}; "
-                                 f"fields declares {', '.join(measured)}")
-            if a.value_type != measured[a.field]:
-                raise ValueError(f"aggregations.{a.name}: field {a.field} is {measured[a.field]}, "
-                                 f"not {a.value_type}")
+            for name, ddl in a.read_types.items():
+                if name not in measured:
+                    raise ValueError(f"aggregations.{a.name}: no field {name!r}; "
+                                     f"fields declares {', '.join(measured)}")
+                if ddl != measured[name]:
+                    raise ValueError(f"aggregations.{a.name}: field {name} is {measured[name]}, not {ddl}")
         if self.allowed_lateness_days > MAX_LATENESS_DAYS:
             raise ValueError(f"allowed_lateness must be at most {MAX_LATENESS_DAYS}d, got {self.allowed_lateness_days}d")
         for label, seconds in (("max_out_of_orderness", self.max_out_of_orderness),
@@ -446,6 +446,8 @@ def _aggregation(name: str, spec: Any, fields: tuple[tuple[str, str], ...], valu
             raise ValueError(f"aggregations.{name}.kind is required in the long form "
                              "{kind: KIND, field: FIELD, ...parameters}")
         kind, field = params.pop("kind"), params.pop("field", None)
+        if kind == "custom":
+            return _custom(name, params, field, fields)
     else:
         kind, field, params = spec, None, {}
     if not fields:  # the one integer value, whatever its JSON name
@@ -462,6 +464,18 @@ def _aggregation(name: str, spec: Any, fields: tuple[tuple[str, str], ...], valu
     if field not in declared:
         raise ValueError(f"aggregations.{name}.field: no field {field!r}; fields declares {', '.join(declared)}")
     return aggregation(kind, name, field, declared[field], **params)
+
+
+def _custom(name: str, params: dict[str, Any], field: Any, fields: tuple[tuple[str, str], ...]) -> Custom:
+    """``{kind: custom, partials: {...}, value: ..., type: ...}`` over the measured fields."""
+    unknown = sorted(set(params) - {"partials", "value", "type"}) + (["field"] if field is not None else [])
+    if unknown:
+        raise ValueError(f"aggregations.{name}.{unknown[0]}: custom takes partials, value and type "
+                         "(a partial's expression names its fields)")
+    if "value" not in params:
+        raise ValueError(f"aggregations.{name}.value is required: an expression over the partials' names")
+    return Custom(name, params.get("partials"), params["value"], params.get("type"),
+                  fields or ((DEFAULT_FIELD, "bigint"),))
 
 
 def _key(raw: dict[str, Any]) -> tuple[str, tuple[str, ...]]:

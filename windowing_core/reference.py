@@ -16,9 +16,10 @@ Deduplication is defined here once for the whole product:
    (minute partials); the watermark runs over every event of step 2, in arrival order.
 5. Under a row filter (``where``), only the events of step 3 it selects reach the partials or
    ``late_events``; the others are counted, not kept (minute partials). Whether it selects an
-   event, and the values of computed fields (``columns``), come with each record
-   (``Event.selected``, ``Event.fields``): they are Spark SQL's per-row semantics, which the
-   oracle takes as given, not the windows' arithmetic, which it checks.
+   event, and the values of computed fields (``columns``) and of custom aggregations' row
+   expressions (``Aggregation.row_expressions``), come with each record (``Event.selected``,
+   ``Event.fields``): they are Spark SQL's per-row semantics, which the oracle takes as given,
+   not the windows' arithmetic, which it checks.
 """
 
 from __future__ import annotations
@@ -144,7 +145,8 @@ def fold(config: PipelineConfig, events: Iterable[Event]) -> tuple:
     """The finished value of every aggregation over the given events."""
     partials = [a.empty() for a in config.aggregations]
     for e in events:
-        partials = [a.accumulate(p, e.field(a.field), e.event_time) for a, p in zip(config.aggregations, partials)]
+        partials = [a.accumulate(p, a.event_value(e.field), e.event_time)
+                    for a, p in zip(config.aggregations, partials)]
     return tuple(a.finish(p) for a, p in zip(config.aggregations, partials))
 
 

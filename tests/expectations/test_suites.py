@@ -15,7 +15,7 @@ from jobs.tables import (
     DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
 )
 from tests.expectations.frames import BEFORE, DAY, NEXT, at, table
-from windowing_core.aggregations import AGGREGATIONS, aggregation
+from windowing_core.aggregations import AGGREGATIONS, Custom, aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import WindowSpec
 
@@ -24,7 +24,8 @@ AGGS = [("count", "count"), ("sum", "sum")] + (
     [("mean", "avg"), ("min", "low"), ("max", "high"), ("var_pop", "spread")] if RICH else [])
 CONFIG = PipelineConfig(
     windows=(WindowSpec.of("1h", "1h", "15m"), WindowSpec.of("6h", "6h", emit="final")),
-    aggregations=tuple(aggregation(kind, name) for kind, name in AGGS),
+    aggregations=(*(aggregation(kind, name) for kind, name in AGGS),  # and a user's own, checked as any other
+                  Custom("ratio", {"s": "sum(value)", "n": "count(*)"}, "s / nullif(n, 0)")),
 )
 DAYS = [DAY, NEXT]
 needs_rich = pytest.mark.skipif(not RICH, reason="mean, min, max and var_pop are not in the algebra yet")

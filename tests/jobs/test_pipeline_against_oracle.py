@@ -28,7 +28,7 @@ from jobs.tables import (
 )
 from tests.landing import composite_key, ensure_days, random_landing, with_row_expressions
 from windowing_core import reference
-from windowing_core.aggregations import AGGREGATIONS, ApproxDistinct, Moments, Variance, aggregation
+from windowing_core.aggregations import AGGREGATIONS, ApproxDistinct, Custom, Moments, Variance, aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
 from windowing_core.reference import session_rows
@@ -89,6 +89,23 @@ SPEND = ("spend", "decimal(18,2)")
 ROW_EXPRESSIONS = {"columns": ((SPEND[0], "amount * 2 + clicks % 3"),),
                    "where": "coalesce(page, '') NOT IN ('cart', 'a b') OR ok"}
 SPEND_AGGREGATIONS = (aggregation("sum", "sum_spend", *SPEND), aggregation("max", "max_spend", *SPEND))
+
+# Aggregations of the users' own (kind: custom) over the typed and computed fields: invertible
+# ones (exact sums of longs and decimals, counts) and ones over tiles (min, max, a double's sum),
+# values of each family, a division by zero, nulls, and a value cast to a long.
+_TYPED = (*TYPED_FIELDS, SPEND)
+CUSTOM_AGGREGATIONS = (
+    Custom("weighted", {"n": "sum(clicks)", "s": "sum(amount * clicks)", "spent": "sum(spend * 1.5)"},
+           "s / n + spent / 1000", fields=_TYPED),
+    Custom("ok_rate", {"yes": "sum(CASE WHEN ok THEN 1 ELSE 0 END)", "seen": "count(ok)", "every": "count(*)"},
+           "CASE WHEN seen > 0 THEN yes / seen END + nullif(every, 0) * 0", fields=_TYPED),
+    Custom("spread", {"hi": "max(latency)", "lo": "min(latency)", "twice": "sum(latency * 2)"},
+           "if(hi IS NOT NULL AND hi > lo, hi - lo, abs(greatest(twice, -1) - least(lo, 0)))", fields=_TYPED),
+    Custom("pages", {"top": "max(page)", "low": "min(page)"}, "coalesce(top, '') <> coalesce(low, '')",
+           fields=_TYPED),
+    Custom("half", {"c": "count(page)", "m": "max(amount)"}, "-c * 2.5 + coalesce(m, 0) * 0", type="long",
+           fields=_TYPED),
+)
 
 FIRST = date(2025, 1, 28)
 EVENT_DAYS = 3
@@ -169,10 +186,10 @@ CASES = [
      EVERY_AGGREGATION, {"late_policy": "drop", "max_out_of_orderness": 7200}),
     # typed fields (nulls, missing, negatives, longs past 2**63, decimals, doubles, strings,
     # booleans): keyed sliding, final rows, cumulating and non-keyed windows, late events dropped,
-    # a computed field and a row filter
+    # a computed field, a row filter and custom aggregations
     (9, (WindowSpec.of("1d", "1d", "10m"), WindowSpec.of("3h", "3h", "20m", offset="-5m", emit="final"),
          WindowSpec.of("cumulating", "6h", step="1h"), WindowSpec.of("all", "1h", "10m", keyed=False)), False,
-     EVERY_TYPED_AGGREGATION + SPEND_AGGREGATIONS,
+     EVERY_TYPED_AGGREGATION + SPEND_AGGREGATIONS + CUSTOM_AGGREGATIONS,
      {"fields": (*TYPED_FIELDS, SPEND), "late_policy": "drop", "max_out_of_orderness": 1800, **ROW_EXPRESSIONS}),
     # Chronon's kinds on typed fields, day by day (each day continues a histogram from the day
     # before's snapshot): a 2-day window over day tiles, and a non-keyed cumulating one

@@ -17,9 +17,9 @@ import pytest
 from jobs import delta_io, errors, ingest_events, minute_partials, point_in_time_join, sliding_windows
 from jobs.point_in_time import Reading, values_as_of
 from orchestration.report import top_keys
-from tests.landing import ensure_days, random_landing
+from tests.landing import ensure_days, random_landing, with_row_expressions
 from windowing_core import reference
-from windowing_core.aggregations import aggregation
+from windowing_core.aggregations import Custom, aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import session_rows
 from windowing_core.sessions import SessionSpec
@@ -37,7 +37,8 @@ CONFIG = PipelineConfig(
     windows=(WindowSpec.of("1h", "1h", "10m"), WindowSpec.of("3h", "3h", emit="final"),
              WindowSpec.of("day_cn", "1d", offset="-8h")),
     sessions=(SessionSpec.of("visits", "30m"), SessionSpec.of("live", "20m", emit="changes")),
-    aggregations=(aggregation("count"), aggregation("sum"), aggregation("max"), aggregation("mean")),
+    aggregations=(aggregation("count"), aggregation("sum"), aggregation("max"), aggregation("mean"),
+                  Custom("per_event", {"s": "sum(value * 2)", "n": "count(*)"}, "s / n - 1")),  # a user's own
 )
 
 
@@ -60,7 +61,7 @@ def materialise_with_a_late_firing(spark, tmp_path, seed):
     ingest_events.ingest(spark, str(root), lake, early + timedelta(days=1), LAST_WINDOW_DAY + timedelta(days=1), CONFIG)
     minute_partials.run(spark, lake, FIRST, FIRST + timedelta(days=EVENT_DAYS - 1), CONFIG)
     sliding_windows.run(spark, lake, FIRST, LAST_WINDOW_DAY, CONFIG)
-    return landing.events, lake
+    return with_row_expressions(spark, landing.events, CONFIG), lake
 
 
 def spine_instants(events, rng: random.Random) -> list[tuple[str, datetime]]:

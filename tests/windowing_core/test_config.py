@@ -1,5 +1,9 @@
+from functools import reduce
+from pathlib import Path
+
 import pytest
 
+from windowing_core import config_yaml
 from windowing_core.config import PipelineConfig, reads_day_tiles
 
 
@@ -426,3 +430,58 @@ def test_a_bad_online_store_names_the_field_and_never_shows_a_password(online, m
     with pytest.raises(ValueError) as refused:
         PipelineConfig.from_dict({"online": online})
     assert message in str(refused.value) and "hunter2" not in str(refused.value)
+
+
+CLICKS = {"fields": {"clicked": "long", "price": "decimal(12,2)", "quantity": "long", "page": "string"}}
+
+
+def test_custom_aggregations_as_the_docs_write_them():
+    """The example of docs/reference/aggregations.md#your-own-aggregations-kind-custom, as written."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "aggregations.md").read_text()
+    example = page.split("## Your own aggregations", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    ctr, weighted, pages = PipelineConfig.from_dict(config_yaml.load(example)).aggregations
+    assert (ctr.kind, ctr.invertible, ctr.output_type, ctr.reads) == ("custom", True, "double", ("clicked",))
+    assert [(f.name, f.spark_type) for f in weighted.fields] == [("w", "decimal(38,0)"), ("wp", "decimal(38,2)")]
+    assert weighted.field_columns() == ["weighted_price__w", "weighted_price__wp"]
+    assert weighted.row_expressions == (("weighted_price.w", "quantity", "bigint"),
+                                        ("weighted_price.wp", "price * quantity", "decimal(33,2)"))
+    assert (pages.invertible, pages.output_type) == (False, "boolean")
+    clicked = reduce(ctr.accumulate, [(1, 1), (0, 1), (1, 1)], ctr.empty())  # as the page says
+    assert ctr.finish(clicked) == 0.6666666666666666 and ctr.finish(ctr.deduct(clicked, clicked)) is None
+    assert pages.finish(pages.accumulate(pages.empty(), ("b", "a"))) is True
+
+
+def _custom(partials, value="x", **more):
+    return {**CLICKS, "aggregations": {"c": {"kind": "custom", "partials": partials, "value": value, **more}}}
+
+
+@pytest.mark.parametrize("raw, message", [
+    (_custom({"x": "sum(nope)"}), r"aggregations.c.partials.x: 'nope' refers to 'nope', which is none of clicked"),
+    (_custom({"x": "avg(clicked)"}), r"aggregations.c.partials.x: .*avg is not a partial's function; use sum"),
+    (_custom({"x": "sum(sum(clicked))"}), r"aggregations.c.partials.x: .*nests an aggregate"),
+    (_custom({"x": "sum(clicked) + 1"}), r"aggregations.c.partials.x: .*arithmetic over partials belongs in value"),
+    (_custom({"x": "sum(clicked"}), r"aggregations.c.partials.x: .*does not parse as Spark SQL"),
+    (_custom({"x": "sum(page)"}), r"aggregations.c.partials.x: sum needs a number, 'page' is string"),
+    (_custom({"x": "count(DISTINCT page)"}), r"aggregations.c.partials.x: .*without DISTINCT"),
+    (_custom({"x": "sum(rand())"}), r"aggregations.c.partials.x: .*differs between runs"),
+    (_custom({"x": "max(upper(page))"}), r"aggregations.c.partials.x: .*the type of upper is not known .*cast it"),
+    (_custom({"a__b": "count(*)"}), r"aggregations.c.partials.a__b: a partial's name uses letters"),
+    (_custom({"x": "count(*)", "X": "count(*)"}), r"aggregations.c.partials: two partials' names differ only in case"),
+    (_custom({}), r"aggregations.c.partials: expected a mapping"),
+    (_custom({"x": "sum(clicked)"}, "y"),
+     r"aggregations.c.value: 'y' refers to y, which is none of the partials \(x\)"),
+    (_custom({"x": "sum(clicked)"}, "sum(x)"), r"aggregations.c.value: .*aggregates; the value sees the partials"),
+    (_custom({"x": "sum(clicked)"}, "sqrt(x)"), r"aggregations.c.value: .*is not in a value's subset"),
+    (_custom({"x": "sum(clicked)"}, "x +"), r"aggregations.c.value: .*does not parse"),
+    (_custom({"x": "sum(clicked)", "p": "max(page)"}, "x + p"), r"aggregations.c.value: .*needs double operands"),
+    (_custom({"x": "sum(clicked)"}, "if(x, 1, 2)"), r"aggregations.c.value: .*a condition must be true or false"),
+    (_custom({"x": "sum(clicked)"}, "null"), r"aggregations.c.value: always null"),
+    (_custom({"x": "sum(clicked)"}, type="decimal(10,2)"), r"aggregations.c.type: 'decimal\(10,2\)': a value is one"),
+    (_custom({"x": "sum(clicked)"}, "x > 1", type="double"), r"aggregations.c.type: double does not fit the value"),
+    ({**CLICKS, "aggregations": {"c": {"kind": "custom", "partials": {"x": "count(*)"}}}},
+     r"aggregations.c.value is required"),
+    (_custom({"x": "count(*)"}, field="page"), r"aggregations.c.field: custom takes partials, value and type"),
+])
+def test_a_bad_custom_aggregation_is_one_line_naming_it(raw, message):
+    with pytest.raises(ValueError, match=message):
+        PipelineConfig.from_dict(raw)

@@ -21,6 +21,10 @@ parameter (``aggregations.<name>.<param>: ...``). Its partial's layout (``fields
 ``output_type`` and ``invertible`` are the instance's: they may depend on the value type and
 the parameters, so every caller reads them from the instance.
 
+A configuration may also define its own (``custom``): named partials, each a built-in ``sum``,
+``count``, ``min`` or ``max`` over a Spark SQL row expression, and a value over them; built by
+``windowing_core.config`` from its fields, not by the factory.
+
 The jobs never branch on an aggregation's kind or type; they read ``invertible`` to choose the
 sliding method:
 
@@ -80,6 +84,7 @@ from windowing_core.aggregations.chronon import (
     TopK,
     UniqueCount,
 )
+from windowing_core.aggregations.custom import Custom
 from windowing_core.aggregations.sums import (
     SUM_TYPE,
     Additive,
@@ -95,11 +100,11 @@ from windowing_core.aggregations.sums import (
 from windowing_core.aggregations.tiles import ApproxDistinct, Extreme, First, Last, Max, Min, Ordered
 
 __all__ = [
-    "AGGREGATIONS", "DEFAULT_AGGREGATIONS", "DEFAULT_FIELD", "HLL_LG_K", "KLL_K", "KLL_RANK_ERROR", "MAX_K", "SUM_TYPE",
-    "Additive", "Aggregation", "ApproxDistinct", "ApproxPercentile", "BottomK", "Count", "Extreme", "First", "FirstK",
-    "Histogram", "KList", "Kurtosis", "Last", "LastK", "Max", "Mean", "Min", "Moments", "Ordered", "Partial",
-    "PartialField", "Skew", "StddevPop", "StddevSample", "Sum", "TopK", "UniqueCount", "Variance", "VariancePop",
-    "VarianceSample", "aggregation",
+    "AGGREGATIONS", "DEFAULT_AGGREGATIONS", "DEFAULT_FIELD", "HLL_LG_K", "KLL_K", "KLL_RANK_ERROR", "MAX_K",
+    "SUM_TYPE", "Additive", "Aggregation", "ApproxDistinct", "ApproxPercentile", "BottomK", "Count", "Custom",
+    "Extreme", "First", "FirstK", "Histogram", "KList", "Kurtosis", "Last", "LastK", "Max", "Mean", "Min",
+    "Moments", "Ordered", "Partial", "PartialField", "Skew", "StddevPop", "StddevSample", "Sum", "TopK",
+    "UniqueCount", "Variance", "VariancePop", "VarianceSample", "aggregation",
 ]
 
 AGGREGATIONS: dict[str, type[Aggregation]] = {
@@ -127,6 +132,7 @@ AGGREGATIONS: dict[str, type[Aggregation]] = {
 }
 
 KINDS.update({cls: kind for kind, cls in AGGREGATIONS.items()})
+KINDS[Custom] = "custom"  # built from its configuration by ``windowing_core.config``, not the factory
 
 
 def aggregation(kind: str, name: str | None = None, field: str = DEFAULT_FIELD, value_type: str = "bigint",

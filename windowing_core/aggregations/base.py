@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Context, Decimal
 from fractions import Fraction
@@ -101,6 +101,42 @@ class Aggregation(ABC):
     def kind(self) -> str:
         """The name the configuration gives this aggregation's kind (``count``, ``mean``, ...)."""
         return KINDS[type(self)]
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The events' fields this aggregation reads."""
+        return (self.field,)
+
+    @property
+    def read_types(self) -> dict[str, str]:
+        """Each field read, with the type it was built for."""
+        return {self.field: self.value_type}
+
+    @property
+    def row_expressions(self) -> tuple[tuple[str, str, str], ...]:
+        """``(name, Spark SQL, type)`` of the per-event inputs Spark computes for it (a custom
+        aggregation's partials' expressions); none for a kind that reads its field as it is."""
+        return ()
+
+    def event_value(self, field: Callable[[str], Any]) -> Any:
+        """What ``accumulate`` takes of one event, given a lookup of its fields by name."""
+        return field(self.field)
+
+    def spark_value(self) -> Column:
+        """What ``spark_accumulate`` takes of the events: the field's column."""
+        from pyspark.sql import functions as F
+
+        return F.col(self.field)
+
+    @property
+    def description(self) -> str:
+        """What the finished value is, for catalogs and the Dagster UI."""
+        return f"the {self.kind} of the window's events' {self.field}"
+
+    def partial_notes(self) -> dict[str, str]:
+        """What a partial field holds, where the kind's own names do not say
+        (``jobs.tables.column_notes`` knows the built-in ones)."""
+        return {}
 
     def field_columns(self) -> list[str]:
         """Column names of this aggregation's partial in ``minute_partials`` and snapshots."""
