@@ -4,6 +4,7 @@ An asset only where the configuration names a spine (``spine:``). Day D joins th
 whose ts falls on D (``jobs.point_in_time_join``), after the window days they read.
 """
 
+import math
 from collections.abc import Callable
 
 import dagster as dg
@@ -17,11 +18,12 @@ from assets.spark_launch import SparkLaunchResource, job_days
 from assets.spark_work import SPARK_POOL
 from jobs import point_in_time_join, tables
 from jobs.point_in_time import Reading
-from jobs.tables import SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT, asset_group
+from jobs.tables import MINUTE_PARTIALS, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT, asset_group
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
 from windowing_core.spine import SpineSpec
+from windowing_core.window_spec import DAY_SECONDS
 
 
 def build_spine_values_asset(config: PipelineConfig) -> dg.AssetsDefinition | None:
@@ -29,9 +31,9 @@ def build_spine_values_asset(config: PipelineConfig) -> dg.AssetsDefinition | No
     spine = config.spine
     if spine is None:
         return None
-    reading = Reading.of(config, spine.windows, spine.aggregations, spine.exclusive)
+    (_, reading), = point_in_time_join.readings(spine, config)
     return _spine_asset(key(SPINE_VALUES.name, config), asset_group(SPINE_VALUES.name, "serving", config), spine,
-                        _window_deps(config), f"key {', '.join(spine.key_columns)}",
+                        _window_deps(config, reading), f"key {', '.join(spine.key_columns)}",
                         ", ".join(w.name for w in reading.windows), config, lambda lakehouse: tables.root(lakehouse, config))
 
 
@@ -41,17 +43,24 @@ def build_joined_spine_asset(deployment: Deployment) -> dg.AssetsDefinition | No
     spine = deployment.spine
     if spine is None:
         return None
-    deps = [dep for g in spine.groups for dep in _window_deps(deployment.group(g.name))]
+    read = [reading for _, reading in point_in_time_join.readings(spine, deployment)]
+    deps = [dep for g, reading in zip(spine.groups, read) for dep in _window_deps(deployment.group(g.name), reading)]
     keys = "; ".join(f"{g.name} by {', '.join(g.key)}" for g in spine.groups)
-    windows = ", ".join(f"{g.name}.{w.name}" for g in spine.groups for w in Reading.of(
-        deployment.group(g.name), g.windows, g.aggregations, spine.exclusive).windows)
+    windows = ", ".join(f"{g.name}.{w.name}" for g, reading in zip(spine.groups, read) for w in reading.windows)
     return _spine_asset(dg.AssetKey(SPINE_VALUES.name), "serving", spine, deps, keys, windows, deployment,
                         lambda lakehouse: lakehouse)
 
 
-def _window_deps(config: PipelineConfig) -> list[dg.AssetDep]:
-    return [dg.AssetDep(key(table.name, config), partition_mapping=windows_of_spine_day(config, snapshot=snapshot))
+def _window_deps(config: PipelineConfig, reading: Reading) -> list[dg.AssetDep]:
+    """The window tables of the days a spine day reads; with windows read at the instant itself
+    (``precision: event``), also the partials of the days those windows reach."""
+    deps = [dg.AssetDep(key(table.name, config), partition_mapping=windows_of_spine_day(config, snapshot=snapshot))
             for table, snapshot in ((WINDOW_CHANGES, False), (WINDOW_SNAPSHOT, True))]
+    if reading.exact:
+        reach = math.ceil(max(w.length for w in reading.exact) / DAY_SECONDS)
+        deps.append(dg.AssetDep(key(MINUTE_PARTIALS.name, config),
+                                partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-reach, end_offset=0)))
+    return deps
 
 
 def _spine_asset(asset_key: dg.AssetKey, group: str, spine: SpineSpec, deps: list[dg.AssetDep], keys: str,
@@ -68,7 +77,7 @@ def _spine_asset(asset_key: dg.AssetKey, group: str, spine: SpineSpec, deps: lis
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SPARK_POOL,
         description=f"Each row of the spine {spine.source} ({keys}, ts {spine.ts}) with the values of "
-                    f"{windows} as of its ts (their latest change point {bound} it), by day of ts.",
+                    f"{windows} as of its ts ({_as_of(spine, bound)}), by day of ts.",
     )
     def spine_values(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource,
                      spark_launch: SparkLaunchResource) -> dg.MaterializeResult:
@@ -87,8 +96,15 @@ def _spine_asset(asset_key: dg.AssetKey, group: str, spine: SpineSpec, deps: lis
             "spine": spine.source,
             "windows": windows,
             "exclusive": spine.exclusive,
+            "precision": spine.precision,
             "spine_days": f"{first} .. {last}",
             "path": dg.MetadataValue.path(SPINE_VALUES.path(root)),
         })
 
     return spine_values
+
+
+def _as_of(spine: SpineSpec, bound: str) -> str:
+    if spine.precision == "event":
+        return f"sliding and cumulating windows exactly as of ts, the others their latest change point {bound} it"
+    return f"their latest change point {bound} it"

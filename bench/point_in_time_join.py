@@ -20,6 +20,13 @@ Measured in one Spark session, interleaved, best of ``--repeat`` after an untime
 It prints both, their ratio, the rows in (spine rows, change points, snapshot rows) and the
 join's physical plan operators: a sort-merge as-of join shows one Window over the union and no
 join of spine rows to change points at all (no cross product, no per-row lookup).
+
+With ``--precision event`` the lakehouse is made by the jobs themselves instead (``--events``
+generated events, ``bench.generate``, through the partials and windows jobs), since an exact read
+also reads the partials and the events, and the join is timed both ways on the same tables:
+``precision: bucket`` and ``precision: event``, with their ratio.
+
+    .venv/bin/python -m bench.point_in_time_join --spine-rows 100000 --precision event
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from jobs import delta_io, point_in_time_join
+from bench import generate
+from jobs import delta_io, minute_partials, point_in_time_join, sliding_windows
 from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
 from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter
 from windowing_core.config import PipelineConfig
@@ -82,13 +90,23 @@ def write_window_tables(spark: SparkSession, lake: str, keys: int, days: int, pe
     return written, snapshots
 
 
-def write_spine(spark: SparkSession, path: str, rows: int, keys: int, days: int) -> None:
+def write_by_the_jobs(spark: SparkSession, lake: str, events: int, keys: int, days: int) -> tuple[int, int]:
+    """The events, partials and window tables of ``days`` days, made by the jobs: rows of
+    window_changes and window_snapshot."""
+    last = FIRST + timedelta(days=days - 1)
+    generate.write_events(spark, lake, events, FIRST, days, keys)
+    minute_partials.run(spark, lake, FIRST, last, CONFIG)
+    sliding_windows.run(spark, lake, FIRST, last, CONFIG)
+    return (delta_io.row_count(WINDOW_CHANGES.path(lake)), delta_io.row_count(WINDOW_SNAPSHOT.path(lake)))
+
+
+def write_spine(spark: SparkSession, path: str, rows: int, keys: int, days: int, key_format: str = "k%d") -> None:
     start_ms = int(datetime(FIRST.year, FIRST.month, FIRST.day, tzinfo=timezone.utc).timestamp()) * 1000
     ms = F.pmod(F.xxhash64("id", F.lit(5)), F.lit(days * DAY * 1000))
     on_minute = F.pmod(F.xxhash64("id", F.lit(6)), F.lit(4)) == 0
     ms = F.when(on_minute, ms - F.pmod(ms, F.lit(60_000))).otherwise(ms)
     (spark.range(rows)
-     .select(F.concat(F.lit("k"), F.pmod(F.xxhash64("id", F.lit(4)), F.lit(keys)).cast("string")).alias("user_id"),
+     .select(F.format_string(key_format, F.pmod(F.xxhash64("id", F.lit(4)), F.lit(keys))).alias("user_id"),
              F.timestamp_millis(F.lit(start_ms) + ms).alias("ts"), (F.col("id") % 10 == 0).alias("label"))
      .write.mode("overwrite").parquet(path))
 
@@ -101,8 +119,9 @@ def floor(spark: SparkSession, spine: str, out: str) -> int:
     return written["rows_written"]
 
 
-def join(spark: SparkSession, lake: str, spine: str, out: str) -> int:
-    return point_in_time_join.run(spark, lake, out, SpineSpec(path=spine, format="parquet"), CONFIG)["rows_written"]
+def join(spark: SparkSession, lake: str, spine: str, out: str, precision: str = "bucket") -> int:
+    spec = SpineSpec(path=spine, format="parquet", precision=precision)
+    return point_in_time_join.run(spark, lake, out, spec, CONFIG)["rows_written"]
 
 
 def plan_operators(spark: SparkSession, lake: str, spine: str) -> Counter:
@@ -133,6 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", default="bench/.work/pit")
     parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--precision", choices=("bucket", "event"), default="bucket",
+                        help="event: tables made by the jobs, and the join timed with precision bucket and event")
+    parser.add_argument("--events", type=float, default=None, help="with --precision event: events generated "
+                        "(default: 10 per spine row)")
     args = parser.parse_args(argv)
     spine_rows = int(args.spine_rows)
     keys = args.keys or min(max(spine_rows // 10, 1000), 1_000_000)
@@ -143,17 +166,26 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(work, ignore_errors=True)
     lake, spine = str(work / "lakehouse"), str(work / "spine")
     started = time.perf_counter()
-    changes, snapshots = write_window_tables(spark, lake, keys, args.days, args.changes_per_key_day)
-    write_spine(spark, spine, spine_rows, keys, args.days)
+    exact = args.precision == "event"
+    if exact:
+        changes, snapshots = write_by_the_jobs(spark, lake, int(args.events or 10 * spine_rows), keys, args.days)
+        write_spine(spark, spine, spine_rows, keys, args.days, key_format="u%07d")  # bench.generate's keys
+    else:
+        changes, snapshots = write_window_tables(spark, lake, keys, args.days, args.changes_per_key_day)
+        write_spine(spark, spine, spine_rows, keys, args.days)
     print(f"generated in {time.perf_counter() - started:.1f}s: {spine_rows:,} spine rows, {keys:,} keys, "
           f"{changes:,} change points and {snapshots:,} snapshot rows over {args.days} days", flush=True)
     operators = plan_operators(spark, lake, spine)
     print("join plan operators:", ", ".join(f"{n} x{c}" for n, c in sorted(operators.items())), flush=True)
-    results = {"floor": [], "join": []}
+    runs = [("floor", lambda out: floor(spark, spine, out)), ("join", lambda out: join(spark, lake, spine, out))]
+    if exact:
+        runs.append(("join_event", lambda out: join(spark, lake, spine, out, "event")))
+    results = {name: [] for name, _ in runs}
     for i in range(args.repeat + 1):  # the first round warms up, untimed
-        for name, fn, out in (("floor", floor, work / "floor"), ("join", join, work / "joined")):
+        for name, fn in runs:
+            out = work / name
             shutil.rmtree(out, ignore_errors=True)
-            seconds = timed(fn, spark, spine, str(out)) if name == "floor" else timed(fn, spark, lake, spine, str(out))
+            seconds = timed(fn, str(out))
             if i:
                 results[name].append(seconds)
     best = {name: min(times) for name, times in results.items()}
@@ -164,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{best['join'] / best['floor']:.2f}x |")
     print(f"(best of {args.repeat}; all rounds: floor {', '.join(f'{t:.2f}' for t in results['floor'])}; "
           f"join {', '.join(f'{t:.2f}' for t in results['join'])})")
+    if exact:
+        print(f"precision event: {best['join_event']:.2f} s, {best['join_event'] / best['join']:.2f}x the join with "
+              f"precision bucket, {best['join_event'] / best['floor']:.2f}x the floor (all rounds: "
+              f"{', '.join(f'{t:.2f}' for t in results['join_event'])})")
     return 0
 
 

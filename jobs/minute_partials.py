@@ -171,10 +171,11 @@ def minute_partials(events: DataFrame, config: PipelineConfig, first: date,
     return partials, late
 
 
-def frame_sets(events: DataFrame, config: PipelineConfig, first: date,
-               last: date) -> tuple[DataFrame, DataFrame, DataFrame | None]:
-    """``minute_partials``' two results, and where a window is by arrival time the same
-    accepted events' frames by arrival time (``jobs.arrival_frames``), else None."""
+def accepted_and_late(events: DataFrame, config: PipelineConfig, first: date,
+                      last: date) -> tuple[DataFrame, Column]:
+    """The events of event days ``first .. last`` the partials fold, before the late policy: each
+    event id once (the copy that arrived first), with its computed fields, where the filter
+    selects it; and which of them are late (behind the watermark, under ``drop``)."""
     events = events.transform(with_computed_columns, config)
     selected = [SELECTED] if config.where is not None else []
     if config.late_policy == "drop":  # the watermark runs over every arrival, whatever its day
@@ -190,6 +191,28 @@ def frame_sets(events: DataFrame, config: PipelineConfig, first: date,
     unique = events.transform(filter_event_days, first, last).transform(deduplicate_across_arrivals, carried)
     if selected:  # the filter judges the copy that won, and late or not, the others are not this group's
         unique = unique.where(F.col(SELECTED)).drop(SELECTED)
+    return unique, is_late
+
+
+def read_events(spark: SparkSession, lakehouse: str, config: PipelineConfig, first: date, last: date) -> DataFrame:
+    """The ingested events of every arrival day that can hold events of days ``first .. last``."""
+    return delta_io.read_table(spark, EVENTS.path(ingest_root(lakehouse, config)),
+                               partition_filters=day_filter("arrival_date", *arrival_days(first, last, config)))
+
+
+def accepted_events(spark: SparkSession, lakehouse: str, config: PipelineConfig, first: date, last: date) -> DataFrame:
+    """The events of days ``first .. last`` exactly as the partials job folds them into frames
+    (``key``, ``event_time``, ``event_date`` and what the aggregations read): for reads that
+    need the events inside a frame (``jobs.point_in_time_exact``)."""
+    unique, is_late = accepted_and_late(read_events(spark, lakehouse, config, first, last), config, first, last)
+    return unique.where(~is_late)
+
+
+def frame_sets(events: DataFrame, config: PipelineConfig, first: date,
+               last: date) -> tuple[DataFrame, DataFrame, DataFrame | None]:
+    """``minute_partials``' two results, and where a window is by arrival time the same
+    accepted events' frames by arrival time (``jobs.arrival_frames``), else None."""
+    unique, is_late = accepted_and_late(events, config, first, last)
     partials = (
         unique.where(~is_late)
         .transform(with_frame_start, config.bucket)
@@ -225,9 +248,7 @@ def write_tables(lakehouse: str, tables: list[tuple[Table, DataFrame, list]],
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
     """Compute event days ``first .. last``; replace their partitions of minute_partials,
     daily_partials (where kept) and (behind the watermark) late_events in one routed write."""
-    events = delta_io.read_table(spark, EVENTS.path(ingest_root(lakehouse, config)),
-                                 partition_filters=day_filter("arrival_date", *arrival_days(first, last, config)))
-    partials, late, arrival = frame_sets(events, config, first, last)
+    partials, late, arrival = frame_sets(read_events(spark, lakehouse, config, first, last), config, first, last)
     days = day_filter("event_date", first, last)
     late_days = [*days, ("reason", "=", BEHIND_WATERMARK)]
     late_path = LATE_EVENTS.path(lakehouse)

@@ -39,7 +39,10 @@ point is of the day it reads. All windows share the one sort. A snapshot row of 
 is placed at the first window end of day ``D``, so that only reads of ``D``'s windows see it.
 The cost is a sort of the rows in (lookups and points), not rows times points.
 
-    python -m jobs.point_in_time --lakehouse DIR --at 2025-01-30T12:00:00Z [--key K ...]
+With ``precision: event`` (``--precision event``) a sliding or cumulating window is read at the
+instant itself instead: ``jobs.point_in_time_exact``.
+
+    python -m jobs.point_in_time --lakehouse DIR --at 2025-01-30T12:00:00Z [--key K ...] [--precision event]
 """
 
 from __future__ import annotations
@@ -55,12 +58,13 @@ from pyspark.sql import functions as F
 
 from jobs import delta_io, errors
 from jobs.cli import documented_parser, group_arguments, load_configuration
+from jobs.point_in_time_exact import with_exact_values
 from jobs.sliding_windows import continued_windows
 from jobs.tables import ARRIVAL_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, days
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.sessions import SessionSpec
-from windowing_core.spine import selected
+from windowing_core.spine import PRECISIONS, read_at_instant, selected
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
 MICROS = 1_000_000
@@ -80,17 +84,24 @@ class Reading:
     windows: tuple[WindowSpec | SessionSpec, ...]
     aggregations: tuple[Aggregation, ...]
     exclusive: bool = False
+    precision: str = "bucket"  # "event": sliding and cumulating windows exact at the instant
 
     @classmethod
     def of(cls, config: PipelineConfig, windows: tuple[str, ...] | None = None,
-           aggregations: tuple[str, ...] | None = None, exclusive: bool = False, *, where: str = "spine") -> Reading:
+           aggregations: tuple[str, ...] | None = None, exclusive: bool = False, *, where: str = "spine",
+           precision: str = "bucket") -> Reading:
         """A join's reading: by name, every keyed window and every aggregation by default."""
         specs, aggs = selected(config, windows, aggregations, where=where)
-        return cls(specs, aggs, exclusive)
+        return cls(specs, aggs, exclusive, precision)
 
     @classmethod
-    def everything(cls, config: PipelineConfig) -> Reading:
-        return cls((*config.windows, *config.sessions), tuple(config.aggregations))
+    def everything(cls, config: PipelineConfig, precision: str = "bucket") -> Reading:
+        return cls((*config.windows, *config.sessions), tuple(config.aggregations), precision=precision)
+
+    @property
+    def exact(self) -> list[WindowSpec]:
+        """The windows read at the instant itself (``precision: event``), not at a bucket end."""
+        return [w for w in self.windows if self.precision == "event" and read_at_instant(w)]
 
     def columns(self, spec: WindowSpec | SessionSpec) -> list[str]:
         """A window's output columns in a join, in order."""
@@ -286,9 +297,15 @@ def with_values_as_of(spark: SparkSession, lakehouse: str, lookups: DataFrame, c
         carried = [nothing.alias(f"_pit_{i}") for i in range(len(reading.windows))]
     kept = lookups.columns
     answered = rows.select(*kept, _RANK, *carried).where(F.col(_RANK) == rank)
-    outputs = [c for i, spec in enumerate(reading.windows)
+    exact = {spec.name for spec in reading.exact}
+    outputs = [c for i, spec in enumerate(reading.windows) if spec.name not in exact
                for c in _answer(F.col(f"_pit_{i}"), spec, reading, unknown.get(spec.name, []))]
-    return answered.select(*kept, *outputs)
+    answered = answered.select(*kept, *outputs)
+    if exact:
+        columns = {spec.name: reading.columns(spec) for spec in reading.exact}
+        answered = answered.join(with_exact_values(spark, lakehouse, lookups, KEY, AT, config, reading.exact,
+                                                   reading.aggregations, columns, earliest, latest), [KEY, AT], "left")
+    return answered.select(*kept, *[c for spec in reading.windows for c in reading.columns(spec)])
 
 
 def _point_type(reading: Reading) -> str:
@@ -324,18 +341,23 @@ def _answer(point: Column, spec: WindowSpec | SessionSpec, reading: Reading, unk
 
 
 def values_as_of(spark: SparkSession, lakehouse: str, at: datetime, config: PipelineConfig,
-                 keys: list[str] | None = None) -> DataFrame:
+                 keys: list[str] | None = None, precision: str = "bucket") -> DataFrame:
     """``key, window, window_end, event_count, <aggregations>`` of every non-empty key and window
     at ``at``: ``with_values_as_of`` with one lookup per key (the keys given, or every key of
     the rows read), keys with an empty or unknown value left out."""
-    reading = Reading.everything(config)
+    reading = Reading.everything(config, precision)
     plan = _Plan(reading, config, at, at)
     points = [p for p in (_change_points(spark, lakehouse, plan, keys), _snapshot_points(spark, lakehouse, plan, keys)[0])
               if p is not None]
     if keys is not None:
         lookups = spark.createDataFrame([(k,) for k in keys], f"{KEY} string")
     else:
-        lookups = reduce(DataFrame.unionByName, [p.select(KEY) for p in points]).distinct()
+        known = [p.select(KEY) for p in points]
+        if reading.exact:  # a key whose only events came after the last window end has no point yet
+            reach = at - timedelta(seconds=max(w.length for w in reading.exact))
+            days = day_filter("event_date", reach.date(), at.date())
+            known.append(_read(spark, MINUTE_PARTIALS.path(lakehouse), days, None).select(F.col("key").alias(KEY)))
+        lookups = reduce(DataFrame.unionByName, known).distinct()
     lookups = lookups.withColumn(AT, F.lit(at).cast("timestamp"))
     joined = with_values_as_of(spark, lakehouse, lookups, config, reading, at, at, keys)
     answers = []
@@ -367,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--key", action="append", help="a key to read (repeatable); default: all keys")
     parser.add_argument("--config", default=None)
     parser.add_argument("--limit", type=int, default=50, help="rows to print (default 50)")
+    parser.add_argument("--precision", choices=PRECISIONS, default="bucket",
+                        help="event: sliding and cumulating windows hold exactly the events before --at "
+                             "(default: bucket, the window ending at the last end before it)")
     group_arguments(parser)
     args = parser.parse_args(argv)
     try:
@@ -374,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(f"bad configuration: {err}")
     try:
-        rows = values_as_of(get_spark(roots=[args.lakehouse]), args.lakehouse, args.at, config, args.key)
+        rows = values_as_of(get_spark(roots=[args.lakehouse]), args.lakehouse, args.at, config, args.key,
+                            args.precision)
         rows.orderBy("window", "key").show(args.limit, truncate=False)
     except errors.MissingTableError as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)

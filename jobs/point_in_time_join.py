@@ -23,6 +23,10 @@ and each aggregation's ``finish(empty())`` (count 0, sum 0, approx_distinct 0, t
 Where the tables cannot say (a window's first day, before the key's first change point of the
 day, with frames before that day), event_count and the values are null: unknown, not empty.
 
+With ``precision: event`` (``--precision event``) a sliding or cumulating window holds exactly
+the events before ts, to the microsecond (``jobs.point_in_time_exact``): ``window_end`` and
+``read_at`` are ts itself, and the partials and events of the days its windows reach are read.
+
 The window tables must be materialised for the days the spine reaches (``L``'s day and the day
 before; for sessions every day up to ts's). Non-keyed windows (``keyed: false``) hold one value
 for every key and are not joined: read them with ``jobs.point_in_time``.
@@ -34,7 +38,7 @@ named like an output column, is refused. The output is Delta, partitioned by ``d
 replaces the partitions of the spine's days (or of ``--date .. --until``), one atomic commit.
 
     python -m jobs.point_in_time_join --lakehouse DIR --spine PATH_OR_TABLE --out PATH
-        [--windows 7d,1h] [--aggregations count,sum] [--exclusive]
+        [--windows 7d,1h] [--aggregations count,sum] [--exclusive] [--precision event]
         [--key-column user_id] [--ts-column ts] [--format delta|parquet] [--date D [--until D]]
 """
 
@@ -54,7 +58,7 @@ from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
 from jobs.tables import SPINE_VALUES, day_filter, root
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
-from windowing_core.spine import SpineSpec
+from windowing_core.spine import PRECISIONS, SpineSpec
 
 PARTITION = "date"
 
@@ -113,8 +117,9 @@ def readings(spine: SpineSpec, config: PipelineConfig | Deployment) -> list[tupl
     reading, unprefixed; a spine joined to several groups one per group, ``<group>__``."""
     if isinstance(config, Deployment):
         return [(f"{g.name}__", Reading.of(config.group(g.name), g.windows, g.aggregations, spine.exclusive,
-                                           where=f"spine.groups.{g.name}")) for g in spine.groups]
-    return [("", Reading.of(config, spine.windows, spine.aggregations, spine.exclusive))]
+                                           where=f"spine.groups.{g.name}", precision=spine.precision))
+                for g in spine.groups]
+    return [("", Reading.of(config, spine.windows, spine.aggregations, spine.exclusive, precision=spine.precision))]
 
 
 def lookup_key(columns: tuple[str, ...], config: PipelineConfig) -> Column:
@@ -129,17 +134,16 @@ def joined_groups(spark: SparkSession, lakehouse: str, spine_rows: DataFrame, sp
     """The spine's rows with each joined group's columns, ``<group>__<window>__<column>``, and
     ``date``: one as-of join (one sort) per group, in turn, each over the rows the one before
     returned, every group read as of the same ts by its own key."""
-    readings = [(g, deployment.group(g.name)) for g in spine.groups]
-    readings = [(g, config, Reading.of(config, g.windows, g.aggregations, spine.exclusive,
-                                       where=f"spine.groups.{g.name}")) for g, config in readings]
-    outputs = {f"{g.name}__{c}" for g, _, reading in readings for spec in reading.windows
+    groups = [(g, deployment.group(g.name), reading) for g, (_, reading) in zip(spine.groups,
+                                                                                readings(spine, deployment))]
+    outputs = {f"{g.name}__{c}" for g, _, reading in groups for spec in reading.windows
                for c in reading.columns(spec)} | {PARTITION}
     clashes = sorted(c for c in spine_rows.columns if c in outputs or c.startswith("_pit_"))
     if clashes:
         raise SpineError(f"spine: column(s) {', '.join(clashes)} of {spine.source} clash with the join's output "
                          "columns; rename them")
     rows = spine_rows
-    for g, config, reading in readings:
+    for g, config, reading in groups:
         lookups = rows.withColumns({KEY: lookup_key(g.key, config), AT: F.col(spine.ts).cast("timestamp")})
         values = with_values_as_of(spark, root(lakehouse, config), lookups, config, reading, earliest, latest)
         rows = values.select(*rows.columns, *[F.col(c).alias(f"{g.name}__{c}") for spec in reading.windows
@@ -152,25 +156,23 @@ def run(spark: SparkSession, lakehouse: str, out: str, spine: SpineSpec, config:
     """Join the spine's rows (of days ``first .. last``, or all) and replace those days of ``out``;
     ``config`` a group's (its windows' columns) or, for a spine joined to several groups, the
     deployment (their columns, ``joined_groups``)."""
-    if isinstance(config, Deployment):
-        windows = [f"{g.name}.{w.name}" for g in spine.groups
-                   for w in Reading.of(config.group(g.name), g.windows, g.aggregations, spine.exclusive).windows]
-    else:
-        reading = Reading.of(config, spine.windows, spine.aggregations, spine.exclusive)
-        windows = [w.name for w in reading.windows]
+    read = readings(spine, config)
+    windows = [f"{prefix.removesuffix('__')}.{w.name}" if prefix else w.name for prefix, r in read for w in r.windows]
     rows = read_spine(spark, spine, first, last)
     earliest, latest = spine_bounds(rows, spine)
     if first is None:
         if earliest is None:
-            return {"rows_written": 0, "days": None, "windows": windows, "exclusive": spine.exclusive}
+            return {"rows_written": 0, "days": None, "windows": windows, "exclusive": spine.exclusive,
+                    "precision": spine.precision}
         first, last = earliest.date(), latest.date()
     if earliest is None:  # no rows those days: their partitions are emptied
         earliest = latest = datetime.combine(first, time(), timezone.utc)
     result = (joined_groups(spark, lakehouse, rows, spine, config, earliest, latest) if isinstance(config, Deployment)
-              else joined(spark, lakehouse, rows, spine, config, reading, earliest, latest))
+              else joined(spark, lakehouse, rows, spine, config, read[0][1], earliest, latest))
     written = delta_io.replace_partitions(result, out, partition_by=[PARTITION],
                                           partition_filters=day_filter(PARTITION, first, last))
-    return {**written, "days": [first.isoformat(), last.isoformat()], "windows": windows, "exclusive": spine.exclusive}
+    return {**written, "days": [first.isoformat(), last.isoformat()], "windows": windows,
+            "exclusive": spine.exclusive, "precision": spine.precision}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aggregations", default=None, help="aggregations, comma-separated (default: all)")
     parser.add_argument("--exclusive", action="store_true", default=None,
                         help="a change point exactly at ts is not seen (default: it is)")
+    parser.add_argument("--precision", choices=PRECISIONS, default=None,
+                        help="event: sliding and cumulating windows hold exactly the events before ts "
+                             "(default: the configuration's, else bucket)")
     parser.add_argument("--key-column", default=None,
                         help="the spine's key column, or a composite key's columns comma-separated (default: the key)")
     parser.add_argument("--ts-column", default=None, help="the spine's timestamp column (default: ts)")
@@ -267,6 +272,7 @@ def _spine(args, config: PipelineConfig | None, base: SpineSpec | None) -> Spine
         windows=names.get("windows", base.windows if base is not None else None),
         aggregations=names.get("aggregations", base.aggregations if base is not None else None),
         exclusive=args.exclusive if args.exclusive is not None else (base.exclusive if base is not None else False),
+        precision=args.precision or (base.precision if base is not None else "bucket"),
         groups=base.groups if base is not None else ())
 
 

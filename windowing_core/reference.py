@@ -35,6 +35,7 @@ from windowing_core.aggregations import DEFAULT_FIELD
 from windowing_core.change_points import change_points
 from windowing_core.config import PipelineConfig
 from windowing_core.sessions import SessionSpec, micros, sessions
+from windowing_core.spine import read_at_instant
 from windowing_core.watermark import is_late, watermarks
 from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, from_epoch_seconds, to_epoch_seconds
 
@@ -318,6 +319,30 @@ def values_as_of(events: Iterable[Event], config: PipelineConfig, lookups: list[
             before = [r for r in closed[(spec.name, key)] if r.window_end < at or (r.window_end == at and not exclusive)]
             last = max(before, key=lambda r: r.window_end, default=None)
             answer[spec.name] = (None, 0, empty) if last is None else (last.window_end, last.event_count, last.values)
+        answers.append(answer)
+    return answers
+
+
+def values_at_instant(events: Iterable[Event], config: PipelineConfig,
+                      lookups: list[tuple[str, datetime]]) -> list[dict]:
+    """``precision: event``, brute force: per lookup ``(key, at)`` and keyed window read at the
+    instant itself (``spine.read_at_instant``), ``(at, event_count, values)`` of the key's
+    events with event time in ``[at - length, at)``, or for a cumulating window from the start
+    of the period its window ending at ``at`` belongs to."""
+    mine: dict[str, list[Event]] = defaultdict(list)
+    for e in accepted_events(events, config):
+        mine[e.key].append(e)
+    specs = [s for s in config.windows if s.keyed and read_at_instant(s)]
+    answers = []
+    for key, at in lookups:
+        answer = {}
+        for spec in specs:
+            if spec.cumulating:  # period bounds are whole seconds: the second before at says which
+                lo = from_epoch_seconds(spec.period_start(to_epoch_seconds(at - timedelta(microseconds=1))))
+            else:
+                lo = at - timedelta(seconds=spec.length)
+            inside = [e for e in mine[key] if lo <= e.event_time < at]
+            answer[spec.name] = (at, len(inside), fold(config, inside))
         answers.append(answer)
     return answers
 

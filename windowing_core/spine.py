@@ -11,6 +11,7 @@ The configuration's ``spine:`` names one for the Dagster asset ``spine_values``;
       windows: [7d, visits]       # default: every keyed window and session window
       aggregations: [count, sum]  # default: every aggregation
       exclusive: false            # true: a change point exactly at ts is not seen
+      precision: bucket           # event: sliding windows hold exactly the events of [ts - length, ts)
 
 Bounds, once: a spine row at ``ts`` sees the change points (and closed sessions) whose
 ``window_end <= ts``; with ``exclusive``, ``window_end < ts``. Never one after ``ts``.
@@ -33,10 +34,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from windowing_core.named_table import check_absolute, check_column, check_location
-from windowing_core.window_spec import refuse_unknown
+from windowing_core.sessions import SessionSpec
+from windowing_core.window_spec import WindowSpec, refuse_unknown
 
-SPINE_FIELDS = {"path", "table", "format", "key", "ts", "windows", "aggregations", "exclusive"}
-JOINED_FIELDS = {"path", "table", "format", "ts", "exclusive", "groups"}
+SPINE_FIELDS = {"path", "table", "format", "key", "ts", "windows", "aggregations", "exclusive", "precision"}
+JOINED_FIELDS = {"path", "table", "format", "ts", "exclusive", "precision", "groups"}
+PRECISIONS = ("bucket", "event")
+"""How a read places its instant: at the last window end before it (``bucket``), or exactly
+(``event``: ``jobs.point_in_time_exact``)."""
+
+
+def read_at_instant(spec: WindowSpec | SessionSpec) -> bool:
+    """Whether ``precision: event`` reads the window at the instant itself: a sliding or
+    cumulating window of event time emitting changes. A tumbling or final window's last window
+    is exact already, a session's rows are its own, an arrival window's frames are by arrival."""
+    return (isinstance(spec, WindowSpec) and spec.emit == "changes" and spec.time == "event"
+            and (spec.cumulating or not spec.tumbling))
 GROUP_FIELDS = {"key", "windows", "aggregations"}
 
 
@@ -67,6 +80,7 @@ class SpineSpec:
     aggregations: tuple[str, ...] | None = None
     exclusive: bool = False
     groups: tuple[SpineGroup, ...] = ()
+    precision: str = "bucket"
 
     def __post_init__(self) -> None:
         check_location("spine", self.path, self.table, self.format)
@@ -80,6 +94,8 @@ class SpineSpec:
                     raise ValueError(f"spine.{label} and spine.ts are both {column!r}")
         if not isinstance(self.exclusive, bool):
             raise ValueError(f"spine.exclusive must be true or false, got {self.exclusive!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"spine.precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         for label in ("windows", "aggregations"):
             names = getattr(self, label)
             if names is not None and (not names or not all(isinstance(n, str) for n in names)):
@@ -108,7 +124,7 @@ class SpineSpec:
         return cls(path=raw.get("path"), table=raw.get("table"), format=raw.get("format"),
                    key=_key(raw.get("key", key_field)), ts=raw.get("ts", "ts"),
                    windows=_names(raw, "windows"), aggregations=_names(raw, "aggregations"),
-                   exclusive=raw.get("exclusive", False))
+                   exclusive=raw.get("exclusive", False), precision=raw.get("precision", "bucket"))
 
 
 def _key(declared: Any) -> str | tuple[str, ...]:
@@ -147,7 +163,8 @@ def joined_from_dict(raw: Any, key_names: dict[str, tuple[str, ...]]) -> SpineSp
         groups.append(SpineGroup(name, tuple(key), _names(spec, "windows", where),
                                  _names(spec, "aggregations", where)))
     return SpineSpec(path=raw.get("path"), table=raw.get("table"), format=raw.get("format"), ts=raw.get("ts", "ts"),
-                     exclusive=raw.get("exclusive", False), groups=tuple(groups))
+                     exclusive=raw.get("exclusive", False), groups=tuple(groups),
+                     precision=raw.get("precision", "bucket"))
 
 
 def _names(raw: dict, label: str, where: str = "spine") -> tuple[str, ...] | None:

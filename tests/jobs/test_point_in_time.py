@@ -39,6 +39,15 @@ def test_values_as_of_any_instant_equal_a_brute_force_fold(spark, tmp_path):
                     expected[(key, spec.name)] = value
         assert got == expected, moment
         assert got, "the instants must fall where keys have values"
+    # read exactly at the instant (precision: event): the sliding 2d window holds the events of
+    # [t - 2d, t); the final 6h window is read as above
+    moment = instants[0]
+    got = {(r.key, r.window): (r.window_end.replace(tzinfo=timezone.utc), r["count"], r["sum"], r["max"])
+           for r in values_as_of(spark, lake, moment, CONFIG, precision="event").collect() if r.window == "2d"}
+    exact = reference.values_at_instant(landing.events, CONFIG, [(k, moment) for k in sorted(timelines)])
+    assert got == {(k, "2d"): (moment, *answer["2d"][2])
+                   for k, answer in zip(sorted(timelines), exact) if answer["2d"][1]}
+    assert got, "the instant must fall where keys have values"
 
 
 def test_values_for_one_key(spark, tmp_path):

@@ -35,7 +35,7 @@ MS = timedelta(milliseconds=1)
 # at 03:00 reads the day before's end), and sessions (final rows, and change points while open).
 CONFIG = PipelineConfig(
     windows=(WindowSpec.of("1h", "1h", "10m"), WindowSpec.of("3h", "3h", emit="final"),
-             WindowSpec.of("day_cn", "1d", offset="-8h")),
+             WindowSpec.of("day_cn", "1d", offset="-8h"), WindowSpec.of("so_far", "6h", step="2h")),
     sessions=(SessionSpec.of("visits", "30m"), SessionSpec.of("live", "20m", emit="changes")),
     aggregations=(aggregation("count"), aggregation("sum"), aggregation("max"), aggregation("mean"),
                   Custom("per_event", {"s": "sum(value * 2)", "n": "count(*)"}, "s / n - 1")),  # a user's own
@@ -85,11 +85,11 @@ def spine_instants(events, rng: random.Random) -> list[tuple[str, datetime]]:
     return rows
 
 
-def joined_rows(spark, tmp_path, lake, rows, *, exclusive, name):
+def joined_rows(spark, tmp_path, lake, rows, *, exclusive, name, precision="bucket"):
     spine_path = str(tmp_path / f"{name}.parquet")
     spark.createDataFrame([(i, key, moment, f"label{i}") for i, (key, moment) in enumerate(rows)],
                           "row_id int, user_id string, ts timestamp, label string").write.parquet(spine_path)
-    spine = SpineSpec(path=spine_path, exclusive=exclusive)
+    spine = SpineSpec(path=spine_path, exclusive=exclusive, precision=precision)
     out = str(tmp_path / f"{name}_out")
     result = point_in_time_join.run(spark, lake, out, spine, CONFIG)
     assert result["rows_written"] == len(rows)
@@ -122,6 +122,29 @@ def test_every_joined_value_equals_the_oracle_as_of_its_row_and_none_comes_from_
                 seen_values += count > 0
         assert seen_values > len(lookups), "the spine must find values"
 
+    # precision: event, on the same tables: the sliding (1h) and cumulating (so_far) windows hold
+    # exactly the events of [ts - 1h, ts) and [period start, ts), at random milliseconds and at
+    # the instants where an event enters (ts on it) or leaves (ts - 1h on it); the others as above.
+    accepted = reference.accepted_events(events, CONFIG)
+    rng = random.Random(12)
+    lookups += [(e.key, e.event_time + d) for e in rng.sample(accepted, 15) for d in (timedelta(0), MS, -MS)]
+    lookups += [(e.key, e.event_time + timedelta(hours=1) + d) for e in rng.sample(accepted, 10)
+                for d in (timedelta(0), MS)]
+    got = joined_rows(spark, tmp_path, lake, lookups, exclusive=False, name="spine_event", precision="event")
+    exact = reference.values_at_instant(events, CONFIG, lookups)
+    bucket = reference.values_as_of(events, CONFIG, lookups)
+    assert {name for answer in exact for name in answer} == {"1h", "so_far"}
+    differs = 0
+    for i, ((key, moment), want, before) in enumerate(zip(lookups, exact, bucket)):
+        row = got[i]
+        for window, (end, count, values) in {**before, **want}.items():
+            actual = (row[f"{window}__event_count"], *[row[f"{window}__{a}"] for a in aggregations])
+            assert actual == (count, *values), ("event", window, key, moment)
+            if window in want:
+                assert row[f"{window}__window_end"].replace(tzinfo=timezone.utc) == moment
+                differs += (count, *values) != (before[window][1], *before[window][2])
+    assert differs > 10, "the instants must fall where the exact value is not the bucket's"
+
 
 def test_point_in_time_reads_of_a_sessions_only_configuration(spark, tmp_path):
     """``values_as_of`` answers sessions: each key's latest closed session at or before the instant."""
@@ -153,7 +176,8 @@ def test_point_in_time_reads_of_a_sessions_only_configuration(spark, tmp_path):
 
 
 def test_reading_windows_by_name_and_refusals():
-    assert [w.name for w in Reading.of(CONFIG).windows] == ["1h", "3h", "day_cn", "visits", "live"]
+    assert [w.name for w in Reading.of(CONFIG).windows] == ["1h", "3h", "day_cn", "so_far", "visits", "live"]
+    assert [w.name for w in Reading.of(CONFIG, precision="event").exact] == ["1h", "so_far"]
     assert [a.name for a in Reading.of(CONFIG, ("visits",), ("sum",)).aggregations] == ["sum"]
     with pytest.raises(ValueError, match="spine.windows: 7d not configured"):
         Reading.of(CONFIG, ("7d",))

@@ -267,9 +267,8 @@ def test_a_configuration_of_sessions_alone_loads_and_its_output_watermark_is_the
 def test_spine_values_is_an_asset_with_its_blocking_check_only_where_a_spine_is_configured():
     """Spine day D reads the change points of D - 1 .. D (a 1d window ends up to a day before its
     row) and the snapshots of the days before them; without ``spine:`` there is no such asset."""
-    config = PipelineConfig.from_dict({"windows": {"1h": {"length": "1h", "slide": "10m"}, "daily": {"length": "1d"},
-                                                   "visits": {"gap": "30m"}},
-                                       "spine": {"path": "/data/labels", "ts": "labelled_at"}})
+    windows = {"1h": {"length": "1h", "slide": "10m"}, "daily": {"length": "1d"}, "visits": {"gap": "30m"}}
+    config = PipelineConfig.from_dict({"windows": windows, "spine": {"path": "/data/labels", "ts": "labelled_at"}})
     graph = build_definitions(config, landing_root="l", lakehouse_root="h").resolve_asset_graph()
     spine = graph.get(dg.AssetKey("spine_values"))
     changes, snapshot = (spine.partition_mappings[dg.AssetKey(t)] for t in ("window_changes", "window_snapshot"))
@@ -279,6 +278,13 @@ def test_spine_values_is_an_asset_with_its_blocking_check_only_where_a_spine_is_
     checks = {k.name: k for k in graph.asset_check_keys if k.asset_key == dg.AssetKey("spine_values")}
     assert set(checks) == {"values_not_after_row_time", "spine_rows_joined_once"}
     assert all(graph.get_check_spec(k).blocking for k in checks.values())
+    assert dg.AssetKey("minute_partials") not in spine.parent_keys
+    # read at the instant itself, the 1h window also reads the partials of the day before
+    exact = PipelineConfig.from_dict({"windows": windows, "spine": {"path": "/data/labels", "precision": "event"}})
+    exact_spine = build_definitions(exact, landing_root="l", lakehouse_root="h").resolve_asset_graph().get(
+        dg.AssetKey("spine_values"))
+    partials = exact_spine.partition_mappings[dg.AssetKey("minute_partials")]
+    assert (partials.start_offset, partials.end_offset) == (-1, 0)
     plain = build_definitions(PipelineConfig(), landing_root="l", lakehouse_root="h").resolve_asset_graph()
     assert dg.AssetKey("spine_values") not in plain.get_all_asset_keys()
     assert not [k for k in plain.asset_check_keys if k.asset_key == dg.AssetKey("spine_values")]

@@ -146,6 +146,7 @@ def test_a_spine_takes_its_key_from_the_key_field_and_names_what_it_attaches():
     ({"path": "/x", "windows": ["30d"]}, "spine.windows: 30d not configured"),
     ({"path": "/x", "aggregations": ["p99"]}, "spine.aggregations: p99 not configured"),
     ({"path": "/x", "exclusive": "yes"}, "spine.exclusive must be true or false"),
+    ({"path": "/x", "precision": "exact"}, "spine.precision must be one of bucket, event, got 'exact'"),
     ({"path": "/x", "label": "y"}, "spine: unknown field.*label"),
     ("/x", "spine: expected a mapping"),
 ])
