@@ -319,9 +319,9 @@ COMMANDS = [
     ("jobs.point_in_time_join", "A spine of labelled moments joined to the values as of each."),
     ("jobs.online_values", "Load a day's window values into the online store (PostgreSQL), or read a key's."),
     ("jobs.vacuum", "Delete data files no version within the retention needs."),
-    ("jobs.demo_events", "Write the seeded demo event set into a landing folder."),
     ("jobs.jvm_packages", "Fetch (or list) the pinned JVM jars."),
     ("jobs.spark_session", "Build the class archive a job's JVM starts from, once (`bash run.sh setup` does)."),
+    ("orchestration.demo_events", "Write the seeded demo event set into a landing folder."),
     ("orchestration.demo", "The demo (`bash run.sh demo`): every asset over the demo's days."),
     ("orchestration.ci_checks", "CI: materialise demo days and judge every check."),
 ]

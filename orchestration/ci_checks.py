@@ -167,7 +167,7 @@ def materialise_with_checks(defs, first: date, last: date):
 
 
 def run(args: argparse.Namespace, workdir: Path) -> int:
-    from jobs.demo_events import generate_demo_events
+    from orchestration.demo_events import generate_demo_events
     from orchestration.definitions import build_definitions
     from windowing_core.deployment import Deployment
 

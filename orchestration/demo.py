@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").resolve()))
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
 
-    from jobs.demo_events import generate_demo_events, generate_demo_purchases, generate_demo_spine
+    from orchestration.demo_events import generate_demo_events, generate_demo_purchases, generate_demo_spine
     from windowing_core.deployment import Deployment
 
     started = time.monotonic()

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from expectations.catalog import ERROR, WARN, catalog
 from jobs import delta_io
-from jobs.demo_events import generate_demo_events
+from orchestration.demo_events import generate_demo_events
 from jobs.tables import EVENTS, QUARANTINE
 from orchestration.definitions import build_definitions
 from tests.expectations.frames import DAY, NEXT

@@ -30,7 +30,7 @@ What the set contains, per event day:
   identical line, later in the same folder or in the next day's folder.
 - ``malformed_per_day`` broken lines cycling through :data:`MALFORMED_KINDS`.
 
-Run alone: ``python -m jobs.demo_events --landing DIR [--start YYYY-MM-DD] [--days N] ...``.
+Run alone: ``python -m orchestration.demo_events --landing DIR [--start YYYY-MM-DD] [--days N] ...``.
 """
 
 from __future__ import annotations
@@ -619,7 +619,7 @@ def _share_arg(text: str) -> float:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m jobs.demo_events",
+        prog="python -m orchestration.demo_events",
         description="Write a seeded, realistic demo event set (newline-delimited JSON, plain and "
                     "gzipped) under LANDING/<arrival date>/. Same arguments, same bytes.",
     )

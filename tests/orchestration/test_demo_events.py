@@ -1,4 +1,4 @@
-"""Tests for jobs.demo_events: reproducible, realistic demo landing data (pure Python, fast)."""
+"""Tests for orchestration.demo_events: reproducible, realistic demo landing data (pure Python, fast)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.demo_events import MALFORMED_KINDS, DemoEventsSummary, generate_demo_events
+from orchestration.demo_events import MALFORMED_KINDS, DemoEventsSummary, generate_demo_events
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SMALL = dict(start=date(2025, 1, 27), days=2, events_per_day=1_500, keys=300)
@@ -247,7 +247,7 @@ def test_bad_arguments_are_rejected(tmp_path: Path, bad: dict) -> None:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "jobs.demo_events", *args], cwd=PROJECT_ROOT,
+    return subprocess.run([sys.executable, "-m", "orchestration.demo_events", *args], cwd=PROJECT_ROOT,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -275,7 +275,7 @@ def test_cli_bad_arguments_give_one_clear_error(tmp_path: Path, args: list[str])
 def test_the_demo_spine_is_reproducible_labelled_moments_of_the_demo_days_and_its_configuration_loads(tmp_path):
     import pyarrow.parquet as pq
 
-    from jobs.demo_events import generate_demo_purchases, generate_demo_spine, home_country
+    from orchestration.demo_events import generate_demo_purchases, generate_demo_spine, home_country
     from orchestration.demo import write_demo_config
     from windowing_core.deployment import Deployment
 
