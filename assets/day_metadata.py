@@ -22,7 +22,7 @@ def rows_by_day(path: str, column: str, days: list[date], *more: tuple[str, str,
     return {d: delta_io.row_count(path, partition_filters=[(column, "=", d.isoformat()), *more]) for d in days}
 
 
-def add_day_metadata(context: dg.AssetExecutionContext, asset_key: str,
+def add_day_metadata(context: dg.AssetExecutionContext, asset_key: dg.AssetKey | str,
                      by_day: Mapping[date, Mapping[str, Any]]) -> None:
     """Record each day's metadata on that day's materialisation of ``asset_key``."""
     for day, metadata in by_day.items():

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from assets.keys import key
 from assets.resources import LakehouseResource
-from jobs.tables import EVENTS, INGEST_ASSETS, QUARANTINE, asset_key
+from jobs.tables import EVENTS, INGEST_ASSETS, QUARANTINE
 from windowing_core.config import PipelineConfig
 
 
@@ -100,7 +101,7 @@ def build_landing_sensor(partitions: dg.DailyPartitionsDefinition,
     schedule ingests each day, and the sensor says so on every tick."""
     landings = [i for i in ingests if i.source is None or not i.source.is_table]
     tables = [i.source.location for i in ingests if i.source is not None and i.source.is_table]
-    targets = [[dg.AssetKey(asset_key(name, i)) for name in (EVENTS.name, QUARANTINE.name)]
+    targets = [[key(name, i) for name in (EVENTS.name, QUARANTINE.name)]
                for i in (landings or ingests[:1])]
 
     @dg.sensor(

@@ -11,10 +11,11 @@ from datetime import date, datetime, timedelta, timezone
 
 import dagster as dg
 
+from assets.keys import key
 from assets.resources import LakehouseResource
 from expectations.catalog import WARN
 from jobs import delta_io
-from jobs.tables import EVENTS, WINDOW_CHANGES, WINDOW_SNAPSHOT, asset_key, ingest_root, root
+from jobs.tables import EVENTS, WINDOW_CHANGES, WINDOW_SNAPSHOT, ingest_root, root
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import from_epoch_seconds, to_epoch_seconds
 
@@ -26,7 +27,7 @@ def promised_within(config: PipelineConfig) -> timedelta:
 def with_freshness(assets: list[dg.AssetsDefinition], config: PipelineConfig) -> list[dg.AssetsDefinition]:
     policy = dg.FreshnessPolicy.time_window(fail_window=promised_within(config) + timedelta(days=1),
                                             warn_window=promised_within(config))
-    windows = {dg.AssetKey(asset_key(t.name, config)) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
+    windows = {key(t.name, config) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
     return [a.map_asset_specs(lambda spec: spec.replace_attributes(freshness_policy=policy)
                               if spec.key in windows else spec)
             if isinstance(a, dg.AssetsDefinition) else a for a in assets]
@@ -53,15 +54,14 @@ def build_watermark_check(config: PipelineConfig) -> dg.AssetChecksDefinition:
 
     # WARN, so not blocking, as every check's severity says (``expectations.catalog``): late
     # windows are still right, and what reads them may go on.
-    @dg.asset_check(asset=dg.AssetKey(asset_key(WINDOW_CHANGES.name, config)), name="output_watermark_within_bound",
+    @dg.asset_check(asset=key(WINDOW_CHANGES.name, config), name="output_watermark_within_bound",
                     blocking=False,
                     metadata={"severity": WARN},
                     description=f"[{WARN}] The output watermark lags the newest event time by at most {bound}, "
                                 "with no missing day before it: otherwise windows are late, not wrong.")
     def output_watermark_within_bound(context: dg.AssetCheckExecutionContext,
                                       lakehouse: LakehouseResource) -> dg.AssetCheckResult:
-        materialized = context.instance.get_materialized_partitions(dg.AssetKey(asset_key(WINDOW_CHANGES.name,
-                                                                                          config)))
+        materialized = context.instance.get_materialized_partitions(key(WINDOW_CHANGES.name, config))
         watermark, missing = output_watermark(config, materialized)
         newest = delta_io.column_max(EVENTS.path(ingest_root(root(lakehouse.lakehouse_root, config), config)),
                                      "event_time")
