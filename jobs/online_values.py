@@ -2,13 +2,15 @@
 
     python -m jobs.online_values --lakehouse lakehouse --date 2025-01-27 --config pipeline.yaml
     python -m jobs.online_values --get user-17 [--get user-18 ...] [--window 7d] --config pipeline.yaml
+    python -m jobs.online_values --get '["u00042","DE"]' --config pipeline.yaml   # a composite key
 
 A load makes a day's ``window_snapshot`` (each key's state at the day's last window end) the
 store's rows: COPY into a temporary table, one ``UPDATE`` of the keys the store holds, one
 ``INSERT`` of the others, one ``DELETE`` of the keys whose window emptied, in one transaction, so a reader sees a day whole or not at all. The
 store moves only forward in time: ``<table>_as_of`` holds each window's latest day loaded, and a
 load of an older day leaves that window alone (re-running an older day is harmless); the same
-day replaces it (a late firing's new values). No row means no events in the window. Session
+day replaces it (a late firing's new values). No row means no events in the window. Under a
+composite key, ``key`` is its JSON array and each of its fields has a column of its own. Session
 windows are not served: their values at an instant are ``session_state``'s open sessions.
 
 The load needs no Spark: a day's snapshot is one columnar read with delta-rs, and COPY is
@@ -70,8 +72,11 @@ def postgres_type(ddl: str) -> str:
 
 
 def store_columns(config: PipelineConfig) -> list[tuple[str, str]]:
-    """The store's columns with their PostgreSQL types, in stored order: (key, window) is the primary key."""
-    return [("key", "text"), ("window", "text"), ("window_start", "timestamp with time zone"),
+    """The store's columns with their PostgreSQL types, in stored order: (key, window) is the
+    primary key; a composite key's fields follow ``key`` (its JSON array), one column each, for
+    an application's ``WHERE user_id = ... AND country = ...``."""
+    return [("key", "text"), *[(f, "text") for f in config.key_fields], ("window", "text"),
+            ("window_start", "timestamp with time zone"),
             ("window_end", "timestamp with time zone"), ("as_of", "timestamp with time zone"),
             ("event_count", "bigint"), *[(a.name, postgres_type(a.output_type)) for a in config.aggregations]]
 
@@ -107,8 +112,27 @@ class DaySnapshot:
 
 
 def value_columns(config: PipelineConfig) -> list[str]:
-    """The columns copied per row: the key, the window and the values."""
-    return ["key", "window", "event_count", *[a.name for a in config.aggregations]]
+    """The columns copied per row: the key, the window, a composite key's fields and the values."""
+    return ["key", "window", *config.key_fields, "event_count", *[a.name for a in config.aggregations]]
+
+
+def stored_key(config: PipelineConfig, text: str) -> str:
+    """A key as the store holds it: itself, or for a composite key its JSON array, as ingest
+    writes it (``["u00042","DE"]``, whatever spacing it is given in); a one-line ``ValueError``
+    for anything else."""
+    if not config.key_fields:
+        return text
+    fields = ", ".join(config.key_fields)
+    try:
+        values = json.loads(text)
+    except ValueError:
+        values = None
+    if not isinstance(values, list) or len(values) != len(config.key_fields) or not all(
+            isinstance(v, str) for v in values):
+        example = json.dumps([f"<{f}>" for f in config.key_fields], separators=(",", ":"))
+        raise ValueError(f"the key is {fields}: give it as a JSON array of {len(config.key_fields)} strings "
+                         f"({example}), got {text!r}")
+    return json.dumps(values, separators=(",", ":"), ensure_ascii=False)
 
 
 def read_snapshot(lakehouse: str, day: date, config: PipelineConfig) -> DaySnapshot:
@@ -475,7 +499,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.window is not None and args.window not in [w.name for w in served_windows(config)]:
                 parser.error(f"--window {args.window} is not a served window: "
                              f"{', '.join(w.name for w in served_windows(config))}")
-            for row in lookup(config.online, config, args.get, args.window):
+            try:
+                keys = [stored_key(config, k) for k in args.get]
+            except ValueError as err:
+                parser.error(f"--get: {err}")
+            for row in lookup(config.online, config, keys, args.window):
                 print(_json(row))
             return 0
         if args.lakehouse is None:

@@ -175,8 +175,6 @@ class PipelineConfig:
             if a.name.lower() in RESERVED_COLUMNS:
                 raise ValueError(f"aggregations.{a.name}: the name is reserved for a column "
                                  f"(names are compared without case: {', '.join(sorted(RESERVED_COLUMNS))})")
-        if self.online is not None and self.key_fields:
-            raise ValueError(f"online: not yet with a composite key (key: [{', '.join(self.key_fields)}])")
         if self.spine is not None and len(self.spine.key_columns) != len(self.key_names):
             raise ValueError(f"spine.key: the key is {', '.join(self.key_names)}: name as many spine columns, "
                              f"in that order, got {', '.join(self.spine.key_columns)}")

@@ -29,7 +29,8 @@ from deltalake import write_deltalake
 
 from jobs import online_values
 from jobs.errors import MissingInputError
-from jobs.online_values import OnlineStoreError, StoreMismatchError, compare, day_as_of, load, lookup
+from jobs.online_values import (OnlineStoreError, StoreMismatchError, compare, day_as_of, load, lookup,
+                                 stored_key)
 from jobs.tables import WINDOW_SNAPSHOT
 from tests.postgres_server import free_port, new_database, server_or_skip
 from windowing_core.config import PipelineConfig
@@ -108,15 +109,29 @@ def random_value(rng: random.Random, ddl: str):
     raise AssertionError(ddl)
 
 
+# A composite key (user_id, country): its JSON array as ingest writes it, and a column per field.
+COMPOSITE = {**CONFIG, "key": ["user_id", "country"]}
+COUNTRIES = ["CH", "DE", 'a "quoted", one', "ü"]
+
+
+def composite_keys(config: PipelineConfig) -> list[dict]:
+    if not config.key_fields:
+        return [{"key": k} for k in KEYS]
+    return [{"key": json.dumps([k, c], separators=(",", ":"), ensure_ascii=False), "user_id": k, "country": c}
+            for k in KEYS for c in COUNTRIES[:2 + KEYS.index(k) % 3]]
+
+
 def random_snapshot(rng: random.Random, config: PipelineConfig, day: date) -> list[dict]:
     """A day's snapshot rows: each window holds a random subset of the keys (the unkeyed one: ``*``)."""
     rows = []
+    unkeyed = {"key": "*", **{f: None for f in config.key_fields}}
     for spec in config.windows:
         as_of = day_as_of(spec, day)
         start = from_epoch_seconds(spec.window_start(to_epoch_seconds(as_of)))
-        keys = [k for k in KEYS if rng.random() < 0.6] if spec.keyed else (["*"] if rng.random() < 0.8 else [])
+        keys = ([k for k in composite_keys(config) if rng.random() < 0.6] if spec.keyed else
+                ([unkeyed] if rng.random() < 0.8 else []))
         for key in keys:
-            rows.append({"key": key, "window": spec.name, "window_start": start, "as_of": as_of,
+            rows.append({**key, "window": spec.name, "window_start": start, "as_of": as_of,
                          "event_count": rng.randrange(1, 10**6),
                          **{a.name: random_value(rng, a.output_type) for a in config.aggregations}, "date": day})
     return rows
@@ -124,7 +139,8 @@ def random_snapshot(rng: random.Random, config: PipelineConfig, day: date) -> li
 
 def write_snapshot(lakehouse: str, config: PipelineConfig, day: date, rows: list[dict]) -> None:
     """Replace ``day``'s partition of window_snapshot, as a windows run (or a late firing) does."""
-    schema = pa.schema([("key", pa.string()), ("window", pa.string()), ("window_start", pa.timestamp("us", "UTC")),
+    schema = pa.schema([("key", pa.string()), *[(f, pa.string()) for f in config.key_fields], ("window", pa.string()),
+                        ("window_start", pa.timestamp("us", "UTC")),
                         ("as_of", pa.timestamp("us", "UTC")), ("event_count", pa.int64()),
                         *[(a.name, arrow_type(a.output_type)) for a in config.aggregations], ("date", pa.date32())])
     table = pa.Table.from_pylist(rows, schema=schema)
@@ -199,6 +215,7 @@ def assert_store_is(spec: OnlineSpec, config: PipelineConfig, latest: dict[str, 
             assert (row["window_start"], row["window_end"], row["as_of"], row["event_count"]) == (
                 want["window_start"], want["as_of"], want["as_of"], want["event_count"]), (w.name, key)
             assert row["as_of"] == day_as_of(w, day)
+            assert [row[f] for f in config.key_fields] == [want[f] for f in config.key_fields], (w.name, key)
             for a in config.aggregations:
                 got, value = row[a.name], plain(want[a.name], a.output_type)
                 if a.output_type.startswith(("array<", "map<")):
@@ -214,6 +231,8 @@ def assert_store_is(spec: OnlineSpec, config: PipelineConfig, latest: dict[str, 
 def test_the_store_holds_each_keys_latest_snapshot_row_after_loads_late_firings_and_reruns_in_any_order(
         store, seed):
     config, spec, lakehouse = store
+    if seed >= 4:  # and under a composite key, served with a column per field
+        config = PipelineConfig.from_dict({**COMPOSITE, "online": {"url": spec.url}})
     rng = random.Random(seed)
     snapshots = {d: random_snapshot(rng, config, d) for d in DAYS}
     for d in DAYS:
@@ -242,6 +261,11 @@ def test_the_store_holds_each_keys_latest_snapshot_row_after_loads_late_firings_
     again = load(lakehouse, latest_day, config, spec)
     assert again.removed == 0 and again.written == len(loaded[latest_day])
     assert_store_is(spec, config, {w.name: (latest_day, loaded[latest_day]) for w in config.windows})
+    if config.key_fields:  # a key read back by its JSON array, however it is spaced
+        row = next(r for r in loaded[latest_day] if r["key"] != "*")
+        spaced = json.dumps([row["user_id"], row["country"]], indent=1)
+        got = lookup(spec, config, stored_key(config, spaced), row["window"])
+        assert [(r["key"], r["user_id"], r["country"]) for r in got] == [(row["key"], row["user_id"], row["country"])]
 
 
 def test_the_check_names_rows_that_differ_are_missing_or_are_not_in_the_snapshot(store):
@@ -426,3 +450,15 @@ def test_a_day_never_materialised_is_refused_and_the_store_kept(store):
     with pytest.raises(MissingInputError, match=f"no run wrote {DAYS[4]}: materialise the windows of {DAYS[4]} first"):
         load(lakehouse, DAYS[4], config, spec)
     assert held(spec, config) == before and compare(lakehouse, DAYS[0], config, spec).ok
+
+
+def test_a_composite_key_is_given_as_its_json_array_as_ingest_writes_it():
+    config = PipelineConfig.from_dict(COMPOSITE)
+    assert [c for c, _ in online_values.store_columns(config)][:4] == ["key", "user_id", "country", "window"]
+    assert stored_key(config, '[ "u1", "DE" ]') == '["u1","DE"]'
+    assert stored_key(config, '["ü", "a \\"b\\", c"]') == '["ü","a \\"b\\", c"]'
+    for bad in ("u1,DE", '["u1"]', '["u1", 2]', "{}"):
+        with pytest.raises(ValueError, match=r'^the key is user_id, country: give it as a JSON array of 2 strings '
+                                             r'\(\["<user_id>","<country>"\]\), got '):
+            stored_key(config, bad)
+    assert stored_key(PipelineConfig.from_dict(CONFIG), '["u1"]') == '["u1"]'  # one field: the text itself

@@ -91,8 +91,6 @@ def test_groups_are_read_from_yaml_with_shared_settings_as_anchors(tmp_path):
     ({"groups": {"a": {"source": {"landing": "/data/orders", "time": "ts"}}}},
      r"groups.a: source: landing folders take no time \(each record says its own time, arrival and id\)"),
     ({"groups": {"a": {"source": {"landing": "/data/orders", "path": "/data/o"}}}}, "landing folders take no path"),
-    ({"groups": {"a": {"key": ["user_id", "country"], "online": {"url": "postgresql://u@h:5432/d"}}}},
-     "groups.a: online: not yet with a composite key"),
     ({"groups": {"a": {"key": ["user_id", "country"], "spine": {"path": "/s", "key": "u"}}}},
      "groups.a: spine.key: the key is user_id, country: name as many spine columns, in that order, got u"),
     ({"groups": {"a": {}}, "spine": {"path": "/s"}}, "spine.groups: beside groups:, name the groups"),
