@@ -323,16 +323,17 @@ CUSTOM_VALUES = [
      {"hi": "max(latency)", "lo": "min(amount)"}),
     ("top = 'b' OR c >= 3 AND NOT (c = 4) OR coalesce(top, 'a') < 'a'", {"top": "max(page)", "c": "count(page)"}),
     ("if(least(t, 0) <> 0, t * t, nullif(c, 2))", {"t": "sum(latency)", "c": "count(latency)"}),
+    ("t * 1e10 - c", {"t": "sum(latency)", "c": "count(latency)"}, "long"),  # past a long's range: null
 ]
 
 
-@pytest.mark.parametrize("value, partials", CUSTOM_VALUES)
-def test_custom_values_finish_in_spark_as_in_python(spark, value, partials):
+@pytest.mark.parametrize("value, partials, type_", [(*case, None)[:3] for case in CUSTOM_VALUES])
+def test_custom_values_finish_in_spark_as_in_python(spark, value, partials, type_):
     """A custom aggregation's value is defined twice on one tree (``aggregations.custom``):
     random partials (nulls, zeros, negatives) finish to the same value, bit for bit, both ways."""
     from windowing_core.aggregations import Custom
 
-    agg = Custom("v", partials, value, fields=CUSTOM_FIELDS)
+    agg = Custom("v", partials, value, type_, fields=CUSTOM_FIELDS)
     rng = random.Random(hash(value) % 1000)
     # a count or an exact sum is never null; a min, a max and a double's sum are when empty
     pools = {"bigint": [0, 1, 2, 3, 4, 10**12], "double": [None, 0.0, -0.25, 2.5, 3.75, 1e300],

@@ -14,7 +14,8 @@ partial is a ``count`` or an exact ``sum``, over tiles otherwise. The row expres
 deterministic function of the finished partials, defined here twice on one parsed tree, in
 Python (the oracle's) and as Spark columns: numbers in it are doubles (a partial's exact sum is
 rounded once, as ``mean`` divides once), strings and booleans as they are, a division by zero is
-null (``try_divide``: a window without events must not fail the day). The subset is what both
+null (``try_divide``: a window without events must not fail the day), as is a value that does
+not fit ``type: long``. The subset is what both
 sides compute bit for bit: arithmetic, comparisons, logic, ``CASE``, ``IF``, ``coalesce``,
 ``nullif``, ``greatest``, ``least`` and ``abs``.
 """
@@ -171,7 +172,8 @@ class Custom(Aggregation):
             # a window over tiles without events merges to null fields: the part's empty value
             v = F.coalesce(a.spark_finish(f), a.spark_empty_value())
             values[part.lower()] = v.cast("double") if family(a.output_type) in NUMERIC else v
-        return _spark(self.tree, values).cast(self.output_type)
+        value = _spark(self.tree, values)
+        return value.try_cast(self.output_type) if self.output_type == "bigint" else value.cast(self.output_type)
 
 
 def _partial(sql: Any, where: str, types: dict[str, str]) -> tuple[str, str]:
@@ -402,8 +404,15 @@ def _spark(node: exp.Expression, values: dict[str, Column]) -> Column:
     return simple[type(node)](*operands)
 
 
+_LONG = (-(2**63), 2**63 - 1)
+
+
 def _cast(value: Any, output_type: str) -> Any:
-    """Spark's ``cast`` of the value to its declared type: a double to a long truncates."""
+    """Spark's ``try_cast`` of a double to a long: truncated toward zero, saturating where the
+    double rounds to the range's end (2**63), null where it is not finite or beyond it (a value
+    must not fail the day)."""
     if value is None or output_type != "bigint":
         return value
-    return int(value)
+    if math.isnan(value) or not float(_LONG[0]) <= value <= float(_LONG[1]):
+        return None
+    return max(_LONG[0], min(int(value), _LONG[1]))
