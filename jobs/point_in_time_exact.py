@@ -10,11 +10,11 @@ How, per lookup and window, for every aggregation kind alike (nothing is deducte
 ``minute_partials`` that lie whole inside the interval, plus the events of the two frames it cuts
 (its first and its last), as the partials job accepts them (``jobs.minute_partials
 .accepted_events``: deduplicated, filtered, late ones left out), each instant's events folded as
-one partial; all merged with the aggregations' own ``spark_merge``. The frames and the events
-are read for the days the intervals reach, of the lookups' keys only; the events pass the
-partials job's acceptance first (about the cost of a partials run over those days, measured in
-``bench.point_in_time_join --precision event``), then only the cut frames' events meet the
-lookups: a key's lookups are joined to its frames and edge events, never to all its events.
+one partial; all merged with the aggregations' own ``spark_merge``. The frames of the lookups'
+keys are read for the days the intervals reach; the events of those days pass the partials job's
+acceptance whole (a watermark runs over every arrival), about the cost of a partials run over
+those days (``bench.point_in_time_join --precision event``), and only the cut frames' events of
+the lookups' keys meet the lookups: never a key's every event.
 """
 
 from __future__ import annotations
