@@ -16,7 +16,7 @@ from datetime import date, timedelta
 import dagster as dg
 
 from windowing_core.config import PipelineConfig
-from windowing_core.window_spec import DAY_SECONDS
+from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
 DEFAULT_START_DATE = "2025-01-01"
 
@@ -85,3 +85,9 @@ def windows_of_spine_day(config: PipelineConfig, *, snapshot: bool) -> dg.TimeWi
     session's last row can be of any day, and no mapping says "every day before"."""
     reach = max([math.ceil(w.slide / DAY_SECONDS) for w in config.windows], default=0)
     return _mapping(-(reach + (1 if snapshot else 0)), 0)
+
+
+def partials_of_spine_day(windows: list[WindowSpec]) -> dg.TimeWindowPartitionMapping:
+    """Spine day D read at its rows' instants (``precision: event``) reaches the partials of the
+    days its windows hold: D - ceil(length) .. D."""
+    return _mapping(-max(math.ceil(w.length / DAY_SECONDS) for w in windows), 0)

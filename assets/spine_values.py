@@ -4,7 +4,6 @@ An asset only where the configuration names a spine (``spine:``). Day D joins th
 whose ts falls on D (``jobs.point_in_time_join``), after the window days they read.
 """
 
-import math
 from collections.abc import Callable
 
 import dagster as dg
@@ -12,7 +11,7 @@ from dagster_pyspark import PySparkResource
 
 from assets.day_metadata import add_day_metadata, rows_by_day
 from assets.keys import key
-from assets.partitions import daily_partitions, day_range, windows_of_spine_day
+from assets.partitions import daily_partitions, day_range, partials_of_spine_day, windows_of_spine_day
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource, job_days
 from assets.spark_work import SPARK_POOL
@@ -23,7 +22,6 @@ from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
 from windowing_core.spine import SpineSpec
-from windowing_core.window_spec import DAY_SECONDS
 
 
 def build_spine_values_asset(config: PipelineConfig) -> dg.AssetsDefinition | None:
@@ -57,9 +55,8 @@ def _window_deps(config: PipelineConfig, reading: Reading) -> list[dg.AssetDep]:
     deps = [dg.AssetDep(key(table.name, config), partition_mapping=windows_of_spine_day(config, snapshot=snapshot))
             for table, snapshot in ((WINDOW_CHANGES, False), (WINDOW_SNAPSHOT, True))]
     if reading.exact:
-        reach = math.ceil(max(w.length for w in reading.exact) / DAY_SECONDS)
         deps.append(dg.AssetDep(key(MINUTE_PARTIALS.name, config),
-                                partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-reach, end_offset=0)))
+                                partition_mapping=partials_of_spine_day(reading.exact)))
     return deps
 
 

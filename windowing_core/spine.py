@@ -39,6 +39,7 @@ from windowing_core.window_spec import WindowSpec, refuse_unknown
 
 SPINE_FIELDS = {"path", "table", "format", "key", "ts", "windows", "aggregations", "exclusive", "precision"}
 JOINED_FIELDS = {"path", "table", "format", "ts", "exclusive", "precision", "groups"}
+GROUP_FIELDS = {"key", "windows", "aggregations"}
 PRECISIONS = ("bucket", "event")
 """How a read places its instant: at the last window end before it (``bucket``), or exactly
 (``event``: ``jobs.point_in_time_exact``)."""
@@ -50,7 +51,6 @@ def read_at_instant(spec: WindowSpec | SessionSpec) -> bool:
     is exact already, a session's rows are its own, an arrival window's frames are by arrival."""
     return (isinstance(spec, WindowSpec) and spec.emit == "changes" and spec.time == "event"
             and (spec.cumulating or not spec.tumbling))
-GROUP_FIELDS = {"key", "windows", "aggregations"}
 
 
 @dataclass(frozen=True)
