@@ -26,8 +26,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs import delta_io
-from jobs.minute_partials import accepted_events, to_partials
-from jobs.tables import MINUTE_PARTIALS, day_filter
+from jobs.minute_partials import accepted_events, merge_partials, to_partials
+from jobs.tables import MINUTE_PARTIALS, day_filter, partial_columns
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import WindowSpec
@@ -61,7 +61,7 @@ def with_exact_values(spark: SparkSession, lakehouse: str, lookups: DataFrame, k
         for i, s in enumerate(specs)])
     first = (earliest - max(timedelta(seconds=s.length) for s in specs)).date()
     last = latest.date()
-    partials = [c for a in aggs for c in a.field_columns()]
+    partials = partial_columns(config)  # every aggregation's, as merge_partials merges them all
     keys = asks.select("key").distinct()
 
     frames = delta_io.read_table(spark, MINUTE_PARTIALS.path(lakehouse), partition_filters=day_filter(
@@ -80,15 +80,11 @@ def with_exact_values(spark: SparkSession, lakehouse: str, lookups: DataFrame, k
            .where((F.col("_pit_when") >= F.col(_LO)) & (F.col("_pit_when") < F.col(_HI))
                   & ((F.col("_pit_start") < F.col(_LO)) | (F.col("_pit_start") + bucket > F.col(_HI))))
            .drop("_pit_when"))
-    merges = [F.sum("event_count").alias("event_count")]
-    for a in aggs:
-        merges += [m.alias(c) for m, c in zip(a.spark_merge([F.col(c) for c in a.field_columns()]),
-                                              a.field_columns(), strict=True)]
-    merged = whole.unionByName(cut).groupBy("key", "at", _WINDOW).agg(*merges)
+    merged = merge_partials(whole.unionByName(cut), config, "key", "at", _WINDOW)
     finished = merged.select("key", "at", _WINDOW, "event_count", *[
         a.spark_finish([F.col(c) for c in a.field_columns()]).cast(a.output_type).alias(a.name) for a in aggs])
-    values = [F.struct("event_count", *[a.name for a in aggs])]
-    pivoted = finished.groupBy("key", "at").pivot(_WINDOW, list(range(len(specs)))).agg(F.first(values[0]))
+    per_window = F.struct("event_count", *[a.name for a in aggs])
+    pivoted = finished.groupBy("key", "at").pivot(_WINDOW, list(range(len(specs)))).agg(F.first(per_window))
     answered = asks.join(pivoted, ["key", "at"], "left")
     out = []
     for i, spec in enumerate(specs):
