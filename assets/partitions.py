@@ -65,11 +65,16 @@ def arrivals_of_event_day(config: PipelineConfig) -> dg.TimeWindowPartitionMappi
     return _mapping(0, config.allowed_lateness_days)
 
 
+def reach_days(config: PipelineConfig) -> int:
+    """How many days before a window day its frames begin: ceil(W) + 1 (the frame leaving first)."""
+    return math.ceil(config.longest_window / DAY_SECONDS) + 1
+
+
 def frames_of_window_day(config: PipelineConfig, extra_days: int = 0) -> dg.TimeWindowPartitionMapping:
     """Window ends on day D see frames from D - ceil(W) - 1 (the frame leaving first) to D
-    (``extra_days`` earlier still for frames written by earlier days' runs: arrival frames)."""
-    reach = math.ceil(config.longest_window / DAY_SECONDS) + 1 + extra_days
-    return _mapping(-reach, 0)
+    (``extra_days`` earlier still: for frames written by earlier days' runs, arrival frames, or
+    for count windows, whose day a late event of any of the L + 1 days before renumbers)."""
+    return _mapping(-(reach_days(config) + extra_days), 0)
 
 
 def day_range(context: dg.AssetExecutionContext) -> tuple[date, date]:

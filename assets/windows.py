@@ -1,5 +1,6 @@
 """``window_changes`` and ``window_snapshot``: every configured window, by day of window end; with
-session windows, also ``session_state`` (their open sessions, carried from day to day)."""
+session or count windows, also ``session_state`` or ``count_state`` (what they carry from day to
+day)."""
 
 from datetime import date, datetime, time, timedelta, timezone
 
@@ -8,13 +9,16 @@ from dagster_pyspark import PySparkResource
 
 from assets.day_metadata import add_day_metadata, rows_by_day
 from assets.keys import key, table_spec
-from assets.partitions import daily_partitions, day_range, frames_of_window_day
+from assets.partitions import (
+    arrivals_of_event_day, daily_partitions, day_range, frames_of_window_day, reach_days,
+)
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource, job_days
 from assets.spark_work import SPARK_POOL
 from jobs import delta_io, sliding_windows, tables
 from jobs.tables import (
     ARRIVAL_PARTIALS,
+    COUNT_STATE,
     DAILY_PARTIALS,
     EVENTS,
     MINUTE_PARTIALS,
@@ -22,6 +26,7 @@ from jobs.tables import (
     WINDOW_CHANGES,
     WINDOW_SNAPSHOT,
     op_name,
+    window_tables,
 )
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig, reads_day_tiles
@@ -42,17 +47,25 @@ def finality(lakehouse_root: str, days: list[date], config: PipelineConfig) -> t
 
 
 def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
-    reach = frames_of_window_day(config)
+    # A late event renumbers its key's later events: count windows re-fire the L + 1 days after it.
+    extra = max(0, config.allowed_lateness_days + 1 - reach_days(config)) if config.counts else 0
+    reach = frames_of_window_day(config, extra_days=extra)
     frames = [dg.AssetDep(key(t.name, config), partition_mapping=reach)
               for t in (MINUTE_PARTIALS, *([DAILY_PARTIALS] if reads_day_tiles(config) else []))]
     if config.places_by_arrival:  # arrival frames of day D were written by the partials of D - L .. D
         frames.append(dg.AssetDep(key(ARRIVAL_PARTIALS.name, config), partition_mapping=frames_of_window_day(
             config, extra_days=config.allowed_lateness_days)))
-    windows = "; ".join(w.describe() for w in (*config.windows, *config.sessions))
-    sessions = [table_spec(SESSION_STATE, config, "windows", deps=frames,
-                           description="Per session window and day, each key's session still open at the "
-                                       "day's end: what the next day's sessions continue from.")
-                ] if config.sessions else []
+    if config.counts:  # count windows read the accepted events themselves
+        frames.append(dg.AssetDep(key(EVENTS.name, config), partition_mapping=arrivals_of_event_day(config)))
+    windows = "; ".join(w.describe() for w in (*config.windows, *config.sessions, *config.counts))
+    carried = [table_spec(SESSION_STATE, config, "windows", deps=frames,
+                          description="Per session window and day, each key's session still open at the "
+                                      "day's end: what the next day's sessions continue from.")
+               ] if config.sessions else []
+    carried += [table_spec(COUNT_STATE, config, "windows", deps=frames,
+                           description="Per count window and day, each key's events a window still to fire "
+                                       "holds, with their numbers: what the next day's count windows continue from.")
+                ] if config.counts else []
 
     # The snapshot of day D continues from the snapshot of D - 1, but that edge is not declared:
     # Dagster's automation then also requests the day before every late firing (measured in
@@ -65,7 +78,7 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                        description=f"Change points of every window ({windows}), by day of window_end."),
             table_spec(WINDOW_SNAPSHOT, config, "windows", deps=frames,
                        description="Each key's state per window as of the day's last window end."),
-            *sessions,
+            *carried,
         ],
         partitions_def=daily_partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
@@ -83,7 +96,7 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         window_days = day_list(first, last)
         run_wide, final = finality(root, window_days, config)
         shared = {"run_window_end_days": days, "windows": windows, "baseline": result["baseline"], **run_wide}
-        for table in (WINDOW_CHANGES, WINDOW_SNAPSHOT, *([SESSION_STATE] if config.sessions else [])):
+        for table in window_tables(config):
             add_day_metadata(context, key(table.name, config), {
                 day: {"dagster/row_count": rows, **final[day]}
                 for day, rows in rows_by_day(table.path(root), "date", window_days).items()})
@@ -112,6 +125,11 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                 **({"session_watermark": marks["event"]} if "event" in marks else {}),
                 **({"session_watermark_by_arrival": marks["arrival"]} if "arrival" in marks else {}),
                 "path": dg.MetadataValue.path(SESSION_STATE.path(root)),
+            })
+        if config.counts:
+            yield dg.MaterializeResult(asset_key=key(COUNT_STATE.name, config), metadata={
+                "rows_written_in_run": result["count_state"]["rows_written"], **shared,
+                "path": dg.MetadataValue.path(COUNT_STATE.path(root)),
             })
 
     return sliding

@@ -87,6 +87,7 @@ TABLE_SHOWN_UNDER: dict[str, tuple[str, dict[str, Any]]] = {
     "daily_partials": ("the default configuration plus `low: min` (a non-invertible aggregation over the "
                        "7-day window)", {"aggregations": {"count": "count", "sum": "sum", "low": "min"}}),
     "session_state": ("`windows: {visits: {gap: 30m}}`", {"windows": {"visits": {"gap": "30m"}}}),
+    "count_state": ("`windows: {last_10: {count: 10}}`", {"windows": {"last_10": {"count": 10}}}),
     "arrival_partials": ("`windows: {arrived: {length: 1h, slide: 10m, time: arrival}}`",
                          {"windows": {"arrived": {"length": "1h", "slide": "10m", "time": "arrival"}}}),
 }
@@ -125,6 +126,10 @@ TABLE_ABOUT = {
     "session_state": ("the windows job", "a session window is configured",
                       "Each key's sessions still open at the day's end, and one marker row (null key) per "
                       "window saying the day was materialised under this `gap`, `max_length` and `time`."),
+    "count_state": ("the windows job", "a count window is configured",
+                    "Each key's events that a count window still to fire holds (at most count - 1), with their "
+                    "numbers among the key's events, and one marker row (null key) per window saying the day was "
+                    "materialised under this `count` and `slide`."),
     "arrival_partials": ("the partials job", "a window with `time: arrival` is configured",
                          "Frames of arrival time, partitioned by the event day of the run and the frame's own day."),
     "spine_values": ("the point-in-time join (`jobs.point_in_time_join`)", "`spine:` is configured",

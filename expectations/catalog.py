@@ -167,7 +167,7 @@ def catalog(config: PipelineConfig) -> list[Check]:
               "materialised though their events were ingested: their frames neither entered nor "
               "left, so every value is wrong and nothing else fails."),
         Check("tables_written_whole", WINDOW_CHANGES.name, ERROR,
-              "window_changes and window_snapshot (and session_state) from different runs: a run "
+              "window_changes and window_snapshot (and session_state, count_state) from different runs: a run "
               "stopped between their commits left a day's change points beside an earlier run's "
               "snapshot, from which the next day would continue. Read from the Delta logs' write ids."),
         Check("schema_matches_declared", WINDOW_CHANGES.name, ERROR,

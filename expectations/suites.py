@@ -295,9 +295,11 @@ def _per_window(config: PipelineConfig, value: Callable[[WindowSpec], Column]) -
     return F.lit(None) if case is None else case
 
 
-def is_session(config: PipelineConfig) -> Column:
-    """Whether a row is of a session window: the grid, length and repetition rules skip it."""
-    return F.col("window").isin([s.name for s in config.sessions]) if config.sessions else F.lit(False)
+def off_grid(config: PipelineConfig) -> Column:
+    """Whether a row is of a session or count window: the grid, length and repetition rules skip
+    it (its bounds are its events' times, and a count window's next firing may repeat a value)."""
+    names = [s.name for s in (*config.sessions, *config.counts)]
+    return F.col("window").isin(names) if names else F.lit(False)
 
 
 def empty_values(config: PipelineConfig) -> dict[str, Column]:
@@ -350,7 +352,7 @@ def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | No
     current = {v: F.col(v) for v in values}
     previous = {v: F.col(f"__previous_{v}") for v in values}
     final = _per_window(config, lambda s: F.lit(s.emit == "final"))  # one row per window: may repeat
-    repeats = F.when(final | is_session(config), F.lit(None).cast("boolean")).when(
+    repeats = F.when(final | off_grid(config), F.lit(None).cast("boolean")).when(
         F.col("__has_previous"), same_values(config, current, previous))
     if previous_snapshot is not None and continued:
         repeats = repeats.when(F.col("window").isin(sorted(continued)), same_values(config, current, carried))
@@ -360,9 +362,9 @@ def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | No
 
 def _window_lengths(end: Column, config: PipelineConfig) -> dict[str, Column]:
     """A row's window length (``end`` minus its window_start) beside its window's declared one
-    (for a cumulating window, the length it has grown to at that end); both null for a session,
-    whose length is its own."""
-    return {"window_length_seconds": F.when(~is_session(config), end - F.unix_seconds("window_start")),
+    (for a cumulating window, the length it has grown to at that end); both null for a session
+    or count window, whose length is its own."""
+    return {"window_length_seconds": F.when(~off_grid(config), end - F.unix_seconds("window_start")),
             "declared_length_seconds": _per_window(
                 config, lambda s: (end - window_start_of(end, s)).cast("long"))}
 

@@ -34,13 +34,14 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import arrival_frames, delta_io, pipes, session_windows
+from jobs import arrival_frames, count_windows, delta_io, pipes, session_windows
 from jobs.errors import MissingInputError
 from jobs.partial_merges import merged_in_passes, most_rows_of, prefix_merged, with_finished_values
 from jobs.tables import (
     DAILY_PARTIALS,
     EVENTS,
     LATE_EVENTS,
+    COUNT_STATE,
     MINUTE_PARTIALS,
     SESSION_STATE,
     TABLE_COLUMN,
@@ -783,13 +784,13 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
 def by_clock(config: PipelineConfig, clock: str) -> PipelineConfig | None:
     """The configuration with only the sliding windows of one clock (``time``), or None."""
     windows = tuple(w for w in config.windows if w.time == clock)
-    return replace(config, windows=windows, sessions=()) if windows else None
+    return replace(config, windows=windows, sessions=(), counts=()) if windows else None
 
 
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
     """Compute days ``first .. last`` and replace both tables' partitions, from one pass; with
-    session windows configured, their rows and ``session_state`` join the same write
-    (``jobs.session_windows``)."""
+    session or count windows configured, their rows and ``session_state`` or ``count_state`` join
+    the same write (``jobs.session_windows``, ``jobs.count_windows``)."""
     delta_io.require_whole_writes([t.path(lakehouse) for t in written_together(WINDOW_CHANGES, config)], first, last)
     event = by_clock(config, "event")
     rows, info = (sliding_windows(spark, lakehouse, first, last, event) if event
@@ -801,13 +802,17 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         info = {"baseline": {**info["baseline"], **arrival_info["baseline"]},
                 "persisted": info["persisted"] + arrival_info["persisted"]}
     sessions, session_info = session_windows.session_windows(spark, lakehouse, first, last, config)
+    counts, count_info = count_windows.count_windows(spark, lakehouse, first, last, config)
     rows = with_key_columns(reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
-                                   [r for r in (rows, sessions) if r is not None]), config)
+                                   [r for r in (rows, sessions, counts) if r is not None]), config)
     days = day_filter("date", first, last)
     targets = {t.name: delta_io.Target(t.path(lakehouse), [c for c, _ in declared_columns(t.name, config)],
                                        list(t.partition_by), days) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
     if config.sessions:
         targets[SESSION_STATE.name] = session_windows.state_target(lakehouse, first, last, config)
+    if config.counts:
+        targets[COUNT_STATE.name] = count_windows.state_target(lakehouse, first, last, config)
+    if config.sessions or config.counts:
         declared = {c: t for name in targets for c, t in declared_columns(name, config)}
         rows = rows.select("*", *[F.lit(None).cast(declared[c]).alias(c) for c in declared if c not in rows.columns])
     try:
@@ -816,9 +821,10 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         for df in info["persisted"]:
             df.unpersist()
     return {"changes": written[WINDOW_CHANGES.name], "snapshots": written[WINDOW_SNAPSHOT.name],
-            "baseline": {**info["baseline"], **session_info["baseline"]},
+            "baseline": {**info["baseline"], **session_info["baseline"], **count_info["baseline"]},
             **({"session_state": written[SESSION_STATE.name], "session_watermark": session_info["watermark"]}
-               if config.sessions else {})}
+               if config.sessions else {}),
+            **({"count_state": written[COUNT_STATE.name]} if config.counts else {})}
 
 
 def with_key_columns(rows: DataFrame, config: PipelineConfig) -> DataFrame:

@@ -34,6 +34,7 @@ DAILY_PARTIALS = Table("daily_partials", ("event_date",))  # per key and day: th
 WINDOW_CHANGES = Table("window_changes", ("date",))
 WINDOW_SNAPSHOT = Table("window_snapshot", ("date",))
 SESSION_STATE = Table("session_state", ("date",))  # open sessions carried to the next day
+COUNT_STATE = Table("count_state", ("date",))  # each key's events count windows still to fire hold
 # Frames by arrival time, for ``time: arrival`` windows: written by the partials job of the
 # events' event days (so partitioned by it), and read by the day of the arrival frame.
 ARRIVAL_PARTIALS = Table("arrival_partials", ("event_date", "frame_date"))
@@ -42,7 +43,7 @@ ARRIVAL_PARTIALS = Table("arrival_partials", ("event_date", "frame_date"))
 SPINE_VALUES = Table("spine_values", ("date",))
 
 ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, DAILY_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT,
-              SESSION_STATE, ARRIVAL_PARTIALS, SPINE_VALUES)
+              SESSION_STATE, COUNT_STATE, ARRIVAL_PARTIALS, SPINE_VALUES)
 SOURCE_ASSET = "event_source"
 """The asset of a table source (``source:``): upstream of ``events`` in Dagster's lineage."""
 INGEST_ASSETS = frozenset({EVENTS.name, QUARANTINE.name, SOURCE_ASSET})
@@ -89,12 +90,19 @@ def written_together(table: Table, config: PipelineConfig) -> tuple[Table, ...]:
     """The tables one run of ``table``'s job commits one after the other, all carrying its write
     id (``delta_io.unfinished_write`` tells a run stopped between them): ingest's events and
     quarantine (late_events has a second writer, the partials job), the windows job's change
-    points, snapshot and, with session windows, session_state."""
+    points, snapshot and, with session or count windows, session_state or count_state."""
     if table in (EVENTS, QUARANTINE):
         return EVENTS, QUARANTINE
-    if table in (WINDOW_CHANGES, WINDOW_SNAPSHOT, SESSION_STATE):
-        return (WINDOW_CHANGES, WINDOW_SNAPSHOT, *((SESSION_STATE,) if config.sessions else ()))
+    if table in (WINDOW_CHANGES, WINDOW_SNAPSHOT, SESSION_STATE, COUNT_STATE):
+        return window_tables(config)
     return (table,)
+
+
+def window_tables(config: PipelineConfig) -> tuple[Table, ...]:
+    """What the windows job writes under ``config``: the change points, the snapshot, and the
+    state its session and count windows carry from day to day."""
+    return (WINDOW_CHANGES, WINDOW_SNAPSHOT, *((SESSION_STATE,) if config.sessions else ()),
+            *((COUNT_STATE,) if config.counts else ()))
 
 
 def event_fields(config: PipelineConfig) -> list[tuple[str, str]]:
@@ -198,6 +206,13 @@ def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]
         return [("key", "string"), ("window", "string"), ("window_start", "timestamp"),
                 ("last_event_time", "timestamp"), ("event_count", "bigint"), *_fields(config.aggregations),
                 ("gap_seconds", "bigint"), ("max_length_seconds", "bigint"), ("time", "string"), ("date", "date")]
+    if table == COUNT_STATE.name:
+        # Per count window and day: each key's events a window still to fire holds (their
+        # numbers among the key's events and their partials), and one row with a null key saying
+        # the day was materialised under this count and slide, so that the next day continues.
+        return [("key", "string"), ("window", "string"), ("position", "bigint"), ("event_time", "timestamp"),
+                ("event_id", "string"), ("event_count", "bigint"), *_fields(config.aggregations),
+                ("count_size", "bigint"), ("count_slide", "bigint"), ("date", "date")]
     raise ValueError(f"no declared schema for table {table!r}")
 
 
@@ -216,10 +231,14 @@ _NOTES = {
     "event_count": "events in the frame, the day or the window the row is of",
     "window": "the window's name in the configuration",
     "window_start": "the window covers [window_start, window_end) in window_changes, "
-                    "[window_start, as_of) in window_snapshot; a session's first event time",
-    "window_end": "the window covers [window_start, window_end); the value holds until the key's next change",
+                    "[window_start, as_of) in window_snapshot; a session's first event time, a count window's first event's",
+    "window_end": "the window covers [window_start, window_end); the value holds until the key's next change; "
+                  "a count window's last event's time (inside it)",
     "first_event_time": "the frame's first event time (kept where a session window is configured)",
     "last_event_time": "the frame's (or open session's) last event time",
+    "position": "the event's number among its key's events, in (event_time, event_id) order, from 1",
+    "count_size": "the count window's count the row was made with",
+    "count_slide": "the count window's slide the row was made with",
     "gap_seconds": "the session window's gap the row was made with",
     "max_length_seconds": "the session window's max_length the row was made with (null: none)",
     "time": "the session window's time the row was made with: event, or arrival (its times are arrival times)",
@@ -229,7 +248,7 @@ _NOTES = {
     "as_of": "the state is of [window_start, as_of): the day's last window end",
     "arrival_date": "partition: the day the record landed (UTC)",
     "event_date": "partition: the day of event_time (UTC)",
-    "date": "partition: the day of window_end, or of the snapshot or open sessions (UTC)",
+    "date": "partition: the day of window_end, or of the snapshot or carried state (UTC)",
 }
 
 _FIELD_NOTES = {"n": "number of (non-null) values", "s": "sum of the values",

@@ -57,7 +57,8 @@ BAD_TYPED_VALUES = {"bigint": 1.5, "double": "fast", "string": 7, "boolean": "ye
 def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys: int = 4,
                    events_per_day: int = 40, max_delay_days: int = 3,
                    key_names: tuple[str, ...] | None = None,
-                   fields: dict[str, str] | None = None, key_fields: tuple[str, ...] = ()) -> Landing:
+                   fields: dict[str, str] | None = None, key_fields: tuple[str, ...] = (),
+                   ties: float = 0.0) -> Landing:
     """Events over ``event_days`` days, arriving up to ``max_delay_days`` late, with duplicates
     (same and different payloads, on the same and later arrival days), events without an
     event_id, and a few malformed lines. Keys are ``k0 .. k<keys - 1>``, or ``key_names``.
@@ -67,7 +68,9 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
     a value its field quarantines.
 
     With ``key_fields`` (a composite key: ``user_id`` and more), each record carries the others
-    too, drawn from ``KEY_PARTS``, and some days hold a record missing one (``missing_key``)."""
+    too, drawn from ``KEY_PARTS``, and some days hold a record missing one (``missing_key``).
+
+    ``ties``: the share of events at the same instant and key as the event before them."""
     names = key_names or tuple(f"k{i}" for i in range(keys))
     rng = random.Random(seed)
     landing = Landing(root)
@@ -83,7 +86,11 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
             if rng.random() < 0.2:
                 moment = moment.replace(hour=rng.choice([0, 23]))
             delay = rng.choices(range(max_delay_days + 1), weights=[80, 12, 5, 3][: max_delay_days + 1])[0]
-            record = {"user_id": names[rng.randrange(len(names))], "timestamp": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            user = names[rng.randrange(len(names))]
+            if ties and serial > 1 and rng.random() < ties:
+                moment, user = previous
+            previous = moment, user
+            record = {"user_id": user, "timestamp": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
                       **{name: rng.choice(KEY_PARTS) for name in key_fields[1:]}}
             if fields:
                 for name, ddl in fields.items():

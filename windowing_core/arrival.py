@@ -24,7 +24,7 @@ def by_arrival(events: Iterable[reference.Event], config: PipelineConfig) -> lis
 
 def _arrival_config(config: PipelineConfig) -> PipelineConfig:
     # Acceptance was decided already: nothing is dropped again, however the new times fall.
-    return replace(config, windows=config.arrival_windows, sessions=(), late_policy="include",
+    return replace(config, windows=config.arrival_windows, sessions=(), counts=(), late_policy="include",
                    allowed_lateness_days=MAX_LATENESS_DAYS)
 
 

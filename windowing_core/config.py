@@ -15,6 +15,7 @@ from windowing_core import field_types
 from windowing_core.aggregations import DEFAULT_AGGREGATIONS, DEFAULT_FIELD, Aggregation, Custom, aggregation
 from windowing_core.expressions import references
 from windowing_core.online import OnlineSpec
+from windowing_core.count_windows import CountSpec
 from windowing_core.sessions import SessionSpec
 from windowing_core.source import SourceSpec
 from windowing_core.spine import SpineSpec, selected
@@ -93,6 +94,8 @@ class PipelineConfig:
     # Session windows (``gap``), declared under ``windows`` beside the sliding ones but kept
     # apart: every sliding-window rule (grid, length, snapshot) reads ``windows`` alone.
     sessions: tuple[SessionSpec, ...] = ()
+    # Count windows (``count``), kept apart likewise: they number a key's events, not frames.
+    counts: tuple[CountSpec, ...] = ()
     watermark_clock: str = "event"
     # Labelled moments to attach window values to, as of each (``spine_values``); None: no such asset.
     spine: SpineSpec | None = None
@@ -118,7 +121,7 @@ class PipelineConfig:
 
     def __post_init__(self) -> None:
         _check_bucket(self.bucket)
-        if not self.windows and not self.sessions:
+        if not self.windows and not self.sessions and not self.counts:
             raise ValueError("windows: declare at least one window")
         if not self.aggregations:
             raise ValueError("aggregations: declare at least one aggregation")
@@ -136,7 +139,7 @@ class PipelineConfig:
             raise ValueError("freshness_slack must not be negative")
         if self.allowed_lateness_days < 0:
             raise ValueError(f"allowed_lateness must be >= 0 days, got {self.allowed_lateness_days}")
-        _unique("windows", [w.name for w in (*self.windows, *self.sessions)])
+        _unique("windows", self.window_names)
         _unique("aggregations", [a.name for a in self.aggregations])
         for w in (*self.windows, *self.sessions):
             if w.bucket != self.bucket:
@@ -226,7 +229,7 @@ class PipelineConfig:
     def longest_window(self) -> int:
         """The longest sliding window, or session gap: how far back a day's frames reach (a
         session reaches further only through its carried state)."""
-        return max([w.length for w in self.windows] + [s.gap for s in self.sessions])
+        return max([w.length for w in self.windows] + [s.gap for s in self.sessions], default=0)
 
     @property
     def arrival_windows(self) -> tuple[WindowSpec, ...]:
@@ -246,8 +249,8 @@ class PipelineConfig:
 
     @property
     def window_names(self) -> list[str]:
-        """Every configured window's name, sliding and session."""
-        return [w.name for w in (*self.windows, *self.sessions)]
+        """Every configured window's name, sliding, session and count."""
+        return [w.name for w in (*self.windows, *self.sessions, *self.counts)]
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None) -> PipelineConfig:
@@ -273,6 +276,7 @@ class PipelineConfig:
         declared = [_window(_name("windows", name), spec, bucket) for name, spec in declared_windows.items()]
         windows = tuple(w for w in declared if isinstance(w, WindowSpec))
         sessions = tuple(w for w in declared if isinstance(w, SessionSpec))
+        counts = tuple(w for w in declared if isinstance(w, CountSpec))
         aggs = raw.get("aggregations")
         if aggs is None:
             aggs = {"count": "count", "sum": "sum"}
@@ -293,6 +297,7 @@ class PipelineConfig:
             allowed_lateness_days=lateness // 86400,
             windows=windows,
             sessions=sessions,
+            counts=counts,
             aggregations=tuple(_aggregation(_name("aggregations", name), spec, fields, value_field, default)
                                for name, spec in aggs.items()),
             late_policy=raw.get("late_policy", "include"),
@@ -375,11 +380,15 @@ def reads_day_tiles(config: PipelineConfig) -> bool:
             and any(slides_over_day_tiles(spec) and spec.time == "event" for spec in config.windows))
 
 
-def _window(name: str, spec: Any, bucket: int) -> WindowSpec | SessionSpec:
+def _window(name: str, spec: Any, bucket: int) -> WindowSpec | SessionSpec | CountSpec:
     if not isinstance(spec, dict):
         raise ValueError(f"windows.{name}: expected a mapping with length, slide, offset")
+    if "gap" in spec and "count" in spec:
+        raise ValueError(f"windows.{name}: gap makes a session window and count a count window; declare one")
     if "gap" in spec:
         return SessionSpec.from_dict(str(name), spec, bucket)
+    if "count" in spec:
+        return CountSpec.from_dict(str(name), spec)
     refuse_unknown(spec, _WINDOW_KEYS, f"windows.{name}")
     if "length" not in spec:
         raise ValueError(f"windows.{name}.length is required")

@@ -32,7 +32,7 @@ from windowing_core.spine import SpineSpec, joined_from_dict, selected
 GROUP_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 TABLE_FOLDERS = frozenset({
     "events", "quarantine", "late_events", "minute_partials", "daily_partials", "window_changes",
-    "window_snapshot", "session_state", "arrival_partials", "spine_values", "_panes", "spine",
+    "window_snapshot", "session_state", "count_state", "arrival_partials", "spine_values", "_panes", "spine",
 })
 """Folders of the lakehouse root that a group's or a source's folder may not take (compared
 without case: some file systems do not tell them apart)."""

@@ -34,6 +34,7 @@ from typing import Any
 from windowing_core.aggregations import DEFAULT_FIELD
 from windowing_core.change_points import change_points
 from windowing_core.config import PipelineConfig
+from windowing_core.count_windows import fires, window_of
 from windowing_core.sessions import SessionSpec, micros, sessions
 from windowing_core.spine import read_at_instant
 from windowing_core.watermark import is_late, watermarks
@@ -425,3 +426,27 @@ def _change_rows(key, mine, spec, config, watermark, first, last) -> list[Sessio
     states = {t: state(t) for t in candidates if lo <= t < hi}
     changed = change_points(((t, value(states[t])) for t in sorted(states)), value(state(lo - bucket)))
     return [SessionRow(key, spec.name, states[t][0], t, states[t][1], states[t][2]) for t, _ in changed]
+
+
+# -- count windows (their bounds: windowing_core.count_windows) ----------------------------------
+
+
+def count_rows(events: Iterable, config, first: date, last: date) -> list[SessionRow]:
+    """The rows of every configured count window whose ``window_end`` lies on days ``first ..
+    last``: per key, its accepted events numbered in (event time, event id) order, and at every
+    firing the window's events folded again; of the firings at one instant, the last."""
+    by_key: dict[str, list] = defaultdict(list)
+    for e in accepted_events(events, config):
+        by_key[e.key].append(e)
+    rows: list[SessionRow] = []
+    for spec in config.counts:
+        for key, mine in sorted(by_key.items()):
+            ordered = sorted(mine, key=lambda e: (e.event_time, e.event_id))
+            fired: dict[datetime, SessionRow] = {}  # the last firing at an instant wins
+            for position in range(1, len(ordered) + 1):
+                inside = [ordered[i - 1] for i in window_of(position, spec)]
+                if fires(position, spec) and first <= inside[-1].event_time.date() <= last:
+                    fired[inside[-1].event_time] = SessionRow(key, spec.name, inside[0].event_time,
+                                                              inside[-1].event_time, len(inside), fold(config, inside))
+            rows += fired.values()
+    return rows

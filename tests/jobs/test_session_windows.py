@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
@@ -14,7 +15,8 @@ from tests.jobs.test_pipeline_against_oracle import (
 )
 from tests.landing import ensure_days, random_landing
 from windowing_core.config import PipelineConfig
-from windowing_core.reference import session_rows
+from windowing_core.count_windows import CountSpec
+from windowing_core.reference import accepted_events, count_rows, session_rows
 from windowing_core.sessions import SessionSpec
 from windowing_core.window_spec import WindowSpec
 
@@ -143,31 +145,33 @@ FIRST = date(2025, 1, 28)
 EVENT_DAYS = 3
 
 CASES = [
-    # seed, sessions, sliding windows beside them, aggregations, window days run one by one
+    # seed, sessions, sliding windows beside them, count windows, aggregations, window days run one by one
     (32, (SessionSpec.of("s2h", "2h"), SessionSpec.of("cut", "1d", max_length="6h")),
-     (WindowSpec.of("1h", "1h", "1m"),), EVERY_AGGREGATION, False),
+     (WindowSpec.of("1h", "1h", "1m"),), (CountSpec("c4", 4, 4), CountSpec("c9s2", 9, 2)), EVERY_AGGREGATION, False),
     # provisional change points, beside final rows of the same gap, day by day
     (33, (SessionSpec.of("c30m", "30m", emit="changes"), SessionSpec.of("c6h", "6h", max_length="1d", emit="changes"),
-          SessionSpec.of("f6h", "6h")), (), None, True),
+          SessionSpec.of("f6h", "6h")), (), (CountSpec("c3s1", 3, 1), CountSpec("c30", 30, 30)), None, True),
     # sessions by arrival time, final and changes, day by day
     (35, (SessionSpec.of("a30m", "30m", time="arrival", max_length="6h"),
-          SessionSpec.of("ac6h", "6h", time="arrival", emit="changes")), (), EVERY_AGGREGATION, True),
-    (36, (SessionSpec.of("s1h", "1h"),), (), SOME_TYPED_AGGREGATIONS, False),  # typed fields
+          SessionSpec.of("ac6h", "6h", time="arrival", emit="changes")), (), (CountSpec("c5s3", 5, 3),),
+     EVERY_AGGREGATION, True),
+    (36, (SessionSpec.of("s1h", "1h"),), (), (CountSpec("c2", 2, 2),), SOME_TYPED_AGGREGATIONS, False),  # typed fields
 ]
 
 
-@pytest.mark.parametrize("seed, sessions, windows, aggregations, day_by_day", CASES)
-def test_sessions_equal_the_oracle_as_arrivals_land(spark, tmp_path, seed, sessions, windows, aggregations,
+@pytest.mark.parametrize("seed, sessions, windows, counts, aggregations, day_by_day", CASES)
+def test_sessions_equal_the_oracle_as_arrivals_land(spark, tmp_path, seed, sessions, windows, counts, aggregations,
                                                    day_by_day):
     """Arrival days land in three batches; after each, the event days they reach are
     materialised again (late firing) with every window day from there on, day by day or as one
-    range run, and the session rows equal the oracle over the records landed so far (late and
-    duplicate records included: ``random_landing``)."""
-    config = PipelineConfig(windows=windows, sessions=sessions, max_out_of_orderness=1800,
+    range run, and the rows of the session and count windows equal the oracle over the records
+    landed so far (late and duplicate records, and events tied at one instant, included:
+    ``random_landing``)."""
+    config = PipelineConfig(windows=windows, sessions=sessions, counts=counts, max_out_of_orderness=1800,
                             aggregations=aggregations or PipelineConfig().aggregations,
                             fields=fields_of(aggregations))
     landing = random_landing(tmp_path / "landing", seed, FIRST, EVENT_DAYS, events_per_day=30,
-                             fields=dict(config.fields) or None)
+                             fields=dict(config.fields) or None, ties=0.15)
     last_day = FIRST + timedelta(days=EVENT_DAYS + 1)
     ensure_days(tmp_path / "landing", FIRST, FIRST + timedelta(days=EVENT_DAYS + 2))
     lake = str(tmp_path / "lake")
@@ -184,15 +188,22 @@ def test_sessions_equal_the_oracle_as_arrivals_land(spark, tmp_path, seed, sessi
 
         landed = [e for e in landing.events if e.arrival_date <= arrival]
         expected = sorted((r.key, r.window, r.window_start.replace(tzinfo=None), r.window_end.replace(tzinfo=None),
-                           r.event_count, *r.values) for r in session_rows(landed, config, FIRST, last_day))
+                           r.event_count, *r.values)
+                          for r in [*session_rows(landed, config, FIRST, last_day),
+                                    *count_rows(landed, config, FIRST, last_day)])
         changes = delta_io.read_table(spark, WINDOW_CHANGES.path(lake)).where(
-            f"window in ({', '.join(repr(s.name) for s in sessions)})")
+            f"window in ({', '.join(repr(s.name) for s in (*sessions, *counts))})")
         actual = sorted(tuple(r) for r in changes.select("key", "window", "window_start", "window_end",
                                                           "event_count", *names).collect())
         assert_rows_equal(actual, expected, config, lead=5)
     assert expected, "the case must close sessions"
     assert any(r[3].date() > r[2].date() for r in expected), "the case must have a session crossing midnight"
-    for spec in sessions:
-        assert any(r[1] == spec.name for r in expected), f"the case must write rows of {spec.name}"
-        if spec.emit == "changes":
+    for spec in (*sessions, *counts):
+        if spec.name != "c30":  # more events than any key has: it never fires
+            assert any(r[1] == spec.name for r in expected), f"the case must write rows of {spec.name}"
+        if getattr(spec, "emit", None) == "changes":
             assert any(r[1] == spec.name and r[4] == 0 for r in expected), "a session must step back to empty"
+        if getattr(spec, "slide", None) and not spec.tumbling:
+            assert any(r[1] == spec.name and r[4] < spec.size for r in expected), "a key's first windows hold fewer"
+    instants = Counter((e.key, e.event_time) for e in accepted_events(landed, config))
+    assert max(instants.values()) > 1, "the case must have events of one key at one instant"

@@ -1,0 +1,174 @@
+"""Count windows: one row per firing, from the accepted events themselves, exactly.
+
+The rules are ``windowing_core.count_windows``'s. A count cuts inside a frame, so the windows
+read the events the partials job accepts (``minute_partials.accepted_events``: deduplicated,
+filtered, late ones left out), each folded as one piece with every aggregation's own
+``spark_accumulate``. Per window and key, in (event time, event id) order:
+
+    position = the key's events before the run + row_number()
+    piece p  -> the firings f = kS with p <= f <= p + N - 1 (and f an event of the run's days)
+    window f = one groupBy (window, key, f) merging its pieces' partials (``spark_merge``),
+               the last of the firings at one instant kept
+
+so an event is merged into ``ceil(N / S)`` windows, the cost of Flink's evicting window, which
+folds its N buffered events again at each firing; a tumbling window merges each event once.
+
+Keys' numbers run across days, so ``count_state`` carries, per window and day, each key's
+events that a window still to fire will hold (at most N - 1, with their numbers and partials:
+the next day numbers its events after them). A row with a null key marks a day materialised
+under the window's count and slide; where the day before has no such mark (the first run, a
+day skipped, a window redefined) the numbers are bootstrapped once from every earlier event,
+which is exact either way, as ``session_state`` is for sessions.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from jobs import delta_io
+from jobs.minute_partials import accepted_events
+from jobs.partial_merges import with_finished_values
+from jobs.tables import COUNT_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter, declared_columns, partial_columns
+from jobs.tables import days as day_list
+from jobs.window_grid import Windows
+from windowing_core.config import PipelineConfig
+
+EARLIEST = date(1970, 1, 1)
+"""Where a bootstrap starts reading events: every day before the run."""
+PIECE = ["window", "key", "event_time", "event_id", "event_count"]
+
+
+def event_pieces(events: DataFrame, config: PipelineConfig) -> DataFrame:
+    """Each accepted event as a piece of one event: its partials, ``spark_accumulate`` over it."""
+    folds = [F.count(F.lit(1)).alias("event_count")]
+    for agg in config.aggregations:
+        folds += [c.alias(name) for c, name in
+                  zip(agg.spark_accumulate(agg.spark_value(), F.col("event_time")), agg.field_columns(), strict=True)]
+    return events.groupBy("key", "event_time", "event_id", "event_date").agg(*folds)
+
+
+def _for_windows(pieces: DataFrame, counts: Windows) -> DataFrame:
+    return pieces.withColumn("window", F.explode(F.array(*[F.lit(n) for n in counts.names])))
+
+
+def numbered(pieces: DataFrame, counts: Windows, first: date) -> DataFrame:
+    """Each piece with its ``position`` in its key's events, ``total`` (the key's events up to the
+    run's last day) and ``first_new`` (the position of the key's first event on or after
+    ``first``). Carried pieces keep their numbers: they come first, and are contiguous."""
+    by_key = Window.partitionBy("window", "key")
+    offset = F.coalesce(F.min("position").over(by_key), F.lit(1)) - 1
+    position = offset + F.row_number().over(by_key.orderBy("event_time", "event_id"))
+    return (pieces.withColumn("position", position.cast("long"))
+            .withColumn("total", F.max("position").over(by_key))
+            .withColumn("first_new", F.min(F.when(F.col("event_date") >= F.lit(first), F.col("position")))
+                        .over(by_key)))
+
+
+def firings(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: date, last: date) -> DataFrame:
+    """``window_changes`` rows: every firing among the events of days ``first .. last``."""
+    size, slide = counts.param(lambda s: s.size), counts.param(lambda s: s.slide)
+
+    def multiple_at_or_after(n: Column) -> Column:
+        return (n + slide - 1 - F.pmod(n + slide - 1, slide))
+
+    start = multiple_at_or_after(F.greatest("position", "first_new"))
+    stop = F.least(F.col("position") + size - 1, F.col("total"))
+    exploded = pieces.where(F.col("first_new").isNotNull()).withColumn(
+        "fired", F.explode(F.when(start <= stop, F.sequence(start, stop, slide)).otherwise(F.array().cast("array<long>"))))
+    merged = [F.sum("event_count").alias("event_count")]
+    for agg in config.aggregations:
+        columns = agg.field_columns()
+        merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns]), columns)]
+    windows = exploded.groupBy("window", "key", "fired").agg(
+        F.min("event_time").alias("window_start"), F.max("event_time").alias("window_end"), *merged)
+    at_instant = Window.partitionBy("window", "key", "window_end").orderBy(F.desc("fired"))
+    kept = windows.withColumn("_nth", F.row_number().over(at_instant)).where(F.col("_nth") == 1)
+    return with_finished_values(kept, config).select(
+        "key", "window", "window_start", "window_end", "event_count", *[a.name for a in config.aggregations],
+        F.to_date("window_end").alias("date"), F.lit(WINDOW_CHANGES.name).alias(TABLE_COLUMN)
+    ).where(F.col("date").between(F.lit(first), F.lit(last)))
+
+
+def carried(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: date, last: date) -> DataFrame:
+    """``count_state`` rows: per key and day of ``first .. last``, its events a window still to
+    fire will hold, from their own day to the day before the event from which they are in no
+    such window (``count_windows.released_after``)."""
+    size, slide = counts.param(lambda s: s.size), counts.param(lambda s: s.slide)
+    released = slide * (F.ceil((F.col("position") + size) / slide) - 1)
+    ends = pieces.select("window", "key", F.col("position").alias("released"),
+                         F.col("event_date").alias("released_on"))
+    since = F.greatest(F.col("event_date"), F.lit(first))
+    until = F.least(F.lit(last), F.date_sub(F.coalesce("released_on", F.lit(last + timedelta(days=1))), 1))
+    return (pieces.withColumn("released", released.cast("long")).join(ends, ["window", "key", "released"], "left")
+            .where(since <= until)
+            .select("key", "window", "position", "event_time", "event_id", "event_count", *partial_columns(config),
+                    *_definition(counts), F.explode(F.sequence(since, until)).alias("date"),
+                    F.lit(COUNT_STATE.name).alias(TABLE_COLUMN)))
+
+
+def _definition(counts: Windows) -> list[Column]:
+    """What a state row says of its window's definition, for the next day to check."""
+    return [counts.param(lambda s: s.size).alias("count_size"), counts.param(lambda s: s.slide).alias("count_slide")]
+
+
+def day_marks(spark: SparkSession, counts: Windows, first: date, last: date) -> DataFrame:
+    """One null-key row per window and day: this day's state of the window was materialised."""
+    marks = spark.createDataFrame([(name, day) for name in counts.names for day in day_list(first, last)],
+                                  "window string, date date")
+    return marks.select(F.lit(None).cast("string").alias("key"), "window", F.lit(0).cast("long").alias("event_count"),
+                        *_definition(counts), "date", F.lit(COUNT_STATE.name).alias(TABLE_COLUMN))
+
+
+def carried_pieces(spark: SparkSession, lakehouse: str, counts: Windows, first: date) -> tuple[DataFrame | None, set]:
+    """The pieces carried at the end of ``first - 1`` of the windows whose state that day was
+    materialised under their definition, and those windows' names."""
+    day = first - timedelta(days=1)
+    path = COUNT_STATE.path(lakehouse)
+    if not delta_io.table_exists(path):
+        return None, set()
+    state = delta_io.read_table(spark, path, partition_filters=day_filter("date", day, day)).where(
+        F.col("window").isin(counts.names))
+    held = {tuple(r) for r in state.where(F.col("key").isNull())
+            .select("window", "count_size", "count_slide").distinct().collect()}
+    continued = {s.name for s in counts.specs if (s.name, s.size, s.slide) in held}
+    if not continued:
+        return None, set()
+    return state.where(F.col("key").isNotNull() & F.col("window").isin(sorted(continued))), continued
+
+
+def count_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
+                  config: PipelineConfig) -> tuple[DataFrame | None, dict]:
+    """The rows of ``window_changes`` and ``count_state`` (``TABLE_COLUMN``) of every count
+    window for days ``first .. last``; ``info["baseline"]`` says per window whether it continued
+    from the state of the day before or was bootstrapped from every earlier event."""
+    if not config.counts:
+        return None, {"baseline": {}}
+    counts = Windows(config.counts)
+    state, continued = carried_pieces(spark, lakehouse, counts, first)
+    fresh = counts.where(lambda s: s.name not in continued)
+    reach = EARLIEST if fresh else first
+    events = event_pieces(accepted_events(spark, lakehouse, config, reach, last), config)
+    pieces = []
+    if continued:
+        pieces.append(_for_windows(events.where(F.col("event_date") >= F.lit(first)), counts.where(
+            lambda s: s.name in continued)).withColumn("position", F.lit(None).cast("long")))
+        pieces.append(state.select(*PIECE, *partial_columns(config), "position",
+                                   F.to_date("event_time").alias("event_date")))
+    if fresh:
+        pieces.append(_for_windows(events, fresh).withColumn("position", F.lit(None).cast("long")))
+    union = pieces[0]
+    for more in pieces[1:]:
+        union = union.unionByName(more)
+    ordered = numbered(union, counts, first)
+    rows = (firings(ordered, counts, config, first, last)
+            .unionByName(carried(ordered, counts, config, first, last), allowMissingColumns=True)
+            .unionByName(day_marks(spark, counts, first, last), allowMissingColumns=True))
+    return rows, {"baseline": {s.name: "state" if s.name in continued else "bootstrap" for s in counts.specs}}
+
+
+def state_target(lakehouse: str, first: date, last: date, config: PipelineConfig) -> delta_io.Target:
+    return delta_io.Target(COUNT_STATE.path(lakehouse), [c for c, _ in declared_columns(COUNT_STATE.name, config)],
+                           list(COUNT_STATE.partition_by), day_filter("date", first, last))
