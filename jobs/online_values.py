@@ -11,7 +11,8 @@ store moves only forward in time: ``<table>_as_of`` holds each window's latest d
 load of an older day leaves that window alone (re-running an older day is harmless); the same
 day replaces it (a late firing's new values). No row means no events in the window. Under a
 composite key, ``key`` is its JSON array and each of its fields has a column of its own. Session
-windows are not served: their values at an instant are ``session_state``'s open sessions.
+and count windows are not served: their values at an instant are their carried state's (open
+sessions, a key's last events), which no snapshot holds.
 
 The load needs no Spark: a day's snapshot is one columnar read with delta-rs, and COPY is
 PostgreSQL's bulk path. The password comes from ``PANES_ONLINE_PASSWORD``, never from the

@@ -18,6 +18,9 @@ What a read at ``t`` gets (``exclusive``: ``<`` where ``<=`` is written):
   session; a session still open at ``t`` is not seen. Under ``emit: changes`` it is the open
   session so far at the last bucket end at or before ``t``, or the step back to empty after it
   closed: the rows are change points on the bucket grid, each holding events before its end.
+- a count window: the key's latest firing whose last event is before ``t`` (``window_end < t``,
+  with or without ``exclusive``: its ``window_end`` is an event inside it), from every day up to
+  ``t``'s, else empty.
 
 Bounds: instants compare at microsecond precision (Spark's timestamps), window ends are whole
 seconds. With a 10-minute slide a read at 12:00:00.000 gets the window ending 12:00:00 (with
@@ -63,6 +66,7 @@ from jobs.sliding_windows import continued_windows
 from jobs.tables import ARRIVAL_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, days
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
+from windowing_core.count_windows import CountSpec
 from windowing_core.sessions import SessionSpec
 from windowing_core.spine import PRECISIONS, read_at_instant, selected
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec
@@ -81,7 +85,7 @@ class Reading:
     """What a read answers: which windows (sliding and session) and aggregations, and whether a
     change point exactly at the instant is seen (not with ``exclusive``)."""
 
-    windows: tuple[WindowSpec | SessionSpec, ...]
+    windows: tuple[WindowSpec | SessionSpec | CountSpec, ...]
     aggregations: tuple[Aggregation, ...]
     exclusive: bool = False
     precision: str = "bucket"  # "event": sliding and cumulating windows exact at the instant
@@ -96,14 +100,15 @@ class Reading:
 
     @classmethod
     def everything(cls, config: PipelineConfig, precision: str = "bucket") -> Reading:
-        return cls((*config.windows, *config.sessions), tuple(config.aggregations), precision=precision)
+        return cls((*config.windows, *config.sessions, *config.counts), tuple(config.aggregations),
+                   precision=precision)
 
     @property
     def exact(self) -> list[WindowSpec]:
         """The windows read at the instant itself (``precision: event``), not at a bucket end."""
         return [w for w in self.windows if self.precision == "event" and read_at_instant(w)]
 
-    def columns(self, spec: WindowSpec | SessionSpec) -> list[str]:
+    def columns(self, spec: WindowSpec | SessionSpec | CountSpec) -> list[str]:
         """A window's output columns in a join, in order."""
         return [f"{spec.name}__{c}" for c in ("window_end", "read_at", "event_count",
                                               *[a.name for a in self.aggregations])]
@@ -161,8 +166,9 @@ class _Plan:
         return [w for w in self.reading.windows if isinstance(w, WindowSpec)]
 
     @property
-    def sessions(self) -> list[SessionSpec]:
-        return [w for w in self.reading.windows if isinstance(w, SessionSpec)]
+    def latest_rows(self) -> list[SessionSpec | CountSpec]:
+        """The windows read as their key's latest row before the instant, of any earlier day."""
+        return [w for w in self.reading.windows if isinstance(w, SessionSpec | CountSpec)]
 
 
 def _point(reading: Reading, day: Column, at: Column) -> Column:
@@ -178,12 +184,14 @@ def _case(specs: list, value) -> Column:
 
 def _change_points(spark: SparkSession, lakehouse: str, plan: _Plan, keys: list[str] | None) -> DataFrame | None:
     """Change points (and final rows) of each grid window on the days its reads reach, and the
-    closed sessions up to the last day read: one scan of ``window_changes``."""
+    closed sessions and count windows' firings up to the last day read: one scan of
+    ``window_changes``. A firing sorts a microsecond after its ``window_end`` unless the read is
+    ``exclusive``: a read at that instant must not see it."""
     reading, specs = plan.reading, plan.grid
     read_days = {spec.name: plan.read_days(spec) for spec in specs}
     wanted = sorted({d for ds in read_days.values() for d in ds})
     filters = [[("date", "in", [d.isoformat() for d in wanted])]] if wanted else []
-    if plan.sessions:
+    if plan.latest_rows:
         filters.append([("date", "<=", plan.latest.date().isoformat())])
     if not filters:
         return None
@@ -191,10 +199,13 @@ def _change_points(spark: SparkSession, lakehouse: str, plan: _Plan, keys: list[
     index = {spec.name: i for i, spec in enumerate(reading.windows)}
     in_days = reduce(lambda a, b: a | b, [
         (F.col("window") == name) & F.col("date").between(F.lit(ds[0]), F.lit(ds[-1])) for name, ds in read_days.items()
-    ] + [F.col("window").isin([s.name for s in plan.sessions])])
+    ] + [F.col("window").isin([s.name for s in plan.latest_rows])])
     at = F.unix_micros("window_end")
+    counts = [w.name for w in reading.windows if isinstance(w, CountSpec)]
+    shift = F.lit(0 if reading.exclusive else 1)
+    sort = F.when(F.col("window").isin(counts), at + shift).otherwise(at) if counts else at
     return changes.where(in_days).select(
-        F.col("key").alias(KEY), at.alias(_SORT), F.lit(_CHANGE_RANK).alias(_RANK),
+        F.col("key").alias(KEY), sort.alias(_SORT), F.lit(_CHANGE_RANK).alias(_RANK),
         _case(list(reading.windows), lambda spec: F.lit(index[spec.name])).alias(_WINDOW),
         _point(reading, F.unix_date("date"), at).alias(_POINT))
 
@@ -313,10 +324,12 @@ def _point_type(reading: Reading) -> str:
             + "".join(f",{a.name}:{a.output_type}" for a in reading.aggregations) + ">")
 
 
-def _answer(point: Column, spec: WindowSpec | SessionSpec, reading: Reading, unknown: list[date]) -> list[Column]:
+def _answer(point: Column, spec: WindowSpec | SessionSpec | CountSpec, reading: Reading,
+            unknown: list[date]) -> list[Column]:
     """A window's output columns from the point a lookup carried."""
     names = reading.columns(spec)
-    if isinstance(spec, SessionSpec):
+    latest_row = isinstance(spec, SessionSpec | CountSpec)
+    if latest_row:
         hit, end = point.isNotNull(), F.timestamp_micros(point["at"])
         missing = F.lit(False)
     else:
@@ -330,7 +343,7 @@ def _answer(point: Column, spec: WindowSpec | SessionSpec, reading: Reading, unk
                    else F.lit(False))
     values = [("event_count", F.lit(0).cast("bigint"), "bigint")]
     values += [(a.name, a.spark_empty_value(), a.output_type) for a in reading.aggregations]
-    columns = [F.when(hit, end).otherwise(F.lit(None) if isinstance(spec, SessionSpec) else end).alias(names[0]),
+    columns = [F.when(hit, end).otherwise(F.lit(None) if latest_row else end).alias(names[0]),
                F.when(hit, F.timestamp_micros(point["at"])).alias(names[1])]
     columns += [F.when(hit, point[field].cast(ddl)).when(~missing, empty).otherwise(F.lit(None).cast(ddl)).alias(name)
                 for (field, empty, ddl), name in zip(values, names[2:])]

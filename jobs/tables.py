@@ -231,7 +231,8 @@ _NOTES = {
     "event_count": "events in the frame, the day or the window the row is of",
     "window": "the window's name in the configuration",
     "window_start": "the window covers [window_start, window_end) in window_changes, "
-                    "[window_start, as_of) in window_snapshot; a session's first event time, a count window's first event's",
+                    "[window_start, as_of) in window_snapshot; a session's first event time, "
+                    "a count window's first event's",
     "window_end": "the window covers [window_start, window_end); the value holds until the key's next change; "
                   "a count window's last event's time (inside it)",
     "first_event_time": "the frame's first event time (kept where a session window is configured)",

@@ -43,13 +43,15 @@ def ranking_aggregation(config: PipelineConfig) -> str:
 
 def top_keys(lakehouse: Path, config: PipelineConfig, limit: int = 5) -> tuple[str, list[dict]]:
     """The keys with the largest total in the latest snapshot of the first window; with session
-    windows only, in each key's latest row of the first (as a point-in-time read at
-    the newest session's end gives them: sessions have no snapshot)."""
+    or count windows only, in each key's latest row of the first (as a point-in-time read at
+    the newest row's end gives them: these windows have no snapshot)."""
     agg = ranking_aggregation(config)
-    if not config.windows:
+    if not config.windows and config.sessions:
         first = config.sessions[0]
         return _top_keys_by_last_session(lakehouse, first.name, agg, limit,
                                          "latest closed session" if first.emit == "final" else "latest change")
+    if not config.windows:
+        return _top_keys_by_last_session(lakehouse, config.counts[0].name, agg, limit, "latest firing")
     window = config.windows[0].name
     dataset = DeltaTable(WINDOW_SNAPSHOT.path(str(lakehouse))).to_pyarrow_dataset()
     latest = pc.max(dataset.to_table(columns=["date"])["date"]).as_py()
@@ -91,7 +93,7 @@ def print_joined_spine(lakehouse: Path, deployment: Deployment, limit: int = 5) 
     shown = [*spine.key_columns, spine.ts]
     for g in spine.groups:
         config = deployment.group(g.name)
-        first = [w.name for w in (*config.windows, *config.sessions) if getattr(w, "keyed", True)][0]
+        first = [w.name for w in (*config.windows, *config.sessions, *config.counts) if getattr(w, "keyed", True)][0]
         shown += [f"{g.name}__{first}__event_count", f"{g.name}__{first}__{ranking_aggregation(config)}"]
     rows = table.select([c for c in shown if c in table.column_names]).sort_by([(spine.ts, "ascending")])
     print(f"\nspine rows with each group's values as of their ts ({SPINE_VALUES.name}, first {limit} of "

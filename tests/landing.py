@@ -76,6 +76,7 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
     landing = Landing(root)
     files: dict[tuple[date, int], list[str]] = {}
     serial = 0
+    previous = None  # the last event's (moment, key): ``ties`` repeat it
     for day_index in range(event_days):
         day = first + timedelta(days=day_index)
         for _ in range(events_per_day):
@@ -87,7 +88,7 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
                 moment = moment.replace(hour=rng.choice([0, 23]))
             delay = rng.choices(range(max_delay_days + 1), weights=[80, 12, 5, 3][: max_delay_days + 1])[0]
             user = names[rng.randrange(len(names))]
-            if ties and serial > 1 and rng.random() < ties:
+            if ties and previous and rng.random() < ties:
                 moment, user = previous
             previous = moment, user
             record = {"user_id": user, "timestamp": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),

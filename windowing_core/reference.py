@@ -302,11 +302,15 @@ def values_as_of(events: Iterable[Event], config: PipelineConfig, lookups: list[
     A sliding, tumbling or cumulating window (``changes`` or ``final``) gives the fold of the
     window ending at ``as_of_end``: its events refolded, empty (count 0) where there are none.
     A session window gives its latest closed session (as ``windowing_core.sessions`` emits them)
-    ending at or before ``at`` (before, ``exclusive``), or the empty value and no end."""
+    ending at or before ``at`` (before, ``exclusive``), or the empty value and no end; a count
+    window its latest firing whose last event is before ``at``."""
     timelines = _timelines_by_kind(events, config)
     closed: dict[tuple[str, str], list] = defaultdict(list)
     for row in session_rows(events, config, date(1970, 1, 1), date(9999, 12, 30)):
         closed[(row.window, row.key)].append(row)
+    fired: dict[tuple[str, str], list] = defaultdict(list)
+    for row in count_rows(events, config, date(1970, 1, 1), date(9999, 12, 30)):
+        fired[(row.window, row.key)].append(row)
     empty = fold(config, [])
     answers = []
     for key, at in lookups:
@@ -319,6 +323,10 @@ def values_as_of(events: Iterable[Event], config: PipelineConfig, lookups: list[
         for spec in config.sessions:
             before = [r for r in closed[(spec.name, key)] if r.window_end < at or (r.window_end == at and not exclusive)]
             last = max(before, key=lambda r: r.window_end, default=None)
+            answer[spec.name] = (None, 0, empty) if last is None else (last.window_end, last.event_count, last.values)
+        for spec in config.counts:
+            last = max((r for r in fired[(spec.name, key)] if r.window_end < at), key=lambda r: r.window_end,
+                       default=None)
             answer[spec.name] = (None, 0, empty) if last is None else (last.window_end, last.event_count, last.values)
         answers.append(answer)
     return answers

@@ -180,12 +180,12 @@ def _names(raw: dict, label: str, where: str = "spine") -> tuple[str, ...] | Non
 
 def selected(config, windows: tuple[str, ...] | None, aggregations: tuple[str, ...] | None,
              *, where: str = "spine") -> tuple[tuple, tuple]:
-    """The window specs (sliding and session) and aggregations a join attaches, by name.
+    """The window specs (sliding, session and count) and aggregations a join attaches, by name.
 
-    Without names: every keyed window and every session window, and every aggregation. A
+    Without names: every keyed window, every session and count window, and every aggregation. A
     non-keyed window (``keyed: false``) holds one value for all keys, under the key ``*``: a
     spine row's key never finds it, so naming one is refused rather than answered empty."""
-    by_name = {w.name: w for w in (*config.windows, *config.sessions)}
+    by_name = {w.name: w for w in (*config.windows, *config.sessions, *config.counts)}
     if windows is None:
         specs = tuple(w for w in by_name.values() if getattr(w, "keyed", True))
     else:

@@ -21,7 +21,8 @@ from tests.landing import ensure_days, random_landing, with_row_expressions
 from windowing_core import reference
 from windowing_core.aggregations import Custom, aggregation
 from windowing_core.config import PipelineConfig
-from windowing_core.reference import session_rows
+from windowing_core.reference import count_rows, session_rows
+from windowing_core.count_windows import CountSpec
 from windowing_core.sessions import SessionSpec
 from windowing_core.spine import SpineSpec
 from windowing_core.window_spec import WindowSpec, from_epoch_seconds
@@ -32,11 +33,13 @@ LAST_WINDOW_DAY = FIRST + timedelta(days=EVENT_DAYS + 1)
 MS = timedelta(milliseconds=1)
 
 # Sliding (changes), tumbling final, a daily tumbling window whose ends lie at 16:00 UTC (a read
-# at 03:00 reads the day before's end), and sessions (final rows, and change points while open).
+# at 03:00 reads the day before's end), sessions (final rows, and change points while open), and
+# count windows (sliding by one event, and tumbling).
 CONFIG = PipelineConfig(
     windows=(WindowSpec.of("1h", "1h", "10m"), WindowSpec.of("3h", "3h", emit="final"),
              WindowSpec.of("day_cn", "1d", offset="-8h"), WindowSpec.of("so_far", "6h", step="2h")),
     sessions=(SessionSpec.of("visits", "30m"), SessionSpec.of("live", "20m", emit="changes")),
+    counts=(CountSpec("last_3", 3, 1), CountSpec("every_4", 4, 4)),
     aggregations=(aggregation("count"), aggregation("sum"), aggregation("max"), aggregation("mean"),
                   Custom("per_event", {"s": "sum(value * 2)", "n": "count(*)"}, "s / n - 1")),  # a user's own
 )
@@ -75,7 +78,8 @@ def spine_instants(events, rng: random.Random) -> list[tuple[str, datetime]]:
     for day in range(-1, EVENT_DAYS + 2):  # day_cn's ends, at 16:00 UTC
         end = _midnight(FIRST) + timedelta(days=day, hours=16)
         rows += [(rng.choice(keys), m) for m in (end, end - MS, end + MS)]
-    for row in rng.sample(session_rows(events, CONFIG, FIRST, LAST_WINDOW_DAY), 8):
+    for row in rng.sample(session_rows(events, CONFIG, FIRST, LAST_WINDOW_DAY), 8) + rng.sample(
+            count_rows(events, CONFIG, FIRST, LAST_WINDOW_DAY), 8):  # at firings: a read there must not see them
         rows += [(row.key, row.window_end), (row.key, row.window_end - MS), (row.key, row.window_end + MS)]
     firsts = {}
     for e in reference.accepted_events(events, CONFIG):

@@ -302,3 +302,21 @@ def test_online_values_follows_the_snapshot_under_automation_with_its_blocking_c
     assert check.name == "online_matches_snapshot" and graph.get_check_spec(check).blocking
     plain = build_definitions(PipelineConfig(), landing_root="l", lakehouse_root="h").resolve_asset_graph()
     assert dg.AssetKey("online_values") not in plain.get_all_asset_keys()
+
+
+def test_count_windows_add_count_state_and_read_the_events_of_the_days_a_late_event_renumbers():
+    """Window day D of a count window reads the events of arrival days D .. D + L, and is fired by
+    the partials of the L + 1 days before it: a late event renumbers its key's later events."""
+    config = PipelineConfig.from_dict({"allowed_lateness": "2d", "windows": {"every_10": {"count": 10}}})
+    graph = build_definitions(config, landing_root="l", lakehouse_root="h").resolve_asset_graph()
+    assert "count_state" in {k.to_user_string() for k in graph.get_all_asset_keys()}
+    changes = graph.get(dg.AssetKey("window_changes"))
+    frames, events = (changes.partition_mappings[dg.AssetKey(t)] for t in ("minute_partials", "events"))
+    assert ((frames.start_offset, frames.end_offset), (events.start_offset, events.end_offset)) == ((-3, 0), (0, 2))
+    watermark, missing = output_watermark(config, {"2025-01-28", "2025-01-29"})
+    assert watermark == datetime(2025, 1, 30, tzinfo=timezone.utc) and missing == []
+    longer = PipelineConfig.from_dict({"allowed_lateness": "2d",
+                                       "windows": {"w": {"count": 3}, "7d": {"length": "7d"}}})
+    changes = build_definitions(longer, landing_root="l", lakehouse_root="h").resolve_asset_graph().get(
+        dg.AssetKey("window_changes"))
+    assert changes.partition_mappings[dg.AssetKey("minute_partials")].start_offset == -8  # the 7d reach covers it
