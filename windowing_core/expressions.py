@@ -164,6 +164,18 @@ def _common(types: list, where: str, sql: str) -> str | tuple:
     return ("decimal", min(max(p - s for _, p, s in decimals) + scale, MAX_PRECISION), scale)
 
 
+def branches_of(node: exp.Expression) -> list[exp.Expression]:
+    """The expressions a CASE, IF, coalesce, nullif, greatest or least may return (a missing
+    ELSE is a null): their types make the result's."""
+    if isinstance(node, exp.Case):
+        return [i.args["true"] for i in node.args["ifs"]] + [node.args.get("default") or exp.Null()]
+    if isinstance(node, exp.If):
+        return [node.args["true"], node.args.get("false") or exp.Null()]
+    if isinstance(node, exp.Nullif):
+        return [node.this, node.expression]
+    return [node.this, *node.expressions]
+
+
 def _type_of(node: exp.Expression, where: str, sql: str, known: dict[str, str]) -> str | tuple:
     if isinstance(node, exp.Paren):
         return _type_of(node.this, where, sql, known)
@@ -204,14 +216,8 @@ def _type_of(node: exp.Expression, where: str, sql: str, known: dict[str, str]) 
                 raise ValueError(f"{where}: {sql!r}: arithmetic over a {_ddl(t)}")
         return _arithmetic(node, a, b)
     if isinstance(node, (exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least)):
-        if isinstance(node, exp.Case):
-            branches = [i.args["true"] for i in node.args["ifs"]] + [node.args.get("default") or exp.Null()]
-        elif isinstance(node, exp.If):
-            branches = [node.args["true"], node.args.get("false") or exp.Null()]
-        elif isinstance(node, exp.Nullif):
-            branches = [node.this]
-        else:
-            branches = [node.this, *node.expressions]
+        # nullif's type is its first argument's: the second is only compared with it
+        branches = branches_of(node)[:1] if isinstance(node, exp.Nullif) else branches_of(node)
         return _common([_type_of(b, where, sql, known) for b in branches], where, sql)
     name = node.name if isinstance(node, exp.Anonymous) else node.sql_name() if isinstance(node, exp.Func) else node.key
     raise ValueError(f"{where}: {sql!r}: the type of {name.lower()} is not known before Spark runs; "

@@ -33,7 +33,7 @@ from sqlglot import exp
 from windowing_core.aggregations.base import DEFAULT_FIELD, Aggregation, Partial, PartialField
 from windowing_core.aggregations.sums import Count, Sum
 from windowing_core.aggregations.tiles import Max, Min
-from windowing_core.expressions import parse, references, row_type
+from windowing_core.expressions import branches_of, parse, references, row_type
 from windowing_core.field_types import BOOLEAN, DOUBLE, NUMERIC, STRING, family
 
 if TYPE_CHECKING:
@@ -257,28 +257,18 @@ def _check_value(node: exp.Expression, where: str, sql: str, families: dict[str,
         for c in conditions:
             if _check_value(c, where, sql, families) not in (BOOLEAN, None):
                 raise ValueError(f"{where}: {sql!r}: a condition must be true or false: {c.sql(dialect='spark')}")
-        found = [_check_value(o, where, sql, families) for o in _branches(node)]
+        found = [_check_value(o, where, sql, families) for o in branches_of(node)]
         present = {f for f in found if f is not None}
     if len(present) > 1:
         raise ValueError(f"{where}: {sql!r}: {node.sql(dialect='spark')} mixes {' and '.join(sorted(present))}")
     return present.pop() if present else None
 
 
-def _branches(node: exp.Expression) -> list[exp.Expression]:
-    if isinstance(node, exp.Case):
-        return [i.args["true"] for i in node.args["ifs"]] + [node.args.get("default") or exp.Null()]
-    if isinstance(node, exp.If):
-        return [node.args["true"], node.args.get("false") or exp.Null()]
-    if isinstance(node, exp.Nullif):
-        return [node.this, node.expression]
-    return [node.this, *node.expressions]
-
-
 def _operands(node: exp.Expression) -> list[exp.Expression]:
     if isinstance(node, (exp.Case, exp.If)):
         return []  # checked apart: conditions and branches
     if isinstance(node, _BRANCHES):
-        return _branches(node)
+        return branches_of(node)
     return [n for n in (node.this, node.args.get("expression")) if n is not None]
 
 
