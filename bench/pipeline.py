@@ -330,13 +330,13 @@ def read_events(ds: DaySet) -> None:
 
 def read_frames(ds: DaySet) -> None:
     """The frames entering and leaving day D's windows and D-1's snapshot, as the job reads them."""
-    from jobs import sliding_windows as sw
+    from jobs import window_inputs as wi
 
     spark, config = ds.spark, ds.config
-    ranges = [r for spec in config.windows for r in sw._Plan(spec, config, DAY, DAY).frame_ranges]
+    ranges = [r for spec in config.windows for r in wi.ReadPlan(spec, config, DAY, DAY).frame_ranges]
     before = DAY - timedelta(days=1)
-    previous = sw.read_snapshot(spark, ds.lakehouse, before, sw.continued_windows(spark, ds.lakehouse, before, config))
-    _noop(sw._read_frames(spark, ds.lakehouse, ranges))
+    previous = wi.read_snapshot(spark, ds.lakehouse, before, wi.continued_windows(spark, ds.lakehouse, before, config))
+    _noop(wi.read_frames(spark, ds.lakehouse, ranges))
     _noop(previous)
 
 

@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from expectations import reconciliation, suites
 from expectations.catalog import Check, Outcome, checks_of, spine_checks
-from jobs import delta_io, point_in_time_join, progress, sliding_windows
+from jobs import delta_io, point_in_time_join, progress, sliding_windows, window_inputs
 from jobs.errors import MissingInputError, MissingTableError, SourceError
 from jobs.ingest_events import LATE_REASON, read_input
 from jobs.tables import (
@@ -189,8 +189,8 @@ def evaluate_window_changes(inputs: Inputs) -> Results:
     day_before = inputs.first - timedelta(days=1)
     # Only the windows the job continued: the first change points of the others (none
     # materialised, every key empty, or another definition of the window) are not judged.
-    continued = sliding_windows.continued_windows(inputs.spark, inputs.lakehouse_root, day_before, inputs.config)
-    previous = sliding_windows.read_snapshot(inputs.spark, inputs.lakehouse_root, day_before, continued)
+    continued = window_inputs.continued_windows(inputs.spark, inputs.lakehouse_root, day_before, inputs.config)
+    previous = window_inputs.read_snapshot(inputs.spark, inputs.lakehouse_root, day_before, continued)
     results = suites.run_suite(changes, suites.prepare_window_changes(changes, previous, inputs.config, continued),
                                suites.window_changes_suite(inputs.config), inputs.days, inputs.selected)
     if "partials_materialised" in inputs.selected:
@@ -214,8 +214,8 @@ def evaluate_window_changes(inputs: Inputs) -> Results:
 
 def partials_materialised(inputs: Inputs) -> dict[date, Outcome]:
     """Per window day: whether that event day's partials (the frames entering its windows) were
-    materialised wherever its events were ingested (``sliding_windows.unmaterialised_partials``)."""
-    missing = set(sliding_windows.unmaterialised_partials(inputs.spark, inputs.lakehouse_root, inputs.days,
+    materialised wherever its events were ingested (``window_inputs.unmaterialised_partials``)."""
+    missing = set(window_inputs.unmaterialised_partials(inputs.spark, inputs.lakehouse_root, inputs.days,
                                                           inputs.config))
     path = MINUTE_PARTIALS.path(inputs.lakehouse_root)
     exists = delta_io.table_exists(path)

@@ -327,7 +327,7 @@ def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | No
     """Add the grid, length, partition and repetition columns the change-point suite expects.
 
     ``previous_snapshot``: the rows of the windows ``continued`` in the snapshot of the day
-    before the first day in ``changes`` (``sliding_windows.read_snapshot``). A key's first change
+    before the first day in ``changes`` (``window_inputs.read_snapshot``). A key's first change
     point in the range of such a window is compared with it (a key missing from it was empty);
     in other windows (no snapshot, or one of another definition of the window) it is not judged.
     """

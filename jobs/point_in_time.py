@@ -62,7 +62,7 @@ from pyspark.sql import functions as F
 from jobs import delta_io, errors
 from jobs.cli import documented_parser, group_arguments, load_configuration
 from jobs.point_in_time_exact import with_exact_values
-from jobs.sliding_windows import continued_windows
+from jobs.window_inputs import continued_windows
 from jobs.tables import ARRIVAL_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, days
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig

@@ -28,19 +28,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, date, timedelta
+from datetime import date, timedelta
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import arrival_frames, count_windows, delta_io, pipes, session_windows
-from jobs.errors import MissingInputError
+from jobs import count_windows, delta_io, pipes, session_windows
 from jobs.partial_merges import merged_in_passes, most_rows_of, prefix_merged, with_finished_values
 from jobs.tables import (
-    DAILY_PARTIALS,
-    EVENTS,
-    LATE_EVENTS,
     COUNT_STATE,
     MINUTE_PARTIALS,
     SESSION_STATE,
@@ -50,16 +46,18 @@ from jobs.tables import (
     day_filter,
     declared_columns,
     frame_stamp,
-    ingest_root,
     partial_columns,
     written_together,
 )
 from jobs.tables import days as day_range
-from jobs.window_grid import Windows, floor_to
+from jobs.window_grid import Windows, floor_to, seconds_of, utc_midnight
+from jobs.window_inputs import (
+    ReadPlan, continued_windows, days_of, in_ranges, read_day_tiles, read_frames, read_snapshot, require_partials,
+)
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
-from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, slides_over_day_tiles, tile_size
+from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, tile_size
 
 EPOCH = date(1970, 1, 1)
 
@@ -99,10 +97,6 @@ def _over(aggregate: Column, window: WindowSpec | None) -> Column:
     return aggregate if window is None else aggregate.over(window)
 
 
-def _seconds(column: str = "frame_start") -> Column:
-    return F.unix_seconds(F.col(column))
-
-
 def _timestamp(seconds: Column | str) -> Column:
     return F.timestamp_seconds(F.col(seconds) if isinstance(seconds, str) else seconds)
 
@@ -112,11 +106,6 @@ def _utc_date(seconds: Column) -> Column:
     timestamp takes each row through java.time's zone rules (4 percent of the sliding job's
     samples in a profile), the same answer in UTC."""
     return F.date_from_unix_date((floor_to(seconds, DAY_SECONDS) / DAY_SECONDS).cast("int"))
-
-
-def _utc_midnight(day: Column) -> Column:
-    """Epoch seconds of a date's start, UTC."""
-    return F.unix_date(day).cast("long") * DAY_SECONDS
 
 
 def with_all_keys(frames: DataFrame, config: PipelineConfig, *by: str) -> DataFrame:
@@ -148,7 +137,7 @@ def frame_deltas(frames: DataFrame, windows: Windows, config: PipelineConfig, af
     deltas are ``period_leaves``, one per key and period, and the frames give only ``+state``.
     """
     state = state_columns(config)
-    f, bucket = _seconds(), windows.param(lambda s: s.bucket)
+    f, bucket = seconds_of(), windows.param(lambda s: s.bucket)
     enter = F.struct(windows.end_at_or_after(f + bucket).alias("end"), *[F.col(c).alias(c) for c in state],
                      F.lit(1).alias("entering"))
     leave = F.struct(windows.end_at_or_after(f + windows.param(lambda s: s.length) + bucket).alias("end"),
@@ -237,10 +226,10 @@ def baseline_from_snapshot(snapshot: DataFrame, windows: Windows, config: Pipeli
 
 
 def baseline_from_frames(frames: DataFrame, windows: Windows, config: PipelineConfig,
-                         plans: dict[str, _Plan]) -> DataFrame:
+                         plans: dict[str, ReadPlan]) -> DataFrame:
     """Bootstrap: fold the frames of the window ending at each window's ``after`` (only where no
     snapshot holds its state); ``frames`` are tagged with their window."""
-    f = _seconds()
+    f = seconds_of()
     start, at = windows.param(lambda s: plans[s.name].baseline_window[0]), windows.param(lambda s: plans[s.name].after)
     inside = frames.where((f >= start) & (f < at))
     return inside.groupBy("window", "key").agg(*merged_state(config)).select(
@@ -306,7 +295,7 @@ def exact_values(frames: DataFrame, tiles: DataFrame, ends: DataFrame, windows: 
     """
     size = windows.param(tile_size)
     fields = partial_columns(config, invertible=False)
-    f = _seconds()
+    f = seconds_of()
     frame_rows = frames.select("window", "key", f.alias("pos"), floor_to(f, size).alias("tile"), *fields,
                                F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
     start = F.col("end") - windows.param(lambda s: s.length)
@@ -337,14 +326,14 @@ def exact_values(frames: DataFrame, tiles: DataFrame, ends: DataFrame, windows: 
 def exact_cumulating_values(frames: DataFrame, tiles: DataFrame | None, ends: DataFrame, windows: Windows,
                             config: PipelineConfig) -> DataFrame:
     """Non-invertible partials of a cumulating window at each (window, key, end): a running
-    merge of the frames (and whole-day ``tiles``, where the plan reads them: ``_Plan``) of the
+    merge of the frames (and whole-day ``tiles``, where the plan reads them: ``ReadPlan``) of the
     end's period before the end (a frame or tile sorts after a query at its own position; a tile
     lies wholly before every end of the run), one Window over the period's frames and never a
     refold per end. Day tiles keep a long period's read to its whole days' tiles plus the frames
     of at most two partial days, whatever the length."""
     fields = partial_columns(config, invertible=False)
     step = windows.param(lambda s: s.step)
-    f = _seconds()
+    f = seconds_of()
     frame_rows = frames.select("window", "key", f.alias("pos"), windows.window_start_of(f + step).alias("tile"),
                                *fields, F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
     if tiles is not None:
@@ -376,7 +365,7 @@ def merge_non_invertible(rows: DataFrame, config: PipelineConfig, *by: str) -> D
 
 def tiles_of(frames: DataFrame, windows: Windows, config: PipelineConfig) -> DataFrame:
     """Tiles smaller than a day, merged from frames the job reads anyway."""
-    tiled = frames.withColumn("tile", floor_to(_seconds(), windows.param(tile_size)))
+    tiled = frames.withColumn("tile", floor_to(seconds_of(), windows.param(tile_size)))
     return merge_non_invertible(tiled, config, "window", "key", "tile")
 
 
@@ -417,7 +406,7 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     return values.select("*", *marks).drop(*handed_on)
 
 
-def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plans: dict[str, _Plan]) -> DataFrame:
+def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plans: dict[str, ReadPlan]) -> DataFrame:
     """Both tables' rows of one window from one pass over its marks, tagged by ``TABLE_COLUMN``.
 
     ``window_changes``: the change points, or for ``final`` emission one row per key and window
@@ -454,7 +443,7 @@ def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plan
         F.sequence(F.unix_date("date").cast("long"), F.unix_date("until").cast("long")))).alias("at"))
     at = F.col("at")
     day = F.when(is_change, _utc_date(at)).otherwise(F.date_from_unix_date(at.cast("int")))
-    as_of = windows.end_at_or_after(_utc_midnight(day) + DAY_SECONDS) - slide
+    as_of = windows.end_at_or_after(utc_midnight(day) + DAY_SECONDS) - slide
     return days.select(
         "key",
         "window",
@@ -469,196 +458,6 @@ def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plan
     )
 
 
-# -- reading --------------------------------------------------------------------------------------
-
-
-def _days_of(*ranges: tuple[int, int]) -> list[str]:
-    """ISO days holding any instant of the ``[start, stop)`` ranges."""
-    return sorted({(EPOCH + timedelta(days=d)).isoformat() for start, stop in ranges if stop > start
-                   for d in range(start // DAY_SECONDS, (stop - 1) // DAY_SECONDS + 1)})
-
-
-def _in_ranges(column: Column, ranges: list[tuple[int, int]]) -> Column:
-    return reduce(lambda a, b: a | b, [(column >= start) & (column < stop) for start, stop in ranges])
-
-
-class _Plan:
-    """One window's time arithmetic for days ``first .. last``: which ends, which frames."""
-
-    def __init__(self, spec: WindowSpec, config: PipelineConfig, first: date, last: date) -> None:
-        start, self.stop = day_start(first), day_start(last) + DAY_SECONDS
-        self.after = spec.end_at_or_after(start) - spec.slide  # the last end before the first day
-        self.last_end = spec.end_at_or_before(self.stop - 1)
-        length = spec.length
-        # Frames entering in (after, stop) start in [after, last_end); frames leaving there
-        # start one window length earlier. A cumulating window's leave together (period_leaves).
-        self.delta_ranges = [(self.after - length, self.last_end - length),
-                             (max(self.after, self.last_end - length), self.last_end)]
-        # The window whose state the baseline is: a snapshot's (window_start, as_of), or the
-        # frames a bootstrap folds.
-        self.baseline_window = (spec.window_start(self.after), self.after)
-        self.exact_ranges: list[tuple[int, int]] = []
-        self.tile_days: list[str] = []
-        if spec.cumulating:
-            self.delta_ranges = [(self.after, self.last_end)]
-            if any(not a.invertible for a in config.aggregations):  # the period so far
-                # Every end from ``after`` on merges its period before it: the period of
-                # ``after`` starts at ``start`` and the later ones within the run. Its whole days
-                # before the day holding ``after`` are day tiles; the partial day at its start
-                # and the days from ``after``'s on are frames (``exact_cumulating_values``).
-                start = spec.window_start(self.after)
-                whole = (-(-start // DAY_SECONDS) * DAY_SECONDS, self.after // DAY_SECONDS * DAY_SECONDS)
-                if slides_over_day_tiles(spec) and whole[1] > whole[0]:
-                    self.exact_ranges = [(start, whole[0]), (whole[1], self.last_end)]
-                    self.tile_days = _days_of(whole)
-                else:
-                    self.exact_ranges = [(start, self.last_end)]
-        elif any(not a.invertible for a in config.aggregations):
-            size = tile_size(spec)
-            head = (self.after - length) // size * size
-            if size < DAY_SECONDS:  # everything from the first head tile to the last end is small
-                self.exact_ranges = [(head, self.last_end)]
-            else:  # whole head and tail days as frames, the days between as tiles
-                self.exact_ranges = [(head, (self.last_end - length) // size * size + size),
-                                     (self.after // size * size, self.last_end)]
-                self.tile_days = _days_of((head + size, self.last_end // size * size))
-
-    @property
-    def frame_ranges(self) -> list[tuple[int, int]]:
-        return self.delta_ranges + self.exact_ranges
-
-
-def _read_frames(spark: SparkSession, lakehouse: str, ranges: list[tuple[int, int]],
-                 config: PipelineConfig | None = None, clock: str = "event") -> DataFrame:
-    """Minute partials of frames starting in any range, reading only the days that hold them
-    (for ``time: arrival`` windows the frames by arrival time, ``jobs.arrival_frames``)."""
-    if clock == "arrival":
-        partials = arrival_frames.read_frames(spark, lakehouse, _days_of(*ranges), config)
-    else:
-        partials = delta_io.read_table(spark, MINUTE_PARTIALS.path(lakehouse),
-                                       partition_filters=[("event_date", "in", _days_of(*ranges))])
-    return partials.where(_in_ranges(_seconds(), ranges))
-
-
-def _read_day_tiles(spark: SparkSession, lakehouse: str, days: list[str], config: PipelineConfig | None = None,
-                    clock: str = "event") -> DataFrame:
-    if clock == "arrival":
-        tiles = arrival_frames.read_day_tiles(spark, lakehouse, days, config)
-    else:
-        tiles = delta_io.read_table(spark, DAILY_PARTIALS.path(lakehouse),
-                                    partition_filters=[("event_date", "in", days)])
-    return tiles.withColumn("tile", _utc_midnight(F.col("event_date")))
-
-
-def unmaterialised_partials(spark: SparkSession, lakehouse: str, event_days: list[date],
-                            config: PipelineConfig) -> list[date]:
-    """The event days whose minute partials were never materialised, though their events were
-    ingested: a window run over them would succeed with wrong values (their frames neither
-    entering nor leaving), so the job refuses and a blocking check flags them.
-
-    A day with frames, or with events the partials job kept as late (``behind_watermark``), was
-    materialised. A day with neither is told apart from a day without events by ``events``:
-    its events can have arrived on days D .. D + allowed lateness, and any one of them would have
-    made a frame. The Delta logs' statistics answer for most days without a Spark job; the days
-    left are checked in one query.
-    """
-    partials, late = (t.path(lakehouse) for t in (MINUTE_PARTIALS, LATE_EVENTS))
-    events = EVENTS.path(ingest_root(lakehouse, config))
-    lateness = timedelta(days=config.allowed_lateness_days)
-    if not delta_io.table_exists(events):
-        return []
-
-    def empty(day: date) -> bool:
-        frames = day_filter("event_date", day, day)
-        if delta_io.table_exists(partials) and delta_io.row_count(partials, partition_filters=frames):
-            return False
-        return not (delta_io.table_exists(late) and delta_io.row_count(
-            late, partition_filters=[*frames, ("reason", "=", "behind_watermark")]))
-
-    suspect = [d for d in event_days if empty(d)
-               and delta_io.row_count(events, partition_filters=day_filter("arrival_date", d, d + lateness))
-               and _may_hold_events_of(events, d, lateness)]
-    if not suspect:
-        return []
-    arrivals = sorted({a for d in suspect for a in day_filter("arrival_date", d, d + lateness)[0][2]})
-    rows = (delta_io.read_table(spark, events, partition_filters=[("arrival_date", "in", arrivals)])
-            .select(F.to_date("event_time").alias("event_date")).where(F.col("event_date").isin(suspect))
-            .distinct().collect())
-    return sorted(r["event_date"] for r in rows)
-
-
-def _may_hold_events_of(events: str, day: date, lateness: timedelta) -> bool:
-    """Whether the events that arrived on ``day .. day + lateness`` may hold one of ``day``, by
-    the log's ``event_time`` statistics (yes, where a file has none). The days just before the
-    first day of data are asked this on every bootstrap: answered here, no Spark job."""
-    arrivals = day_filter("arrival_date", day, day + lateness)
-    return any(f is None or f["event_time"][0].astimezone(UTC).date() <= day <= f["event_time"][1].astimezone(UTC).date()
-               for f in delta_io.file_ranges(events, ["event_time"], partition_filters=arrivals))
-
-
-def require_partials(spark: SparkSession, lakehouse: str, event_days: list[date], config: PipelineConfig) -> None:
-    """Refuse to run over ``unmaterialised_partials``: a missing input, a one-line error."""
-    missing = unmaterialised_partials(spark, lakehouse, event_days, config)
-    if missing:
-        listed = ", ".join(d.isoformat() for d in missing)
-        raise MissingInputError(f"minute_partials of event day(s) {listed} were never materialised, though "
-                                f"events holds their events: materialise minute_partials for {listed} first")
-
-
-def continued_windows(spark: SparkSession, lakehouse: str, day: date, config: PipelineConfig) -> set[str]:
-    """The configured windows whose state the snapshot of ``day`` holds, for the next day to
-    continue from.
-
-    A window's name can outlive its definition (the configuration edited between two days), so
-    a window continues only where every row of it is the state of the interval the next day's
-    baseline needs, ``(window_start, as_of)``. The others bootstrap, which is exact either way,
-    as for a missing or empty snapshot.
-    """
-    held = _held_windows(spark, lakehouse, day)
-    following = day + timedelta(days=1)
-    continued = set()
-    for spec in config.windows:
-        start, as_of = _Plan(spec, config, following, following).baseline_window
-        if held.get(spec.name) == ((start, start), (as_of, as_of)):
-            continued.add(spec.name)
-    return continued
-
-
-def _held_windows(spark: SparkSession, lakehouse: str, day: date) -> dict[str, tuple[tuple[int, int], ...]]:
-    """Each window in the snapshot of ``day``, with the least and greatest ``window_start`` and
-    ``as_of`` of its rows, in epoch seconds. The Delta log's statistics answer where each file
-    holds one window, as under a single-window configuration, without a Spark job; otherwise one
-    aggregate of the three columns does."""
-    path, days = WINDOW_SNAPSHOT.path(lakehouse), day_filter("date", day, day)
-    if not delta_io.table_exists(path) or "window_start" not in delta_io.table_columns(path):
-        return {}  # none, or of a layout that did not say which interval its state is of
-    files = delta_io.file_ranges(path, ["window", "window_start", "as_of"], partition_filters=days)
-    if all(f is not None and f["window"][0] == f["window"][1] for f in files):
-        by_window: dict[str, list[dict]] = {}
-        for f in files:
-            by_window.setdefault(f["window"][0], []).append(f)
-
-        def bounds(of: list[dict], column: str) -> tuple[int, int]:
-            least, greatest = min(f[column][0] for f in of), max(f[column][1] for f in of)
-            return int(least.timestamp()), int(greatest.timestamp())
-
-        return {window: (bounds(of, "window_start"), bounds(of, "as_of")) for window, of in by_window.items()}
-    snapshot = delta_io.read_table(spark, path, partition_filters=days)
-    ranges = snapshot.groupBy("window").agg(*[bound(_seconds(column)) for column in ("window_start", "as_of")
-                                              for bound in (F.min, F.max)])
-    return {r[0]: ((r[1], r[2]), (r[3], r[4])) for r in ranges.collect()}
-
-
-def read_snapshot(spark: SparkSession, lakehouse: str, day: date, windows: set[str]) -> DataFrame | None:
-    """The rows of ``windows`` (``continued_windows``) in the snapshot of ``day``, or None for
-    no windows: the job's baseline; the checks judge a day's first change points against it."""
-    if not windows:
-        return None
-    days = day_filter("date", day, day)
-    snapshot = delta_io.read_table(spark, WINDOW_SNAPSHOT.path(lakehouse), partition_filters=days)
-    return snapshot.where(F.col("window").isin(sorted(windows)))
-
-
 # -- the job --------------------------------------------------------------------------------------
 
 
@@ -668,7 +467,7 @@ class _Inputs:
     ``window``, so that one plan serves all windows (``jobs.window_grid``)."""
 
     def __init__(self, spark: SparkSession, lakehouse: str, frames: DataFrame, config: PipelineConfig,
-                 plans: dict[str, _Plan], clock: str) -> None:
+                 plans: dict[str, ReadPlan], clock: str) -> None:
         self.spark, self.lakehouse, self.config, self.plans, self.clock = spark, lakehouse, config, plans, clock
         self.frames = {True: frames}
         if any(not s.keyed for s in config.windows):
@@ -677,7 +476,7 @@ class _Inputs:
 
     def frames_of(self, windows: Windows, ranges: Callable[[WindowSpec], list[tuple[int, int]]]) -> DataFrame:
         return reduce(DataFrame.unionByName, [
-            self.frames[s.keyed].where(_in_ranges(_seconds(), ranges(s))).select(F.lit(s.name).alias("window"),
+            self.frames[s.keyed].where(in_ranges(seconds_of(), ranges(s))).select(F.lit(s.name).alias("window"),
                                                                                  *self.columns)
             for s in windows.specs])
 
@@ -689,7 +488,7 @@ class _Inputs:
         parts = []
         if by_day:
             days = sorted({d for s in by_day.specs for d in self.plans[s.name].tile_days})
-            tiles = {True: _read_day_tiles(self.spark, self.lakehouse, days, self.config, self.clock)}
+            tiles = {True: read_day_tiles(self.spark, self.lakehouse, days, self.config, self.clock)}
             if any(not s.keyed for s in by_day.specs):
                 tiles[False] = with_all_keys(tiles[True], self.config, "tile", "event_date")
             for s in by_day.specs:
@@ -741,7 +540,7 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     delta_io.require_stamp(MINUTE_PARTIALS.path(lakehouse), frame_stamp(config))
     if not config.windows:  # only session windows (jobs.session_windows)
         return None, {"baseline": {}, "persisted": []}
-    plans = {spec.name: _Plan(spec, config, first, last) for spec in config.windows}
+    plans = {spec.name: ReadPlan(spec, config, first, last) for spec in config.windows}
     continued = continued_windows(spark, lakehouse, first - timedelta(days=1), config)
     previous = read_snapshot(spark, lakehouse, first - timedelta(days=1), continued)
     ranges = [r for p in plans.values() for r in p.frame_ranges]
@@ -749,9 +548,9 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     # Every day whose frames the run reads, the days before ``first`` too: a bootstrap reads a
     # window's length of them, and a frame never made would silently neither enter nor leave.
     # A day before the data holds no events and passes (``unmaterialised_partials``).
-    read = day_range(first, last) if clock == "arrival" else [date.fromisoformat(d) for d in _days_of(*ranges)]
+    read = day_range(first, last) if clock == "arrival" else [date.fromisoformat(d) for d in days_of(*ranges)]
     require_partials(spark, lakehouse, read, config)
-    frames = _read_frames(spark, lakehouse, ranges, config, clock)
+    frames = read_frames(spark, lakehouse, ranges, config, clock)
     persisted = []
     # The daily case (one invertible window continuing from a snapshot) reads the frames once;
     # anything reading them again (a bootstrap, exact values, more windows) reads them cached.

@@ -15,7 +15,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from windowing_core.sessions import SessionSpec
-from windowing_core.window_spec import WindowSpec
+from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
 Spec = WindowSpec | SessionSpec
 
@@ -86,3 +86,13 @@ def floor_to(seconds: Column, size: Column | int) -> Column:
 def window_start_of(end: Column, spec: WindowSpec) -> Column:
     """One window's ``WindowSpec.window_start`` as a Spark expression."""
     return Windows((spec,)).window_start_of(end)
+
+
+def seconds_of(column: str = "frame_start") -> Column:
+    """A timestamp column in whole epoch seconds."""
+    return F.unix_seconds(F.col(column))
+
+
+def utc_midnight(day: Column) -> Column:
+    """Epoch seconds of a date's start, UTC."""
+    return F.unix_date(day).cast("long") * DAY_SECONDS

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from expectations import asset_checks, catalog
-from jobs import cli, delta_io, ingest_events, minute_partials, sliding_windows
+from jobs import cli, delta_io, ingest_events, minute_partials, sliding_windows, window_inputs
 from jobs.errors import ConcurrentWriteError
 from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
 from windowing_core import reference
@@ -163,7 +163,7 @@ def test_windows_over_a_day_without_its_partials_exit_one_and_the_check_fails(sp
     assert not delta_io.table_exists(WINDOW_CHANGES.path(lake))  # nothing written
 
     # The check flags a window day computed before its partials (windows written anyway).
-    assert sliding_windows.unmaterialised_partials(spark, lake, [date(2025, 1, 26), DAY], PipelineConfig()) == [DAY]
+    assert window_inputs.unmaterialised_partials(spark, lake, [date(2025, 1, 26), DAY], PipelineConfig()) == [DAY]
     inputs = asset_checks.Inputs(spark, str(landing), lake, PipelineConfig(), [date(2025, 1, 26), DAY],
                                  {"partials_materialised"})
     outcomes = asset_checks.partials_materialised(inputs)

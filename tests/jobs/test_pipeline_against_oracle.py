@@ -21,7 +21,7 @@ from dagster_pyspark import PySparkResource
 from assets import build_assets
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource
-from jobs import delta_io, errors, ingest_events, minute_partials, sliding_windows
+from jobs import delta_io, errors, ingest_events, minute_partials, sliding_windows, window_inputs
 from jobs.partial_merges import with_finished_values
 from jobs.tables import (
     EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
@@ -544,7 +544,7 @@ def test_a_changed_window_continues_only_from_a_snapshot_of_its_own(spark, tmp_p
     assert result["baseline"] == baseline
     # The Delta log's statistics said which windows the snapshot holds; the data says the same.
     monkeypatch.setattr(delta_io, "file_ranges", lambda *args, **kwargs: [None])
-    assert sliding_windows.continued_windows(spark, lakehouse, day - timedelta(days=1), config) == {
+    assert window_inputs.continued_windows(spark, lakehouse, day - timedelta(days=1), config) == {
         w for w, b in baseline.items() if b == "snapshot"}
 
 

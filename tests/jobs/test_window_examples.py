@@ -5,7 +5,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from jobs import delta_io, ingest_events, minute_partials, sliding_windows
+from jobs import delta_io, ingest_events, minute_partials, sliding_windows, window_inputs
 from jobs.tables import DAILY_PARTIALS, LATE_EVENTS, WINDOW_CHANGES
 from windowing_core.config import PipelineConfig
 
@@ -234,8 +234,8 @@ def test_a_weekly_cumulating_window_with_min_reads_day_tiles_not_the_week_of_fra
                                                             "align_to": "2025-01-27T00:00:00Z"}},
                                        "aggregations": {"low": "min"}})
     spec = config.windows[0]
-    plan = sliding_windows._Plan(spec, config, day, day)
-    frame_days = sliding_windows._days_of(*plan.frame_ranges)
+    plan = window_inputs.ReadPlan(spec, config, day, day)
+    frame_days = window_inputs.days_of(*plan.frame_ranges)
     assert set(frame_days) == {(day - timedelta(days=1)).isoformat(), day.isoformat()}
     before = day - timedelta(days=1)  # the day of the last end before the run
     monday = before - timedelta(days=before.weekday())  # its week's start
