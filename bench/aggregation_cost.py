@@ -37,7 +37,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs import delta_io, minute_partials, sliding_windows
+from jobs import delta_io, delta_write, minute_partials, sliding_windows
 from jobs.spark_session import get_spark
 from jobs.tables import EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, declared_columns
 from windowing_core.config import PipelineConfig
@@ -109,7 +109,7 @@ def prepare(spark: SparkSession, lakehouse: str, per_day: int, keys: int, config
         shutil.copytree(EVENTS.path(events_of), EVENTS.path(lakehouse))
     else:
         rows = events(spark, per_day, keys, config)
-        delta_io.replace_partitions(rows, EVENTS.path(lakehouse), partition_by=list(EVENTS.partition_by),
+        delta_write.replace_partitions(rows, EVENTS.path(lakehouse), partition_by=list(EVENTS.partition_by),
                                     partition_filters=day_filter("arrival_date", first, DAY + timedelta(days=1)))
     minute_partials.run(spark, lakehouse, first, DAY, config)
     sliding_windows.run(spark, lakehouse, DAY - timedelta(days=1), DAY - timedelta(days=1), config)

@@ -32,7 +32,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs import delta_io
+from jobs import delta_write
 from jobs.tables import EVENT_COLUMNS, EVENTS
 
 
@@ -95,7 +95,7 @@ def write_events(spark: SparkSession, lakehouse: str, n: int, first_day: date, d
     """Replace the ``events`` table's arrival partitions of the set with a freshly generated one."""
     events = benchmark_events(spark, n, first_day, days, keys, seed=seed)
     dates = [d.isoformat() for d in arrival_dates(first_day, days)]
-    return delta_io.replace_partitions(events, EVENTS.path(lakehouse), partition_by=list(EVENTS.partition_by),
+    return delta_write.replace_partitions(events, EVENTS.path(lakehouse), partition_by=list(EVENTS.partition_by),
                                        partition_filters=[("arrival_date", "in", dates)])
 
 

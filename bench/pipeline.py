@@ -161,7 +161,7 @@ class DaySet:
 
 def prepare(spark, work: Path, events_per_day: int, keys: int, seed: int, reuse: bool, config=None) -> DaySet:
     """The day's set under ``config`` (a ``PipelineConfig``; the defaults without one)."""
-    from jobs import delta_io, minute_partials, sliding_windows
+    from jobs import delta_io, delta_write, minute_partials, sliding_windows
     from jobs.tables import EVENTS
     from windowing_core.config import PipelineConfig
 
@@ -182,14 +182,14 @@ def prepare(spark, work: Path, events_per_day: int, keys: int, seed: int, reuse:
         before = [d.isoformat() for d in arrival_dates(first, EVENT_DAYS) if d < DAY]
         kept = delta_io.read_table(spark, EVENTS.path(str(lakehouse)),
                                    partition_filters=[("arrival_date", "in", before)]).limit(0)
-        delta_io.replace_partitions(kept, EVENTS.path(str(lakehouse)), partition_by=list(EVENTS.partition_by),
+        delta_write.replace_partitions(kept, EVENTS.path(str(lakehouse)), partition_by=list(EVENTS.partition_by),
                                     partition_filters=[("arrival_date", ">=", DAY.isoformat())])
     else:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         events = benchmark_events(spark, events_per_day * EVENT_DAYS, first, EVENT_DAYS, keys, seed=seed)
         dates = [d.isoformat() for d in arrival_dates(first, EVENT_DAYS)]
-        delta_io.replace_partitions(events.where(events["arrival_date"] < DAY), EVENTS.path(str(lakehouse)),
+        delta_write.replace_partitions(events.where(events["arrival_date"] < DAY), EVENTS.path(str(lakehouse)),
                                     partition_by=list(EVENTS.partition_by),
                                     partition_filters=[("arrival_date", "in", dates)])
         lines = write_landing(events.where(events["arrival_date"] == DAY), str(landing), DAY, config.key_field,

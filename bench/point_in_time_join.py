@@ -43,7 +43,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from bench import generate
-from jobs import delta_io, minute_partials, point_in_time_join, sliding_windows
+from jobs import delta_io, delta_write, minute_partials, point_in_time_join, sliding_windows
 from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
 from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter
 from windowing_core.config import PipelineConfig
@@ -73,7 +73,7 @@ def write_window_tables(spark: SparkSession, lake: str, keys: int, days: int, pe
                        F.col("v").cast("decimal(38,0)").alias("sum"),
                        F.to_date(F.timestamp_seconds("end")).alias("date"))  # the day of window_end
                .where(F.col("date") < F.lit(FIRST + timedelta(days=days))))
-    written = delta_io.replace_partitions(changes, WINDOW_CHANGES.path(lake), partition_by=["date"],
+    written = delta_write.replace_partitions(changes, WINDOW_CHANGES.path(lake), partition_by=["date"],
                                           partition_filters=[])["rows_written"]
     snap_ids = spark.range(keys * days)
     as_of = F.lit(start) + ((F.col("id") / keys).cast("long") + 1) * DAY - 60
@@ -85,7 +85,7 @@ def write_window_tables(spark: SparkSession, lake: str, keys: int, days: int, pe
                                F.col("event_count").cast("decimal(38,0)").alias("sum__s"),
                                F.col("event_count").alias("count"), F.col("event_count").cast("decimal(38,0)").alias("sum"),
                                F.to_date("as_of").alias("date"))
-    snapshots = delta_io.replace_partitions(snapshot, WINDOW_SNAPSHOT.path(lake), partition_by=["date"],
+    snapshots = delta_write.replace_partitions(snapshot, WINDOW_SNAPSHOT.path(lake), partition_by=["date"],
                                             partition_filters=[])["rows_written"]
     return written, snapshots
 
@@ -114,7 +114,7 @@ def write_spine(spark: SparkSession, path: str, rows: int, keys: int, days: int,
 def floor(spark: SparkSession, spine: str, out: str) -> int:
     rows = spark.read.parquet(spine)
     first, last = rows.agg(F.min("ts"), F.max("ts")).first()
-    written = delta_io.replace_partitions(rows.withColumn("date", F.to_date("ts")), out, partition_by=["date"],
+    written = delta_write.replace_partitions(rows.withColumn("date", F.to_date("ts")), out, partition_by=["date"],
                                           partition_filters=day_filter("date", first.date(), last.date()))
     return written["rows_written"]
 

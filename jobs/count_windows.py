@@ -28,7 +28,7 @@ from datetime import date, timedelta
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io
+from jobs import delta_io, delta_write
 from jobs.minute_partials import accepted_events
 from jobs.partial_merges import with_finished_values
 from jobs.tables import COUNT_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter, declared_columns, partial_columns
@@ -169,6 +169,6 @@ def count_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
     return rows, {"baseline": {s.name: "state" if s.name in continued else "bootstrap" for s in counts.specs}}
 
 
-def state_target(lakehouse: str, first: date, last: date, config: PipelineConfig) -> delta_io.Target:
-    return delta_io.Target(COUNT_STATE.path(lakehouse), [c for c, _ in declared_columns(COUNT_STATE.name, config)],
+def state_target(lakehouse: str, first: date, last: date, config: PipelineConfig) -> delta_write.Target:
+    return delta_write.Target(COUNT_STATE.path(lakehouse), [c for c, _ in declared_columns(COUNT_STATE.name, config)],
                            list(COUNT_STATE.partition_by), day_filter("date", first, last))

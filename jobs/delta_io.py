@@ -1,8 +1,9 @@
-"""Delta Lake I/O for every panes job: delta-spark writes, and delta-rs answers what the log alone can.
+"""Delta Lake reads for every panes job, and what the log alone can answer, with delta-rs.
 
-Every write is Spark's own Delta writer: a partition replace is ``mode("overwrite")`` with
-``replaceWhere`` on the partition predicate, one atomic commit, so re-running a partition gives
-the same contents and a run killed part-way leaves the previous version readable. Data is read
+Every write is Spark's own Delta writer (``jobs.delta_write``): a partition replace is
+``mode("overwrite")`` with ``replaceWhere`` on the partition predicate, one atomic commit, so
+re-running a partition gives the same contents and a run killed part-way leaves the previous
+version readable. Data is read
 through Spark (``format("delta")``). What the Delta log answers without reading data (does the
 table exist, its version, rows per partition, a column's bounds, the stamp of its last write) is
 asked of delta-rs, which reads the same log with no Spark session at hand: Dagster's metadata,
@@ -26,15 +27,12 @@ dates or datetimes; they are compared as the partition column's type.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import sys
-import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -43,15 +41,12 @@ import pyarrow.fs as pafs
 from deltalake import DeltaTable, Schema
 from deltalake.exceptions import DeltaError, TableNotFoundError
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
 from jobs.errors import (
-    ConcurrentWriteError, DamagedTableError, IncompleteWriteError, MissingTableError, StampMismatchError,
+    DamagedTableError, IncompleteWriteError, MissingTableError, StampMismatchError,
 )
-
-WRITER = "delta-spark"
 
 _OPS = ("=", "!=", "<", "<=", ">", ">=", "in", "not in")
 
@@ -75,12 +70,12 @@ def holds_delta_log(path: str) -> bool:
 
 
 def table_version(path: str) -> int:
-    return _open(path).version()
+    return open_table(path).version()
 
 
 def table_columns(path: str) -> list[str]:
     """The table's column names, partition columns last, from its Delta log."""
-    return _spark_schema(_open(path)).fieldNames()
+    return _spark_schema(open_table(path)).fieldNames()
 
 
 def column_max(path: str, column: str) -> Any:
@@ -91,7 +86,7 @@ def column_max(path: str, column: str) -> Any:
     """
     if not table_exists(path):
         return None
-    actions = pa.table(_open(path).get_add_actions(flatten=True))
+    actions = pa.table(open_table(path).get_add_actions(flatten=True))
     name = f"max.{column}"
     if name not in actions.column_names or actions.num_rows == 0:
         return None
@@ -130,7 +125,7 @@ def commit_stamp(path: str, key: str) -> str | None:
     """The value of ``key`` in the stamp of the table's newest write that carries one
     (``Target.stamp``), among its last 50 commits; None where none does (a table written before
     stamps, or by another tool)."""
-    for commit in _open(path).history(limit=50):
+    for commit in open_table(path).history(limit=50):
         user = _user_metadata(commit)
         if key in user:
             return str(user[key])
@@ -154,7 +149,7 @@ def wrote_day(path: str, day: date) -> bool:
     Reads the whole log's commit entries (the data is not read); a day whose commits the log's
     retention dropped is not found."""
     return any(m.get("first", "9") <= day.isoformat() <= m.get("last", "")
-               for m in map(_user_metadata, _open(path).history()))
+               for m in map(_user_metadata, open_table(path).history()))
 
 
 @dataclass(frozen=True)
@@ -194,7 +189,7 @@ def unfinished_write(paths: list[str]) -> UnfinishedWrite | None:
     for path in paths:
         if not table_exists(path):
             return None
-        for commit in _open(path).history(limit=50):
+        for commit in open_table(path).history(limit=50):
             meta = _user_metadata(commit)
             if "writeId" in meta:
                 newest[path] = (commit.get("timestamp") or 0, meta)
@@ -253,9 +248,9 @@ def file_ranges(path: str, columns: list[str], *,
 
 def _add_actions(path: str, partition_filters: list[Filter] | None) -> pa.Table:
     """The Delta log's add actions (statistics flattened) of the files in the matching partitions."""
-    table = _open(path)
-    filters = _conjunction(partition_filters)
-    _check_filter_columns(filters, table.metadata().partition_columns, path)
+    table = open_table(path)
+    filters = conjunction(partition_filters)
+    check_filter_columns(filters, table.metadata().partition_columns, path)
     # File names are unique (a UUID each); their folders are spelled differently in the log.
     names = {f.rsplit("/", 1)[-1] for f in table.file_uris(file_pruning_predicate=[filters] if filters else None)}
     actions = pa.table(table.get_add_actions(flatten=True))
@@ -275,13 +270,13 @@ def read_table(spark: SparkSession, path: str, *,
     cached plan that reads the written table at its latest version (``recacheByPlan``), and the
     windows job's cached result reads the day before's snapshot it then writes: re-planned for
     nothing, 4.9 s of a 29.9 s day (pipeline oracle seed 8)."""
-    table = _open(path)
+    table = open_table(path)
     conjunctions = _dnf(partition_filters)
     for conjunction in conjunctions:
-        _check_filter_columns(conjunction, table.metadata().partition_columns, path)
+        check_filter_columns(conjunction, table.metadata().partition_columns, path)
     df = spark.read.format("delta").option("versionAsOf", table.version()).load(spark_path(path))
     if conjunctions:
-        df = df.where(_sql_predicate(conjunctions))
+        df = df.where(sql_predicate(conjunctions))
     return df.select(*columns) if columns else df
 
 
@@ -289,9 +284,9 @@ def read_arrow(path: str, *, partition_filters: list[Filter] | None = None,
                columns: list[str] | None = None) -> pa.Table:
     """The matching partitions' rows as Arrow, read by delta-rs: for a job that needs no Spark
     (the online store's load reads a day's snapshot and hands it to PostgreSQL's COPY)."""
-    table = _open(path)
-    filters = _conjunction(partition_filters)
-    _check_filter_columns(filters, table.metadata().partition_columns, path)
+    table = open_table(path)
+    filters = conjunction(partition_filters)
+    check_filter_columns(filters, table.metadata().partition_columns, path)
     return table.to_pyarrow_table(partitions=filters or None, columns=columns)
 
 
@@ -306,7 +301,7 @@ def vacuum(path: str, *, retain_hours: int | None = None, dry_run: bool = False,
     refuses unless ``enforce_retention`` is off: a run still reading an older version, or still
     writing, could then lose its files.
     """
-    table = _open(path)
+    table = open_table(path)
     options = {"retention_hours": retain_hours, "enforce_retention_duration": enforce_retention, "full": True}
     try:
         doomed = table.vacuum(dry_run=True, **options)
@@ -322,177 +317,10 @@ def vacuum(path: str, *, retain_hours: int | None = None, dry_run: bool = False,
 
 
 # ---------------------------------------------------------------------------------------------
-# writes (delta-spark)
-
-
-def replace_partitions(df: DataFrame, path: str, *, partition_by: list[str],
-                       partition_filters: list[Filter]) -> dict:
-    """Replace every row matching ``partition_filters`` with ``df``, in one atomic commit.
-
-    Every row of ``df`` must fall inside the filters (an AND of partition-column filters; an
-    empty list replaces the whole table): Delta checks each row against ``replaceWhere`` and
-    a row outside aborts the write, committing nothing. An empty ``df`` empties the matching
-    partitions. The table is created, partitioned by ``partition_by``, if it does not exist.
-    """
-    target = _Target.of(None, path, df.columns, partition_by, partition_filters, df.columns)
-    with _locked([target.path]):
-        _check_table(target, df.select(*target.columns).schema)
-        return _write(df.select(*target.columns), target, {"writeId": uuid.uuid4().hex})
-
-
-@dataclass(frozen=True)
-class Target:
-    """One table of a routed write: its path and columns, and the partitions it replaces."""
-
-    path: str
-    columns: list[str]
-    partition_by: list[str]
-    partition_filters: list[Filter]
-    # What the rows were made with that every row of the table must share (the frames' bucket):
-    # each commit carries it, and a write whose stamp differs from the table's is refused.
-    stamp: dict[str, str] = field(default_factory=dict)
-
-
-def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Target], *,
-                              days: tuple[date, date] | None = None) -> dict[str, dict]:
-    """``replace_partitions`` of several tables, each row to the target its ``route`` column names.
-
-    A job whose tables are all cut from one expensive result writes them this way: ``df`` is
-    computed once (persisted) and each table gets its own atomic commit, in the order given. One
-    pass over the persisted rows first checks that every row goes to a target and falls inside
-    its partitions, so a bad row commits no table. A target no row reaches has its matching
-    partitions emptied. Every commit of one call carries the same ``writeId`` in its
-    ``userMetadata`` (and the run's ``days``, first and last), so the tables of one run are
-    recognisable as such, and a run killed between two commits shows (``require_whole_writes``).
-    """
-    resolved = [_Target.of(name, t.path, t.columns, t.partition_by, t.partition_filters, df.columns, t.stamp)
-                for name, t in targets.items()]
-    write = {"writeId": uuid.uuid4().hex, **({"first": days[0].isoformat(), "last": days[1].isoformat()}
-                                              if days else {})}
-    with _locked([t.path for t in resolved]):
-        fields = {f.name: f for f in df.schema.fields}
-        for t in resolved:
-            _check_table(t, StructType([fields[c] for c in t.columns]))
-        df = df.persist()
-        try:
-            _check_routes(df, route, resolved)
-            return {t.name: _write(df.where(df[route] == t.name).select(*t.columns), t, write)
-                    for t in resolved}
-        finally:
-            df.unpersist()
-
-
-@dataclass(frozen=True)
-class _Target:
-    """A table one write replaces partitions of, validated: ``columns`` with partitions last."""
-
-    name: str | None
-    path: str
-    columns: list[str]
-    partition_by: list[str]
-    filters: list[tuple]
-    stamp: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, name: str | None, path: str, columns: list[str], partition_by: list[str],
-           partition_filters: list[Filter], available: list[str], stamp: dict[str, str] | None = None) -> _Target:
-        missing = [c for c in [*columns, *partition_by] if c not in available]
-        if missing:
-            raise ValueError(f"columns {missing} of {path} are not columns of the data written")
-        filters = _conjunction(partition_filters)
-        _check_filter_columns(filters, partition_by, path)
-        # Spark puts partition columns last when it reads; writing them last keeps one column order.
-        ordered = [c for c in columns if c not in partition_by] + list(partition_by)
-        return cls(name, path, ordered, list(partition_by), filters, {k: str(v) for k, v in (stamp or {}).items()})
-
-
-def _check_table(target: _Target, schema: StructType) -> None:
-    """Refuse, before anything is written, a table of other columns, partitioning or stamp."""
-    if not table_exists(target.path):
-        return
-    _check_compatible(_open(target.path), schema, target.partition_by, target.path)
-    if target.stamp:
-        require_stamp(target.path, target.stamp)
-
-
-def _check_routes(df: DataFrame, route: str, targets: list[_Target]) -> None:
-    """One pass: every row goes to a target, and lies inside that target's partitions."""
-    names = [t.name for t in targets]
-    outside = [F.sum(((F.col(route) == t.name) & ~F.coalesce(F.expr(_sql_predicate([t.filters])), F.lit(False))
-                      ).cast("long")).alias(str(i)) for i, t in enumerate(targets) if t.filters]
-    stray = F.collect_set(F.when(~F.col(route).isin(names) | F.col(route).isNull(),
-                                 F.coalesce(F.col(route), F.lit("null"))))
-    result = df.agg(stray.alias("stray"), *outside).first()
-    if result["stray"]:
-        raise ValueError(f"rows routed by {route!r} to {sorted(result['stray'])[:5]}, which is no target of "
-                         f"{names}: nothing was written")
-    for i, t in enumerate(targets):
-        if t.filters and result[str(i)]:
-            raise ValueError(f"{result[str(i)]} rows for {t.path} fall outside partition_filters {t.filters}: "
-                             "nothing was written")
-
-
-def _write(df: DataFrame, target: _Target, write: dict[str, str]) -> dict:
-    user_metadata = json.dumps({**write, **target.stamp})  # finds the commit, and stamps it
-    writer = df.write.format("delta").mode("overwrite").option("userMetadata", user_metadata)
-    if target.filters:
-        writer = writer.option("replaceWhere", _sql_predicate([target.filters]))
-    try:
-        writer.partitionBy(*target.partition_by).save(spark_path(target.path))
-    except Exception as err:  # pyspark's captured JVM errors: match on Delta's names, not classes
-        text = f"{type(err).__name__}: {err}"
-        if "DELTA_REPLACE_WHERE_MISMATCH" in text:
-            raise ValueError(f"rows written to {target.path} fall outside partition_filters {target.filters}: "
-                             "nothing was written") from None
-        if "Concurrent" in type(err).__name__ or "DELTA_CONCURRENT" in text:
-            raise ConcurrentWriteError(f"{target.path}: another write changed the partitions this one replaces "
-                                       f"while it ran; nothing of this write was committed ({_first_line(err)})"
-                                       ) from None
-        raise
-    return _written(target.path, user_metadata)
-
-
-def _first_line(err: Exception) -> str:
-    return (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
-
-
-def _written(path: str, user_metadata: str) -> dict:
-    """The write's own commit, found by its userMetadata: what it wrote, at which version."""
-    for commit in _open(path).history(limit=50):
-        if commit.get("userMetadata") == user_metadata:
-            metrics = commit.get("operationMetrics") or {}
-            return {"rows_written": int(metrics.get("numOutputRows", 0)),
-                    "files_written": int(metrics.get("numFiles", 0)),
-                    "writer": WRITER, "table_version": int(commit["version"])}
-    # A session without panes' ``skipRecordingEmptyCommits=false`` records no commit for an
-    # overwrite that neither removes nor adds a file: the partitions were empty and stay so.
-    return {"rows_written": 0, "files_written": 0, "writer": WRITER, "table_version": table_version(path)}
-
-
-@contextlib.contextmanager
-def _locked(paths: list[str]) -> Iterator[None]:
-    """Exclusive locks on the tables at ``paths`` (in one order, so two writers never deadlock),
-    held until the block ends. Only file systems have them; see the module's docstring."""
-    import fcntl
-
-    with contextlib.ExitStack() as stack:
-        for path in sorted({os.path.abspath(p) for p in paths if _is_local(p)}):
-            lock_file = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.lock")
-            os.makedirs(os.path.dirname(lock_file), exist_ok=True)
-            handle = stack.enter_context(open(lock_file, "a+"))
-            try:
-                fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                print(f"[panes] {path}: waiting for another run's write to finish", file=sys.stderr, flush=True)
-                fcntl.lockf(handle, fcntl.LOCK_EX)
-        yield
-
-
-# ---------------------------------------------------------------------------------------------
 # paths, filters, schemas
 
 
-def _is_local(path: str) -> bool:
+def is_local(path: str) -> bool:
     return "://" not in str(path) or str(path).startswith("file:")
 
 
@@ -555,7 +383,7 @@ def _check_log(path: str) -> None:
     0. delta-spark writes a checksum file (``N.crc``) beside every commit (``N.json``), so a
     missing or empty newest entry shows. Only file systems are checked (a listing is cheap there).
     """
-    if not _is_local(path):
+    if not is_local(path):
         return
     root = Path(_uri(path))
     log = root / "_delta_log"
@@ -581,7 +409,7 @@ def _check_log(path: str) -> None:
                                 "the table aside and materialise its partitions again")
 
 
-def _open(path: str):
+def open_table(path: str):
     _check_log(path)
     try:
         return DeltaTable(_rs_uri(path), storage_options=_storage_options(path))
@@ -602,7 +430,7 @@ def _literal(value: Any) -> str:
     return str(value)
 
 
-def _conjunction(filters: list[Filter] | None) -> list[tuple[str, str, str | list[str]]]:
+def conjunction(filters: list[Filter] | None) -> list[tuple[str, str, str | list[str]]]:
     normalised = []
     for item in filters or []:
         if not isinstance(item, (tuple, list)) or len(item) != 3:
@@ -624,18 +452,18 @@ def _dnf(filters: list[Filter] | list[list[Filter]] | None) -> list[list[tuple]]
     if not filters:
         return []
     if all(isinstance(f, list) for f in filters):
-        return [_conjunction(c) for c in filters if c]
-    return [_conjunction(filters)]
+        return [conjunction(c) for c in filters if c]
+    return [conjunction(filters)]
 
 
-def _check_filter_columns(filters: list[tuple], partition_columns: list[str], path: str) -> None:
+def check_filter_columns(filters: list[tuple], partition_columns: list[str], path: str) -> None:
     outside = sorted({c for c, _, _ in filters} - set(partition_columns))
     if outside:
         raise ValueError(f"partition filters on {outside} for {path}, whose partition columns are "
                          f"{list(partition_columns)}: filter on partition columns only")
 
 
-def _sql_predicate(conjunctions: list[list[tuple]]) -> str:
+def sql_predicate(conjunctions: list[list[tuple]]) -> str:
     def lit(v: str) -> str:
         return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
@@ -685,7 +513,7 @@ def _types_only(node: Any) -> Any:
     return node
 
 
-def _check_compatible(table, schema: StructType, partition_by: list[str], path: str) -> None:
+def check_compatible(table, schema: StructType, partition_by: list[str], path: str) -> None:
     """delta-rs would silently rewrite the table's schema and partitioning; refuse instead."""
     existing_partitions = list(table.metadata().partition_columns)
     if existing_partitions != partition_by:

@@ -29,7 +29,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io, landing_files, pipes, table_source
+from jobs import delta_io, delta_write, landing_files, pipes, table_source
 from jobs.tables import (
     EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, Table, day_filter, days, declared_columns,
     event_columns, written_together,
@@ -462,7 +462,7 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
 
         arrival_days = day_filter("arrival_date", first, last)
         targets = {
-            table.name: delta_io.Target(table.path(lakehouse), columns[table.name], list(table.partition_by), filters)
+            table.name: delta_write.Target(table.path(lakehouse), columns[table.name], list(table.partition_by), filters)
             for table, filters in [
                 (EVENTS, arrival_days),
                 (QUARANTINE, arrival_days),
@@ -471,7 +471,7 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
         }
         rows = kept.unionByName(quarantined, allowMissingColumns=True)
         delta_io.require_whole_writes([t.path(lakehouse) for t in written_together(EVENTS, config)], first, last)
-        written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last))
+        written = delta_write.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last))
         return _result(positioned, lakehouse, {name: w["rows_written"] for name, w in written.items()},
                        {d: deduplicated.get[d.isoformat()] for d in days(first, last)})
     finally:

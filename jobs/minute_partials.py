@@ -30,7 +30,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import arrival_frames, delta_io, pipes
+from jobs import arrival_frames, delta_io, delta_write, pipes
 from jobs.tables import (
     ARRIVAL_PARTIALS,
     DAILY_PARTIALS,
@@ -239,10 +239,10 @@ def write_tables(lakehouse: str, tables: list[tuple[Table, DataFrame, list]],
     """Replace each ``(table, rows, partition filters)``'s partitions, all from one Spark write."""
     rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
                   [df.withColumn(TABLE_COLUMN, F.lit(t.name)) for t, df, _ in tables])
-    targets = {t.name: delta_io.Target(t.path(lakehouse), df.columns, list(t.partition_by), filters,
+    targets = {t.name: delta_write.Target(t.path(lakehouse), df.columns, list(t.partition_by), filters,
                                        stamp=frame_stamp(config) if t == MINUTE_PARTIALS else {})
                for t, df, filters in tables}
-    return delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets)
+    return delta_write.replace_partitions_routed(rows, TABLE_COLUMN, targets)
 
 
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:

@@ -52,7 +52,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampNTZType, TimestampType
 
-from jobs import delta_io, errors, named_tables, pipes
+from jobs import delta_write, errors, named_tables, pipes
 from jobs.errors import SpineError
 from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
 from jobs.tables import SPINE_VALUES, day_filter, root
@@ -169,7 +169,7 @@ def run(spark: SparkSession, lakehouse: str, out: str, spine: SpineSpec, config:
         earliest = latest = datetime.combine(first, time(), timezone.utc)
     result = (joined_groups(spark, lakehouse, rows, spine, config, earliest, latest) if isinstance(config, Deployment)
               else joined(spark, lakehouse, rows, spine, config, read[0][1], earliest, latest))
-    written = delta_io.replace_partitions(result, out, partition_by=[PARTITION],
+    written = delta_write.replace_partitions(result, out, partition_by=[PARTITION],
                                           partition_filters=day_filter(PARTITION, first, last))
     return {**written, "days": [first.isoformat(), last.isoformat()], "windows": windows,
             "exclusive": spine.exclusive, "precision": spine.precision}

@@ -52,7 +52,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import arrival_frames, delta_io
+from jobs import arrival_frames, delta_io, delta_write
 from jobs.partial_merges import merged_in_passes, most_rows_of, prefix_merged, with_finished_values
 from jobs.tables import (
     ARRIVAL_PARTIALS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter, declared_columns,
@@ -356,6 +356,6 @@ def session_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     return union, {"baseline": baseline, "watermark": marks}
 
 
-def state_target(lakehouse: str, first: date, last: date, config: PipelineConfig) -> delta_io.Target:
-    return delta_io.Target(SESSION_STATE.path(lakehouse), [c for c, _ in declared_columns(SESSION_STATE.name, config)],
+def state_target(lakehouse: str, first: date, last: date, config: PipelineConfig) -> delta_write.Target:
+    return delta_write.Target(SESSION_STATE.path(lakehouse), [c for c, _ in declared_columns(SESSION_STATE.name, config)],
                            list(SESSION_STATE.partition_by), day_filter("date", first, last))

@@ -34,7 +34,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import count_windows, delta_io, pipes, session_windows
+from jobs import count_windows, delta_io, delta_write, pipes, session_windows
 from jobs.partial_merges import merged_in_passes, most_rows_of, prefix_merged, with_finished_values
 from jobs.tables import (
     COUNT_STATE,
@@ -605,7 +605,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     rows = with_key_columns(reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
                                    [r for r in (rows, sessions, counts) if r is not None]), config)
     days = day_filter("date", first, last)
-    targets = {t.name: delta_io.Target(t.path(lakehouse), [c for c, _ in declared_columns(t.name, config)],
+    targets = {t.name: delta_write.Target(t.path(lakehouse), [c for c, _ in declared_columns(t.name, config)],
                                        list(t.partition_by), days) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
     if config.sessions:
         targets[SESSION_STATE.name] = session_windows.state_target(lakehouse, first, last, config)
@@ -615,7 +615,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         declared = {c: t for name in targets for c, t in declared_columns(name, config)}
         rows = rows.select("*", *[F.lit(None).cast(declared[c]).alias(c) for c in declared if c not in rows.columns])
     try:
-        written = delta_io.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last))
+        written = delta_write.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last))
     finally:
         for df in info["persisted"]:
             df.unpersist()

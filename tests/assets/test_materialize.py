@@ -15,7 +15,7 @@ from assets.partitions import daily_partitions
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource
 from expectations.online_check import CHECK, build_online_check
-from jobs import delta_io, errors, online_values
+from jobs import delta_io, delta_write, errors, online_values
 from jobs.tables import (
     ALL_TABLES, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
 )
@@ -222,7 +222,7 @@ def test_a_step_another_run_overtook_is_run_again(lakehouse, spark, monkeypatch,
     (``ConcurrentWriteError``): Dagster runs the step again, up to twice more."""
     root, _ = lakehouse
     commits = []
-    write = delta_io.replace_partitions_routed
+    write = delta_write.replace_partitions_routed
 
     def overtaken_at_first(*args, **kwargs):
         commits.append(1)
@@ -230,7 +230,7 @@ def test_a_step_another_run_overtook_is_run_again(lakehouse, spark, monkeypatch,
             raise errors.ConcurrentWriteError("window_changes: partitions ['date=...'] replaced meanwhile")
         return write(*args, **kwargs)
 
-    monkeypatch.setattr(delta_io, "replace_partitions_routed", overtaken_at_first)
+    monkeypatch.setattr(delta_write, "replace_partitions_routed", overtaken_at_first)
     instance = dg.DagsterInstance.ephemeral()
     result = dg.materialize(build_assets(CONFIG), resources=resources(root), instance=instance,
                             partition_key=(FIRST + timedelta(days=2)).isoformat(),

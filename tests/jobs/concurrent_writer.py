@@ -10,7 +10,7 @@ import argparse
 import contextlib
 import json
 
-from jobs import delta_io
+from jobs import delta_write
 from jobs.spark_session import get_spark
 
 
@@ -22,14 +22,14 @@ def main() -> None:
     parser.add_argument("--unlocked", action="store_true")
     args = parser.parse_args()
     if args.unlocked:
-        delta_io._locked = lambda paths: contextlib.nullcontext()
+        delta_write._locked = lambda paths: contextlib.nullcontext()
     spark = get_spark({"spark.master": "local[1]", "spark.sql.shuffle.partitions": "1", "spark.ui.enabled": "false",
                        "spark.driver.memory": "512m"})
     versions = []
     for i in range(args.commits):
         part = f"{args.writer}-{i}"
         rows = spark.createDataFrame([(args.writer, i, part)], "writer string, i long, part string")
-        result = delta_io.replace_partitions(rows, args.table, partition_by=["part"],
+        result = delta_write.replace_partitions(rows, args.table, partition_by=["part"],
                                              partition_filters=[("part", "=", part)])
         versions.append(result["table_version"])
     print(json.dumps({"writer": args.writer, "versions": versions}))

@@ -236,7 +236,7 @@ def test_dagster_on_a_cluster_with_tables_on_s3_equals_a_local_run(spark, tmp_pa
         hadoop.set(key, value)
     assert tables(spark, lakehouse) == expected
     for table in (EVENTS, QUARANTINE, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT):
-        (last,) = delta_io._open(table.path(lakehouse)).history(limit=1)
+        (last,) = delta_io.open_table(table.path(lakehouse)).history(limit=1)
         assert last["engineInfo"].startswith("Apache-Spark/4.2.0 Delta-Lake/4.4.0"), (table.name, last)
 
 

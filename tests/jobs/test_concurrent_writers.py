@@ -3,7 +3,7 @@
 Dagster runs each run in a process of its own, each with its own Spark driver: a late firing,
 the daily schedule and a backfill can write one table at the same moment. Delta's commit is a
 put-if-absent of the log's next entry, which delta-spark's file-system log store makes atomic
-only inside one JVM, so panes holds a lock on the table for each write (``delta_io._locked``).
+only inside one JVM, so panes holds a lock on the table for each write (``delta_write._locked``).
 Here drivers in separate processes replace different partitions of one table, many times each,
 all at once.
 """

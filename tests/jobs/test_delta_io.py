@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs import delta_io, errors
+from jobs import delta_io, delta_write, errors
 from jobs.errors import MissingTableError
 from jobs.delta_io import read_table, replace_partitions, table_exists, table_version
 
@@ -124,9 +124,9 @@ def test_a_read_keeps_its_version_while_a_routed_write_replaces_the_table_it_rea
     write(frame(spark, [row("a", D1, 1)]), path, [D1])
     before = read_table(spark, path)
     derived = before.withColumns({"n": F.col("n") + 1, "event_date": F.lit(D2), "dest": F.lit("t")})
-    target = {"t": delta_io.Target(path, SCHEMA.names, ["event_date"], [("event_date", "in", [D2])])}
+    target = {"t": delta_write.Target(path, SCHEMA.names, ["event_date"], [("event_date", "in", [D2])])}
 
-    delta_io.replace_partitions_routed(derived, "dest", target)
+    delta_write.replace_partitions_routed(derived, "dest", target)
 
     assert sorted((r.key, r.n, r.event_date) for r in read_table(spark, path).collect()) == [("a", 1, D1),
                                                                                              ("a", 2, D2)]
@@ -319,17 +319,17 @@ def routed_frame(spark, rows):
 def routed_targets(tmp_path, days):
     filters = [("event_date", "in", list(days))]
     return {
-        "counts": delta_io.Target(str(tmp_path / "counts"), ["key", "n", "event_date"], ["event_date"], filters),
-        "labels": delta_io.Target(str(tmp_path / "labels"), ["label", "key"], [], []),
+        "counts": delta_write.Target(str(tmp_path / "counts"), ["key", "n", "event_date"], ["event_date"], filters),
+        "labels": delta_write.Target(str(tmp_path / "labels"), ["label", "key"], [], []),
     }
 
 
 def test_a_routed_write_replaces_each_table_from_one_pass(spark, tmp_path):
     targets = routed_targets(tmp_path, [D1, D2])
-    delta_io.replace_partitions_routed(routed_frame(spark, [("old", 9, None, D2, "counts")]), "dest", targets)
+    delta_write.replace_partitions_routed(routed_frame(spark, [("old", 9, None, D2, "counts")]), "dest", targets)
     rows = [("a", 1, None, D1, "counts"), ("b", 2, None, D1, "counts"), ("a", None, "x", None, "labels")]
 
-    written = delta_io.replace_partitions_routed(routed_frame(spark, rows).repartition(3), "dest", targets)
+    written = delta_write.replace_partitions_routed(routed_frame(spark, rows).repartition(3), "dest", targets)
 
     assert [(w["rows_written"], w["table_version"]) for w in written.values()] == [(2, 1), (1, 1)]
     counts = read_table(spark, str(tmp_path / "counts"))
@@ -340,9 +340,9 @@ def test_a_routed_write_replaces_each_table_from_one_pass(spark, tmp_path):
 
 def test_a_routed_target_no_row_reaches_is_emptied(spark, tmp_path):
     targets = routed_targets(tmp_path, [D1])
-    delta_io.replace_partitions_routed(routed_frame(spark, [("a", 1, None, D1, "counts")]), "dest", targets)
+    delta_write.replace_partitions_routed(routed_frame(spark, [("a", 1, None, D1, "counts")]), "dest", targets)
 
-    written = delta_io.replace_partitions_routed(routed_frame(spark, [("a", None, "y", None, "labels")]),
+    written = delta_write.replace_partitions_routed(routed_frame(spark, [("a", None, "y", None, "labels")]),
                                                  "dest", targets)
 
     assert written["counts"]["rows_written"] == 0 and table_version(str(tmp_path / "counts")) == 1
@@ -352,12 +352,12 @@ def test_a_routed_target_no_row_reaches_is_emptied(spark, tmp_path):
 
 def test_a_row_routed_nowhere_aborts_every_table(spark, tmp_path):
     targets = routed_targets(tmp_path, [D1])
-    delta_io.replace_partitions_routed(routed_frame(spark, [("a", 1, "x", D1, "counts")]), "dest", targets)
+    delta_write.replace_partitions_routed(routed_frame(spark, [("a", 1, "x", D1, "counts")]), "dest", targets)
     parquet_before = sorted(p.name for p in tmp_path.rglob("*.parquet"))
     rows = [("b", 2, None, D1, "counts"), ("c", 3, None, D1, "elsewhere")]
 
     with pytest.raises(Exception, match=r"routed by 'dest' to \['elsewhere'\]"):
-        delta_io.replace_partitions_routed(routed_frame(spark, rows).coalesce(1), "dest", targets)
+        delta_write.replace_partitions_routed(routed_frame(spark, rows).coalesce(1), "dest", targets)
 
     assert table_version(str(tmp_path / "counts")) == 0
     assert [r.key for r in read_table(spark, str(tmp_path / "counts")).collect()] == ["a"]
@@ -369,8 +369,8 @@ def test_a_stamped_write_refuses_a_table_stamped_otherwise_and_commits_nothing(s
 
     def write_with(stamp, rows):
         day = [("event_date", "=", rows[0][3])]
-        target = delta_io.Target(path, ["key", "n", "event_date"], ["event_date"], day, stamp=stamp)
-        return delta_io.replace_partitions_routed(routed_frame(spark, rows), "dest", {"counts": target})
+        target = delta_write.Target(path, ["key", "n", "event_date"], ["event_date"], day, stamp=stamp)
+        return delta_write.replace_partitions_routed(routed_frame(spark, rows), "dest", {"counts": target})
 
     write_with({}, [("a", 1, None, D1, "counts")])
     assert delta_io.commit_stamp(path, "bucketSeconds") is None  # an unstamped table takes any stamp
@@ -402,9 +402,9 @@ def test_a_stamp_in_delta_sparks_user_metadata_is_read(tmp_path):
 
 
 def test_a_routed_target_must_name_columns_the_data_has(spark, tmp_path):
-    targets = {"counts": delta_io.Target(str(tmp_path / "counts"), ["key", "missing"], [], [])}
+    targets = {"counts": delta_write.Target(str(tmp_path / "counts"), ["key", "missing"], [], [])}
     with pytest.raises(ValueError, match=r"columns \['missing'\] of .*counts are not columns"):
-        delta_io.replace_partitions_routed(routed_frame(spark, []), "dest", targets)
+        delta_write.replace_partitions_routed(routed_frame(spark, []), "dest", targets)
 
 
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from expectations import asset_checks, catalog
-from jobs import cli, delta_io, ingest_events, minute_partials, sliding_windows, window_inputs
+from jobs import cli, delta_io, delta_write, ingest_events, minute_partials, sliding_windows, window_inputs
 from jobs.errors import ConcurrentWriteError
 from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
 from windowing_core import reference
@@ -129,12 +129,12 @@ def test_a_refused_concurrent_write_is_one_line_naming_the_table(spark, tmp_path
     folder.mkdir(parents=True)
     (folder / "a.json").write_text(GOOD + "\n")
 
-    def beaten(rows, route, targets, **write):  # what delta_io raises when another run replaced the partitions
+    def beaten(rows, route, targets, **write):  # what delta_write raises when another run replaced the partitions
         raise ConcurrentWriteError(
             f"another write replaced partitions [('arrival_date', 'in', ['2025-01-27'])] of\n"
             f"{targets['events'].path} after this write started; nothing of this write was committed")
 
-    monkeypatch.setattr(delta_io, "replace_partitions_routed", beaten)
+    monkeypatch.setattr(delta_write, "replace_partitions_routed", beaten)
     code = ingest_events.main(["--landing", str(tmp_path / "landing"), "--lakehouse", str(tmp_path / "lake"),
                                "--date", DAY.isoformat()])
     assert code == cli.EXIT_CONCURRENT_WRITE

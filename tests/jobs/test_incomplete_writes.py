@@ -15,7 +15,7 @@ from datetime import date, timedelta
 import pytest
 
 from expectations import asset_checks
-from jobs import delta_io, errors, ingest_events, minute_partials, sliding_windows
+from jobs import delta_io, delta_write, errors, ingest_events, minute_partials, sliding_windows
 from jobs.tables import EVENTS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
 from windowing_core.config import PipelineConfig
@@ -34,15 +34,15 @@ def window_tables(spark, lakehouse: str) -> dict[str, Counter]:
 
 
 def killing_the_write_to(table, monkeypatch):
-    """``delta_io._write`` that dies at ``table``'s commit, after the commits before it."""
-    write = delta_io._write
+    """``delta_write._write`` that dies at ``table``'s commit, after the commits before it."""
+    write = delta_write._write
 
     def killed_at_the_table(df, target, meta):
         if target.name == table.name:
             raise Killed()
         return write(df, target, meta)
-    monkeypatch.setattr(delta_io, "_write", killed_at_the_table)
-    return lambda: monkeypatch.setattr(delta_io, "_write", write)
+    monkeypatch.setattr(delta_write, "_write", killed_at_the_table)
+    return lambda: monkeypatch.setattr(delta_write, "_write", write)
 
 
 def written_whole(spark, landing, lakehouse, table, config, days) -> dict:

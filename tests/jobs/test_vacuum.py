@@ -6,7 +6,7 @@ from datetime import date
 import pytest
 
 from assets.resources import LakehouseResource
-from jobs import delta_io, vacuum
+from jobs import delta_io, delta_write, vacuum
 from jobs.tables import MINUTE_PARTIALS, WINDOW_CHANGES
 from orchestration.maintenance import build_vacuum
 
@@ -18,7 +18,7 @@ def rewritten_table(spark, lakehouse: str, times: int) -> str:
     path = MINUTE_PARTIALS.path(lakehouse)
     for n in range(times):
         df = spark.createDataFrame([("k", n, DAY)], "key string, n long, event_date date").coalesce(1)
-        delta_io.replace_partitions(df, path, partition_by=["event_date"], partition_filters=[("event_date", "=", DAY)])
+        delta_write.replace_partitions(df, path, partition_by=["event_date"], partition_filters=[("event_date", "=", DAY)])
     with open(os.path.join(path, f"event_date={DAY}", "part-left-by-a-killed-run.parquet"), "wb") as f:
         f.write(b"PAR1")
     return path

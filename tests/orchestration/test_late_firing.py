@@ -6,7 +6,7 @@ from datetime import date, timedelta
 import dagster as dg
 import pytest
 
-from jobs import delta_io
+from jobs import delta_io, delta_write
 from jobs import minute_partials as minute_partials_job
 from jobs.tables import MINUTE_PARTIALS, WINDOW_CHANGES, day_filter
 from orchestration.definitions import build_definitions
@@ -143,7 +143,7 @@ def test_a_failed_blocking_check_holds_back_the_window_days_that_read_the_bad_da
             path, only = MINUTE_PARTIALS.path(lakehouse), day_filter("event_date", bad, bad)
             rows = delta_io.read_table(spark_session, path, partition_filters=only)
             doubled = spark_session.createDataFrame(rows.collect() * 2, rows.schema)
-            delta_io.replace_partitions(doubled, path, partition_by=["event_date"], partition_filters=only)
+            delta_write.replace_partitions(doubled, path, partition_by=["event_date"], partition_filters=only)
         return written
 
     monkeypatch.setattr(minute_partials_job, "run", run_writing_day_3_twice)
