@@ -23,6 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs import delta_io
+from jobs.partial_merges import merges
 from jobs.tables import ARRIVAL_PARTIALS, frame_times, partial_columns
 from windowing_core.config import PipelineConfig
 
@@ -48,14 +49,9 @@ def arrival_partials(unique: DataFrame, config: PipelineConfig) -> DataFrame:
 def merged(frames: DataFrame, config: PipelineConfig, *by: str | Column, times: bool = False) -> DataFrame:
     """A key's arrival frame (or tile) merged over the event days holding parts of it (with
     ``times``, also its first and last arrival time, for sessions)."""
-    merges = [F.sum("event_count").alias("event_count")]
-    if times:
-        merges += [F.min("first_arrival_time").alias("first_arrival_time"),
-                   F.max("last_arrival_time").alias("last_arrival_time")]
-    for agg in config.aggregations:
-        columns = agg.field_columns()
-        merges += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns]), columns, strict=True)]
-    return frames.groupBy(*by).agg(*merges)
+    bounds = [F.min("first_arrival_time").alias("first_arrival_time"),
+              F.max("last_arrival_time").alias("last_arrival_time")] if times else []
+    return frames.groupBy(*by).agg(*merges(config), *bounds)
 
 
 def read_frames(spark: SparkSession, lakehouse: str, days: list[str], config: PipelineConfig) -> DataFrame:

@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 
 from jobs import delta_io, delta_write
 from jobs.minute_partials import accepted_events
-from jobs.partial_merges import with_finished_values
+from jobs.partial_merges import merges, with_finished_values
 from jobs.tables import COUNT_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter, declared_columns, partial_columns
 from jobs.tables import days as day_list
 from jobs.window_grid import Windows
@@ -67,23 +67,21 @@ def numbered(pieces: DataFrame, counts: Windows, first: date) -> DataFrame:
                         .over(by_key)))
 
 
+def _multiple_at_or_after(n: Column, slide: Column) -> Column:
+    """The least multiple of ``slide`` at or after ``n``, in whole numbers."""
+    return n + slide - 1 - F.pmod(n + slide - 1, slide)
+
+
 def firings(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: date, last: date) -> DataFrame:
     """``window_changes`` rows: every firing among the events of days ``first .. last``."""
     size, slide = counts.param(lambda s: s.size), counts.param(lambda s: s.slide)
-
-    def multiple_at_or_after(n: Column) -> Column:
-        return (n + slide - 1 - F.pmod(n + slide - 1, slide))
-
-    start = multiple_at_or_after(F.greatest("position", "first_new"))
+    start = _multiple_at_or_after(F.greatest("position", "first_new"), slide)
     stop = F.least(F.col("position") + size - 1, F.col("total"))
+    none = F.array().cast("array<long>")
     exploded = pieces.where(F.col("first_new").isNotNull()).withColumn(
-        "fired", F.explode(F.when(start <= stop, F.sequence(start, stop, slide)).otherwise(F.array().cast("array<long>"))))
-    merged = [F.sum("event_count").alias("event_count")]
-    for agg in config.aggregations:
-        columns = agg.field_columns()
-        merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns]), columns)]
+        "fired", F.explode(F.when(start <= stop, F.sequence(start, stop, slide)).otherwise(none)))
     windows = exploded.groupBy("window", "key", "fired").agg(
-        F.min("event_time").alias("window_start"), F.max("event_time").alias("window_end"), *merged)
+        F.min("event_time").alias("window_start"), F.max("event_time").alias("window_end"), *merges(config))
     at_instant = Window.partitionBy("window", "key", "window_end").orderBy(F.desc("fired"))
     kept = windows.withColumn("_nth", F.row_number().over(at_instant)).where(F.col("_nth") == 1)
     return with_finished_values(kept, config).select(
@@ -97,7 +95,7 @@ def carried(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: d
     fire will hold, from their own day to the day before the event from which they are in no
     such window (``count_windows.released_after``)."""
     size, slide = counts.param(lambda s: s.size), counts.param(lambda s: s.slide)
-    released = slide * (F.ceil((F.col("position") + size) / slide) - 1)
+    released = _multiple_at_or_after(F.col("position") + size, slide) - slide
     ends = pieces.select("window", "key", F.col("position").alias("released"),
                          F.col("event_date").alias("released_on"))
     since = F.greatest(F.col("event_date"), F.lit(first))

@@ -31,6 +31,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import arrival_frames, delta_io, delta_write, pipes
+from jobs.partial_merges import merges
 from jobs.tables import (
     ARRIVAL_PARTIALS,
     DAILY_PARTIALS,
@@ -149,12 +150,7 @@ def to_partials(events: DataFrame, config: PipelineConfig) -> DataFrame:
 
 def merge_partials(partials: DataFrame, config: PipelineConfig, *by: str | Column) -> DataFrame:
     """Combine partials per group with each aggregation's ``spark_merge``."""
-    merges = [F.sum("event_count").alias("event_count")]
-    for agg in config.aggregations:
-        columns = agg.field_columns()
-        merges += [c.alias(name) for c, name in
-                   zip(agg.spark_merge([F.col(c) for c in columns]), columns, strict=True)]
-    return partials.groupBy(*by).agg(*merges)
+    return partials.groupBy(*by).agg(*merges(config))
 
 
 def to_daily_partials(partials: DataFrame, config: PipelineConfig) -> DataFrame:

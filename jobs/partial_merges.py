@@ -1,5 +1,5 @@
-"""Merging and finishing the partial columns of aggregations in Spark: what sliding and session
-windows share (``jobs.sliding_windows``, ``jobs.session_windows``)."""
+"""Merging and finishing the partial columns of aggregations in Spark: what the partials job and
+every window kind share."""
 
 from __future__ import annotations
 
@@ -8,6 +8,16 @@ from pyspark.sql import functions as F
 
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
+
+
+def merges(config: PipelineConfig) -> list[Column]:
+    """Aggregate columns merging a group's partials: ``event_count`` summed and each aggregation's
+    ``spark_merge``, named as the partials they merge."""
+    merged = [F.sum("event_count").alias("event_count")]
+    for agg in config.aggregations:
+        columns = agg.field_columns()
+        merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns]), columns, strict=True)]
+    return merged
 
 
 def merged_in_passes(aggregations: list[Aggregation] | tuple[Aggregation, ...]) -> list[Aggregation]:

@@ -53,7 +53,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import arrival_frames, delta_io, delta_write
-from jobs.partial_merges import merged_in_passes, most_rows_of, prefix_merged, with_finished_values
+from jobs.partial_merges import merged_in_passes, merges, most_rows_of, prefix_merged, with_finished_values
 from jobs.tables import (
     ARRIVAL_PARTIALS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter, declared_columns,
     frame_times, partial_columns,
@@ -136,14 +136,6 @@ def with_session_numbers(pieces: DataFrame, sessions: Windows) -> DataFrame:
     return numbered.withColumn("next_first", next_first).drop("starts")
 
 
-def _merges(config: PipelineConfig) -> list[Column]:
-    merged = [F.sum("event_count").alias("event_count")]
-    for agg in config.aggregations:
-        columns = agg.field_columns()
-        merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns]), columns)]
-    return merged
-
-
 def with_sessions_so_far(numbered: DataFrame, config: PipelineConfig) -> DataFrame:
     """Each piece with its session's ``start`` and the partials of the session up to and
     including the piece: a running merge over the session's pieces in time order.
@@ -181,7 +173,7 @@ def _on_days(micros: Column, first: date, last: date) -> Column:
 
 def _sessions(numbered: DataFrame, config: PipelineConfig) -> DataFrame:
     return numbered.groupBy("window", "key", "session").agg(F.min("first").alias("start"), F.max("last").alias("last"),
-                                                  *_merges(config))
+                                                  *merges(config))
 
 
 def closed_sessions(numbered: DataFrame, sessions: Windows, config: PipelineConfig, first: date, last: date,

@@ -35,7 +35,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import count_windows, delta_io, delta_write, pipes, session_windows
-from jobs.partial_merges import merged_in_passes, most_rows_of, prefix_merged, with_finished_values
+from jobs.partial_merges import merged_in_passes, merges, most_rows_of, prefix_merged, with_finished_values
 from jobs.tables import (
     COUNT_STATE,
     MINUTE_PARTIALS,
@@ -114,11 +114,7 @@ def with_all_keys(frames: DataFrame, config: PipelineConfig, *by: str) -> DataFr
     slides over. Every partial combines, invertible or not, so the window is exact as for a key.
     All keys being one, its running sum is one task's work, as Flink's windowAll runs at
     parallelism 1; its input is one row per frame, whatever the number of keys."""
-    merged = [F.sum("event_count").alias("event_count")]
-    for a in config.aggregations:
-        columns = a.field_columns()
-        merged += [c.alias(n) for c, n in zip(a.spark_merge([F.col(c) for c in columns]), columns)]
-    return frames.groupBy(*by).agg(*merged).select(F.lit(ALL_KEYS).alias("key"), *by, "event_count",
+    return frames.groupBy(*by).agg(*merges(config)).select(F.lit(ALL_KEYS).alias("key"), *by, "event_count",
                                                     *partial_columns(config))
 
 
