@@ -8,7 +8,7 @@ filtered, late ones left out), each folded as one piece with every aggregation's
     position = the key's events before the run + row_number()
     piece p  -> the firings f = kS with p <= f <= p + N - 1 (and f an event of the run's days)
     window f = one groupBy (window, key, f) merging its pieces' partials (``spark_merge``),
-               the last of the firings at one instant kept
+               the last of the firings at one instant kept (``lead`` over the key's firings)
 
 so an event is merged into ``ceil(N / S)`` windows, the cost of Flink's evicting window, which
 folds its N buffered events again at each firing; a tumbling window merges each event once.
@@ -82,8 +82,10 @@ def firings(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: d
         "fired", F.explode(F.when(start <= stop, F.sequence(start, stop, slide)).otherwise(none)))
     windows = exploded.groupBy("window", "key", "fired").agg(
         F.min("event_time").alias("window_start"), F.max("event_time").alias("window_end"), *merges(config))
-    at_instant = Window.partitionBy("window", "key", "window_end").orderBy(F.desc("fired"))
-    kept = windows.withColumn("_nth", F.row_number().over(at_instant)).where(F.col("_nth") == 1)
+    # of the firings at one instant the last; partitioned as the numbering was: no other shuffle
+    next_end = F.lead("window_end").over(Window.partitionBy("window", "key").orderBy("fired"))
+    kept = windows.withColumn("_next_end", next_end).where(
+        F.col("_next_end").isNull() | (F.col("_next_end") != F.col("window_end")))
     return with_finished_values(kept, config).select(
         "key", "window", "window_start", "window_end", "event_count", *[a.name for a in config.aggregations],
         F.to_date("window_end").alias("date"), F.lit(WINDOW_CHANGES.name).alias(TABLE_COLUMN)
@@ -96,14 +98,18 @@ def carried(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: d
     such window (``count_windows.released_after``)."""
     size, slide = counts.param(lambda s: s.size), counts.param(lambda s: s.slide)
     released = _multiple_at_or_after(F.col("position") + size, slide) - slide
+    columns = ["key", "window", "position", "event_time", "event_id", "event_count", *partial_columns(config),
+               *_definition(counts)]
+    if first == last:  # one day: held at its end unless the key's count there releases it
+        return pieces.where(released > F.col("total")).select(
+            *columns, F.lit(first).alias("date"), F.lit(COUNT_STATE.name).alias(TABLE_COLUMN))
     ends = pieces.select("window", "key", F.col("position").alias("released"),
                          F.col("event_date").alias("released_on"))
     since = F.greatest(F.col("event_date"), F.lit(first))
     until = F.least(F.lit(last), F.date_sub(F.coalesce("released_on", F.lit(last + timedelta(days=1))), 1))
     return (pieces.withColumn("released", released.cast("long")).join(ends, ["window", "key", "released"], "left")
             .where(since <= until)
-            .select("key", "window", "position", "event_time", "event_id", "event_count", *partial_columns(config),
-                    *_definition(counts), F.explode(F.sequence(since, until)).alias("date"),
+            .select(*columns, F.explode(F.sequence(since, until)).alias("date"),
                     F.lit(COUNT_STATE.name).alias(TABLE_COLUMN)))
 
 

@@ -15,7 +15,8 @@ from pyspark.sql import types as T
 
 from jobs import delta_io, delta_write, errors
 from jobs.errors import MissingTableError
-from jobs.delta_io import read_table, replace_partitions, table_exists, table_version
+from jobs.delta_io import read_table, table_exists, table_version
+from jobs.delta_write import replace_partitions
 
 
 SCHEMA = T.StructType([

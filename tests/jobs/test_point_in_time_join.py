@@ -180,7 +180,8 @@ def test_point_in_time_reads_of_a_sessions_only_configuration(spark, tmp_path):
 
 
 def test_reading_windows_by_name_and_refusals():
-    assert [w.name for w in Reading.of(CONFIG).windows] == ["1h", "3h", "day_cn", "so_far", "visits", "live"]
+    assert [w.name for w in Reading.of(CONFIG).windows] == ["1h", "3h", "day_cn", "so_far", "visits", "live", "last_3",
+                                                          "every_4"]
     assert [w.name for w in Reading.of(CONFIG, precision="event").exact] == ["1h", "so_far"]
     assert [a.name for a in Reading.of(CONFIG, ("visits",), ("sum",)).aggregations] == ["sum"]
     with pytest.raises(ValueError, match="spine.windows: 7d not configured"):

@@ -150,11 +150,11 @@ CASES = [
      (WindowSpec.of("1h", "1h", "1m"),), (CountSpec("c4", 4, 4), CountSpec("c9s2", 9, 2)), EVERY_AGGREGATION, False),
     # provisional change points, beside final rows of the same gap, day by day
     (33, (SessionSpec.of("c30m", "30m", emit="changes"), SessionSpec.of("c6h", "6h", max_length="1d", emit="changes"),
-          SessionSpec.of("f6h", "6h")), (), (CountSpec("c3s1", 3, 1), CountSpec("c30", 30, 30)), None, True),
+          SessionSpec.of("f6h", "6h")), (),
+     (CountSpec("c3s1", 3, 1), CountSpec("c30", 30, 30), CountSpec("c5s3", 5, 3)), None, True),
     # sessions by arrival time, final and changes, day by day
     (35, (SessionSpec.of("a30m", "30m", time="arrival", max_length="6h"),
-          SessionSpec.of("ac6h", "6h", time="arrival", emit="changes")), (), (CountSpec("c5s3", 5, 3),),
-     EVERY_AGGREGATION, True),
+          SessionSpec.of("ac6h", "6h", time="arrival", emit="changes")), (), (), EVERY_AGGREGATION, True),
     (36, (SessionSpec.of("s1h", "1h"),), (), (CountSpec("c2", 2, 2),), SOME_TYPED_AGGREGATIONS, False),  # typed fields
 ]
 
