@@ -2,23 +2,25 @@
 
 The rules are ``windowing_core.count_windows``'s. A count cuts inside a frame, so the windows
 read the events the partials job accepts (``minute_partials.accepted_events``: deduplicated,
-filtered, late ones left out), each folded as one piece with every aggregation's own
-``spark_accumulate``. Per window and key, in (event time, event id) order:
+filtered, late ones left out). Per window and key, in (event time, event id) order:
 
     position = the key's events before the run + row_number()
-    piece p  -> the firings f = kS with p <= f <= p + N - 1 (and f an event of the run's days)
-    window f = one groupBy (window, key, f) merging its pieces' partials (``spark_merge``),
-               the last of the firings at one instant kept (``lead`` over the key's firings)
+    event p  -> the firings f = kS with p <= f <= p + N - 1 (and f an event of the run's days)
+    window f = one groupBy (window, key, f) folding its events (``spark_accumulate``, as the
+               partials job folds a frame), the last of the firings at one instant kept
+               (``lead`` over the key's firings)
 
-so an event is merged into ``ceil(N / S)`` windows, the cost of Flink's evicting window, which
-folds its N buffered events again at each firing; a tumbling window merges each event once.
+so an event is folded into ``ceil(N / S)`` windows, the cost of Flink's evicting window, which
+folds its N buffered events again at each firing; a tumbling window folds each event once.
 
-Keys' numbers run across days, so ``count_state`` carries, per window and day, each key's
-events that a window still to fire will hold (at most N - 1, with their numbers and partials:
-the next day numbers its events after them). A row with a null key marks a day materialised
-under the window's count and slide; where the day before has no such mark (the first run, a
-day skipped, a window redefined) the numbers are bootstrapped once from every earlier event,
-which is exact either way, as ``session_state`` is for sessions.
+Keys' numbers run across days, so ``count_state`` carries, per window and day, each key's events
+that a window still to fire will hold (at most N - 1, with their numbers and the fields the
+aggregations read: the next day numbers its events after them). The fields, not each event's
+partials: a sketch's partial of one event is a whole sketch, its field one value, and the
+windows then fold every event alike, carried or new. A row with a null key marks a day
+materialised under the window's count and slide; where the day before has no such mark (the
+first run, a day skipped, a window redefined) the numbers are bootstrapped once from every
+earlier event, which is exact either way, as ``session_state`` is for sessions.
 """
 
 from __future__ import annotations
@@ -29,25 +31,21 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io, delta_write
-from jobs.minute_partials import accepted_events
-from jobs.partial_merges import merges, with_finished_values
-from jobs.tables import COUNT_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter, declared_columns, partial_columns
+from jobs.minute_partials import accepted_events, accumulations
+from jobs.partial_merges import with_finished_values
+from jobs.tables import COUNT_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter, declared_columns, read_fields
 from jobs.tables import days as day_list
 from jobs.window_grid import Windows
 from windowing_core.config import PipelineConfig
 
 EARLIEST = date(1970, 1, 1)
 """Where a bootstrap starts reading events: every day before the run."""
-PIECE = ["window", "key", "event_time", "event_id", "event_count"]
+PIECE = ["window", "key", "event_time", "event_id"]
 
 
 def event_pieces(events: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Each accepted event as a piece of one event: its partials, ``spark_accumulate`` over it."""
-    folds = [F.count(F.lit(1)).alias("event_count")]
-    for agg in config.aggregations:
-        folds += [c.alias(name) for c, name in
-                  zip(agg.spark_accumulate(agg.spark_value(), F.col("event_time")), agg.field_columns(), strict=True)]
-    return events.groupBy("key", "event_time", "event_id", "event_date").agg(*folds)
+    """Each accepted event with the fields the aggregations read."""
+    return events.select("key", "event_time", "event_id", "event_date", *read_fields(config))
 
 
 def _for_windows(pieces: DataFrame, counts: Windows) -> DataFrame:
@@ -81,7 +79,7 @@ def firings(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: d
     exploded = pieces.where(F.col("first_new").isNotNull()).withColumn(
         "fired", F.explode(F.when(start <= stop, F.sequence(start, stop, slide)).otherwise(none)))
     windows = exploded.groupBy("window", "key", "fired").agg(
-        F.min("event_time").alias("window_start"), F.max("event_time").alias("window_end"), *merges(config))
+        F.min("event_time").alias("window_start"), F.max("event_time").alias("window_end"), *accumulations(config))
     # of the firings at one instant the last; partitioned as the numbering was: no other shuffle
     next_end = F.lead("window_end").over(Window.partitionBy("window", "key").orderBy("fired"))
     kept = windows.withColumn("_next_end", next_end).where(
@@ -98,8 +96,7 @@ def carried(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: d
     such window (``count_windows.released_after``)."""
     size, slide = counts.param(lambda s: s.size), counts.param(lambda s: s.slide)
     released = _multiple_at_or_after(F.col("position") + size, slide) - slide
-    columns = ["key", "window", "position", "event_time", "event_id", "event_count", *partial_columns(config),
-               *_definition(counts)]
+    columns = ["key", "window", "position", "event_time", "event_id", *read_fields(config), *_definition(counts)]
     if first == last:  # one day: held at its end unless the key's count there releases it
         return pieces.where(released > F.col("total")).select(
             *columns, F.lit(first).alias("date"), F.lit(COUNT_STATE.name).alias(TABLE_COLUMN))
@@ -122,8 +119,8 @@ def day_marks(spark: SparkSession, counts: Windows, first: date, last: date) -> 
     """One null-key row per window and day: this day's state of the window was materialised."""
     marks = spark.createDataFrame([(name, day) for name in counts.names for day in day_list(first, last)],
                                   "window string, date date")
-    return marks.select(F.lit(None).cast("string").alias("key"), "window", F.lit(0).cast("long").alias("event_count"),
-                        *_definition(counts), "date", F.lit(COUNT_STATE.name).alias(TABLE_COLUMN))
+    return marks.select(F.lit(None).cast("string").alias("key"), "window", *_definition(counts), "date",
+                        F.lit(COUNT_STATE.name).alias(TABLE_COLUMN))
 
 
 def carried_pieces(spark: SparkSession, lakehouse: str, counts: Windows, first: date) -> tuple[DataFrame | None, set]:
@@ -159,7 +156,7 @@ def count_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
     if continued:
         pieces.append(_for_windows(events.where(F.col("event_date") >= F.lit(first)), counts.where(
             lambda s: s.name in continued)).withColumn("position", F.lit(None).cast("long")))
-        pieces.append(state.select(*PIECE, *partial_columns(config), "position",
+        pieces.append(state.select(*PIECE, *read_fields(config), "position",
                                    F.to_date("event_time").alias("event_date")))
     if fresh:
         pieces.append(_for_windows(events, fresh).withColumn("position", F.lit(None).cast("long")))

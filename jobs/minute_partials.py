@@ -46,6 +46,7 @@ from jobs.tables import (
     frame_times,
     ingest_root,
     partial_columns,
+    read_fields,
 )
 from windowing_core.config import PipelineConfig, reads_day_tiles
 
@@ -137,15 +138,22 @@ def with_frame_start(events: DataFrame, bucket_seconds: int) -> DataFrame:
     return events.withColumn("frame_start", F.timestamp_seconds(seconds - F.pmod(seconds, F.lit(bucket_seconds))))
 
 
-def to_partials(events: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Group a day's events into frames with each aggregation's ``spark_accumulate``."""
+def accumulations(config: PipelineConfig) -> list[Column]:
+    """Aggregate columns folding a group's events into partials: ``event_count`` and each
+    aggregation's ``spark_accumulate``, named as its partial columns."""
     folds = [F.count(F.lit(1)).alias("event_count")]
-    if frame_times(config):  # sessions: a frame's first and last event time (``windowing_core.sessions``)
-        folds += [F.min("event_time").alias("first_event_time"), F.max("event_time").alias("last_event_time")]
     for agg in config.aggregations:
         folds += [c.alias(name) for c, name in
                   zip(agg.spark_accumulate(agg.spark_value(), F.col("event_time")), agg.field_columns(), strict=True)]
-    return events.groupBy("key", "frame_start", "event_date").agg(*folds)
+    return folds
+
+
+def to_partials(events: DataFrame, config: PipelineConfig) -> DataFrame:
+    """Group a day's events into frames with each aggregation's ``spark_accumulate``."""
+    times = []
+    if frame_times(config):  # sessions: a frame's first and last event time (``windowing_core.sessions``)
+        times = [F.min("event_time").alias("first_event_time"), F.max("event_time").alias("last_event_time")]
+    return events.groupBy("key", "frame_start", "event_date").agg(*accumulations(config), *times)
 
 
 def merge_partials(partials: DataFrame, config: PipelineConfig, *by: str | Column) -> DataFrame:
@@ -180,7 +188,7 @@ def accepted_and_late(events: DataFrame, config: PipelineConfig, first: date,
         carried = [*event_columns(config), *computed, *selected, "watermark"]  # late events are kept whole
         is_late = F.coalesce(F.col("event_time") < F.col("watermark"), F.lit(False))
     else:
-        measured = sorted({r for a in config.aggregations for r in a.reads})  # only the fields aggregated
+        measured = read_fields(config)  # only the fields aggregated
         carried = ["key", "event_time", *measured, *(["arrival_time"] if config.places_by_arrival else []),
                    *selected]
         is_late = F.lit(False)

@@ -121,6 +121,11 @@ EVENT_COLUMNS = event_columns(PipelineConfig())
 TABLE_COLUMN = "table"  # in a job's one write to several tables: which table a row goes to
 
 
+def read_fields(config: PipelineConfig) -> list[str]:
+    """The fields the aggregations read (their ``reads``), in order: all an event needs to be folded."""
+    return sorted({r for a in config.aggregations for r in a.reads})
+
+
 def partial_columns(config: PipelineConfig, *, invertible: bool | None = None) -> list[str]:
     """The partial fields of every aggregation (or only the (non-)invertible ones), in order."""
     return [c for a in config.aggregations if invertible in (None, a.invertible) for c in a.field_columns()]
@@ -208,10 +213,11 @@ def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]
                 ("gap_seconds", "bigint"), ("max_length_seconds", "bigint"), ("time", "string"), ("date", "date")]
     if table == COUNT_STATE.name:
         # Per count window and day: each key's events a window still to fire holds (their
-        # numbers among the key's events and their partials), and one row with a null key saying
-        # the day was materialised under this count and slide, so that the next day continues.
+        # numbers among the key's events and the fields the aggregations read), and one row with
+        # a null key saying the day was materialised under this count and slide.
+        measured = dict(config.measured_fields)
         return [("key", "string"), ("window", "string"), ("position", "bigint"), ("event_time", "timestamp"),
-                ("event_id", "string"), ("event_count", "bigint"), *_fields(config.aggregations),
+                ("event_id", "string"), *[(name, measured[name]) for name in read_fields(config)],
                 ("count_size", "bigint"), ("count_slide", "bigint"), ("date", "date")]
     raise ValueError(f"no declared schema for table {table!r}")
 
