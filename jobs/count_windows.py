@@ -30,17 +30,18 @@ from datetime import date, timedelta
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io, delta_write
+from jobs import carried_state, delta_write
 from jobs.minute_partials import accepted_events, accumulations
 from jobs.partial_merges import with_finished_values
-from jobs.tables import COUNT_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter, declared_columns, read_fields
-from jobs.tables import days as day_list
+from jobs.tables import COUNT_STATE, TABLE_COLUMN, WINDOW_CHANGES, read_fields
 from jobs.window_grid import Windows
 from windowing_core.config import PipelineConfig
 
 EARLIEST = date(1970, 1, 1)
 """Where a bootstrap starts reading events: every day before the run."""
 PIECE = ["window", "key", "event_time", "event_id"]
+DEFINITION: carried_state.Definition = {"count_size": lambda s: s.size, "count_slide": lambda s: s.slide}
+"""What a ``count_state`` row says of its window's definition."""
 
 
 def event_pieces(events: DataFrame, config: PipelineConfig) -> DataFrame:
@@ -96,7 +97,8 @@ def carried(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: d
     such window (``count_windows.released_after``)."""
     size, slide = counts.param(lambda s: s.size), counts.param(lambda s: s.slide)
     released = _multiple_at_or_after(F.col("position") + size, slide) - slide
-    columns = ["key", "window", "position", "event_time", "event_id", *read_fields(config), *_definition(counts)]
+    columns = ["key", "window", "position", "event_time", "event_id", *read_fields(config),
+               *carried_state.definition_columns(counts, DEFINITION)]
     if first == last:  # one day: held at its end unless the key's count there releases it
         return pieces.where(released > F.col("total")).select(
             *columns, F.lit(first).alias("date"), F.lit(COUNT_STATE.name).alias(TABLE_COLUMN))
@@ -110,36 +112,6 @@ def carried(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: d
                     F.lit(COUNT_STATE.name).alias(TABLE_COLUMN)))
 
 
-def _definition(counts: Windows) -> list[Column]:
-    """What a state row says of its window's definition, for the next day to check."""
-    return [counts.param(lambda s: s.size).alias("count_size"), counts.param(lambda s: s.slide).alias("count_slide")]
-
-
-def day_marks(spark: SparkSession, counts: Windows, first: date, last: date) -> DataFrame:
-    """One null-key row per window and day: this day's state of the window was materialised."""
-    marks = spark.createDataFrame([(name, day) for name in counts.names for day in day_list(first, last)],
-                                  "window string, date date")
-    return marks.select(F.lit(None).cast("string").alias("key"), "window", *_definition(counts), "date",
-                        F.lit(COUNT_STATE.name).alias(TABLE_COLUMN))
-
-
-def carried_pieces(spark: SparkSession, lakehouse: str, counts: Windows, first: date) -> tuple[DataFrame | None, set]:
-    """The pieces carried at the end of ``first - 1`` of the windows whose state that day was
-    materialised under their definition, and those windows' names."""
-    day = first - timedelta(days=1)
-    path = COUNT_STATE.path(lakehouse)
-    if not delta_io.table_exists(path):
-        return None, set()
-    state = delta_io.read_table(spark, path, partition_filters=day_filter("date", day, day)).where(
-        F.col("window").isin(counts.names))
-    held = {tuple(r) for r in state.where(F.col("key").isNull())
-            .select("window", "count_size", "count_slide").distinct().collect()}
-    continued = {s.name for s in counts.specs if (s.name, s.size, s.slide) in held}
-    if not continued:
-        return None, set()
-    return state.where(F.col("key").isNotNull() & F.col("window").isin(sorted(continued))), continued
-
-
 def count_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
                   config: PipelineConfig) -> tuple[DataFrame | None, dict]:
     """The rows of ``window_changes`` and ``count_state`` (``TABLE_COLUMN``) of every count
@@ -148,7 +120,7 @@ def count_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
     if not config.counts:
         return None, {"baseline": {}}
     counts = Windows(config.counts)
-    state, continued = carried_pieces(spark, lakehouse, counts, first)
+    state, continued = carried_state.continued_state(spark, lakehouse, COUNT_STATE, counts, DEFINITION, first)
     fresh = counts.where(lambda s: s.name not in continued)
     reach = EARLIEST if fresh else first
     events = event_pieces(accepted_events(spark, lakehouse, config, reach, last), config)
@@ -166,10 +138,10 @@ def count_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
     ordered = numbered(union, counts, first)
     rows = (firings(ordered, counts, config, first, last)
             .unionByName(carried(ordered, counts, config, first, last), allowMissingColumns=True)
-            .unionByName(day_marks(spark, counts, first, last), allowMissingColumns=True))
+            .unionByName(carried_state.day_marks(spark, COUNT_STATE, counts, DEFINITION, first, last),
+                         allowMissingColumns=True))
     return rows, {"baseline": {s.name: "state" if s.name in continued else "bootstrap" for s in counts.specs}}
 
 
 def state_target(lakehouse: str, first: date, last: date, config: PipelineConfig) -> delta_write.Target:
-    return delta_write.Target(COUNT_STATE.path(lakehouse), [c for c, _ in declared_columns(COUNT_STATE.name, config)],
-                           list(COUNT_STATE.partition_by), day_filter("date", first, last))
+    return carried_state.state_target(COUNT_STATE, lakehouse, first, last, config)

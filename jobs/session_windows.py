@@ -52,19 +52,23 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import arrival_frames, delta_io, delta_write
+from jobs import arrival_frames, carried_state, delta_io, delta_write
 from jobs.partial_merges import merged_in_passes, merges, most_rows_of, prefix_merged, with_finished_values
 from jobs.tables import (
-    ARRIVAL_PARTIALS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter, declared_columns,
+    ARRIVAL_PARTIALS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter,
     frame_times, partial_columns,
 )
-from jobs.tables import days as day_list
 from jobs.window_grid import Windows
 from windowing_core.config import PipelineConfig
 from windowing_core.sessions import SessionSpec
 
 MICROS = 1_000_000
 DAY_MICROS = 86400 * MICROS
+
+
+DEFINITION: carried_state.Definition = {
+    "gap_seconds": lambda s: s.gap, "max_length_seconds": lambda s: s.max_length, "time": lambda s: s.time}
+"""What a ``session_state`` row says of its window's definition."""
 
 
 def _micros(column: str) -> Column:
@@ -228,24 +232,14 @@ def open_sessions(numbered: DataFrame, sessions: Windows, config: PipelineConfig
     return states.where(since <= until).select(
         "key", "window", F.timestamp_micros("start").alias("window_start"),
         F.timestamp_micros("last").alias("last_event_time"), "event_count", *partial_columns(config),
-        *_definition(sessions), F.explode(F.sequence(since, until)).alias("date"),
+        *carried_state.definition_columns(sessions, DEFINITION), F.explode(F.sequence(since, until)).alias("date"),
         F.lit(SESSION_STATE.name).alias(TABLE_COLUMN))
 
 
-def _definition(sessions: Windows) -> list[Column]:
-    """What a state row says of its window's definition, for the next day to check."""
-    return [sessions.param(lambda s: s.gap).alias("gap_seconds"),
-            sessions.param(lambda s: s.max_length).alias("max_length_seconds"),
-            sessions.param(lambda s: s.time).alias("time")]
-
-
 def day_marks(spark: SparkSession, sessions: Windows, first: date, last: date) -> DataFrame:
-    """One null-key row per window and day: this day's state of the window was materialised
-    (even empty)."""
-    marks = spark.createDataFrame([(name, day) for name in sessions.names for day in day_list(first, last)],
-                                  "window string, date date")
-    return marks.select(F.lit(None).cast("string").alias("key"), "window", F.lit(0).cast("long").alias("event_count"),
-                        *_definition(sessions), "date", F.lit(SESSION_STATE.name).alias(TABLE_COLUMN))
+    """``session_state``'s marks (``jobs.carried_state``), of zero events."""
+    return carried_state.day_marks(spark, SESSION_STATE, sessions, DEFINITION, first, last,
+                                   F.lit(0).cast("long").alias("event_count"))
 
 
 # -- reading ----------------------------------------------------------------------------------------
@@ -292,24 +286,14 @@ def watermark(spark: SparkSession, lakehouse: str, config: PipelineConfig, clock
     return newest - config.max_out_of_orderness * MICROS if clock == "event" else newest
 
 
-def carried_state(spark: SparkSession, lakehouse: str, sessions: Windows, config: PipelineConfig,
-                  first: date) -> tuple[DataFrame | None, dict[str, str]]:
+def carried_sessions(spark: SparkSession, lakehouse: str, sessions: Windows, config: PipelineConfig,
+                     first: date) -> tuple[DataFrame | None, dict[str, str]]:
     """The open sessions of every window at the end of ``first - 1`` as pieces, and per window
     where they came from: its state of that day, where the day's mark says it was materialised
     under the window's definition, else a bootstrap from every earlier frame."""
     day = first - timedelta(days=1)
-    path = SESSION_STATE.path(lakehouse)
-    continued: set[str] = set()
-    if delta_io.table_exists(path) and "time" in delta_io.table_columns(path):
-        state = delta_io.read_table(spark, path, partition_filters=day_filter("date", day, day)).where(
-            F.col("window").isin(sessions.names))
-        marks = state.where(F.col("key").isNull()).select("window", "gap_seconds", "max_length_seconds", "time")
-        held = {tuple(r) for r in marks.distinct().collect()}
-        continued = {s.name for s in sessions.specs if (s.name, s.gap, s.max_length, s.time) in held}
-    pieces = []
-    if continued:
-        pieces.append(state_pieces(state.where(F.col("key").isNotNull() & F.col("window").isin(sorted(continued))),
-                                   config))
+    state, continued = carried_state.continued_state(spark, lakehouse, SESSION_STATE, sessions, DEFINITION, first)
+    pieces = [state_pieces(state, config)] if continued else []
     bootstrapped = sessions.where(lambda s: s.name not in continued)
     if bootstrapped:
         frames = {clock: _frames(spark, lakehouse, None, day, config, clock)
@@ -335,7 +319,7 @@ def session_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     clocks = sorted({spec.time for spec in config.sessions})
     frames = {clock: _frames(spark, lakehouse, first, last, config, clock) for clock in clocks}
     marks = {clock: watermark(spark, lakehouse, config, clock) for clock in clocks}
-    carried, baseline = carried_state(spark, lakehouse, sessions, config, first)
+    carried, baseline = carried_sessions(spark, lakehouse, sessions, config, first)
     numbered = with_session_numbers(pieces_of(frames, sessions).unionByName(carried), sessions)
     rows = []
     for emit, emitted in (("final", closed_sessions), ("changes", session_changes)):
@@ -349,5 +333,4 @@ def session_windows(spark: SparkSession, lakehouse: str, first: date, last: date
 
 
 def state_target(lakehouse: str, first: date, last: date, config: PipelineConfig) -> delta_write.Target:
-    return delta_write.Target(SESSION_STATE.path(lakehouse), [c for c, _ in declared_columns(SESSION_STATE.name, config)],
-                           list(SESSION_STATE.partition_by), day_filter("date", first, last))
+    return carried_state.state_target(SESSION_STATE, lakehouse, first, last, config)
