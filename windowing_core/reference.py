@@ -356,11 +356,11 @@ def values_at_instant(events: Iterable[Event], config: PipelineConfig,
     return answers
 
 
-# -- session windows (their bounds: windowing_core.sessions) ------------------------------------
-
-
 @dataclass(frozen=True)
-class SessionRow:
+class WindowRow:
+    """A ``window_changes`` row of a window whose bounds are its events' (a session's, a count
+    window's firing), not a grid's: it carries its own start and end."""
+
     key: str
     window: str
     window_start: datetime
@@ -369,13 +369,16 @@ class SessionRow:
     values: tuple
 
 
-def session_rows(events: Iterable, config, first: date, last: date) -> list[SessionRow]:
+# -- session windows (their bounds: windowing_core.sessions) ------------------------------------
+
+
+def session_rows(events: Iterable, config, first: date, last: date) -> list[WindowRow]:
     """The rows of every configured session window whose ``window_end`` lies on days
     ``first .. last``: under ``emit: final`` the sessions at or behind the watermark, under
     ``changes`` the change points (the bounds in ``windowing_core.sessions``). Each row's values
     are folded again from the raw events inside it."""
     accepted = accepted_events(events, config)
-    rows: list[SessionRow] = []
+    rows: list[WindowRow] = []
     for spec in config.sessions:
         placed = accepted if spec.time == "event" else [replace(e, event_time=e.arrival_time) for e in accepted]
         if not placed:
@@ -399,13 +402,13 @@ def _runs(mine: list, spec: SessionSpec) -> list[tuple[datetime, datetime, list]
             for start, end in sessions([e.event_time for e in mine], spec)]
 
 
-def _final_rows(key, mine, spec, config, watermark, first, last) -> list[SessionRow]:
-    return [SessionRow(key, spec.name, start, end, len(inside), fold(config, inside))
+def _final_rows(key, mine, spec, config, watermark, first, last) -> list[WindowRow]:
+    return [WindowRow(key, spec.name, start, end, len(inside), fold(config, inside))
             for start, end, inside in _runs(mine, spec)
             if end <= watermark and first <= end.date() <= last]
 
 
-def _change_rows(key, mine, spec, config, watermark, first, last) -> list[SessionRow]:
+def _change_rows(key, mine, spec, config, watermark, first, last) -> list[WindowRow]:
     """Brute force over the bucket ends where the key's value can change: the end of each
     event's frame and the first bucket end after each session's end. At each, the value is
     refolded from the events of the session holding it (``start < T <= end``)."""
@@ -433,28 +436,28 @@ def _change_rows(key, mine, spec, config, watermark, first, last) -> list[Sessio
     candidates = sorted({after(e.event_time) for e in mine} | {after(end) for _, end, _ in runs})
     states = {t: state(t) for t in candidates if lo <= t < hi}
     changed = change_points(((t, value(states[t])) for t in sorted(states)), value(state(lo - bucket)))
-    return [SessionRow(key, spec.name, states[t][0], t, states[t][1], states[t][2]) for t, _ in changed]
+    return [WindowRow(key, spec.name, states[t][0], t, states[t][1], states[t][2]) for t, _ in changed]
 
 
 # -- count windows (their bounds: windowing_core.count_windows) ----------------------------------
 
 
-def count_rows(events: Iterable, config, first: date, last: date) -> list[SessionRow]:
+def count_rows(events: Iterable, config, first: date, last: date) -> list[WindowRow]:
     """The rows of every configured count window whose ``window_end`` lies on days ``first ..
     last``: per key, its accepted events numbered in (event time, event id) order, and at every
     firing the window's events folded again; of the firings at one instant, the last."""
     by_key: dict[str, list] = defaultdict(list)
     for e in accepted_events(events, config):
         by_key[e.key].append(e)
-    rows: list[SessionRow] = []
+    rows: list[WindowRow] = []
     for spec in config.counts:
         for key, mine in sorted(by_key.items()):
             ordered = sorted(mine, key=lambda e: (e.event_time, e.event_id))
-            fired: dict[datetime, SessionRow] = {}  # the last firing at an instant wins
+            fired: dict[datetime, WindowRow] = {}  # the last firing at an instant wins
             for position in range(1, len(ordered) + 1):
                 inside = [ordered[i - 1] for i in window_of(position, spec)]
                 if fires(position, spec) and first <= inside[-1].event_time.date() <= last:
-                    fired[inside[-1].event_time] = SessionRow(key, spec.name, inside[0].event_time,
+                    fired[inside[-1].event_time] = WindowRow(key, spec.name, inside[0].event_time,
                                                               inside[-1].event_time, len(inside), fold(config, inside))
             rows += fired.values()
     return rows
