@@ -92,6 +92,17 @@ def load_configuration(args: argparse.Namespace, *, ingest: bool = False) -> Pip
     return config
 
 
+def parsed(parser: argparse.ArgumentParser, argv: list[str] | None, *,
+           ingest: bool = False) -> tuple[argparse.Namespace, PipelineConfig]:
+    """The command line's arguments and the configuration they name; a bad one exits in one line
+    (``argparse``'s usage error, exit 2)."""
+    args = parser.parse_args(argv)
+    try:
+        return args, load_configuration(args, ingest=ingest)
+    except ValueError as err:
+        parser.error(f"bad configuration: {err}")
+
+
 def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = None, *,
             landing: bool = False) -> int:
     """Parse the shared flags, load the configuration, run ``job(spark, config, args, first, last)``
@@ -100,14 +111,10 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
     from jobs import progress  # Spark and Delta load only once a job runs, not for --help
 
     parser = job_arguments(doc, landing=landing)
-    args = parser.parse_args(argv)
+    args, config = parsed(parser, argv, ingest=landing)
     last = args.until or args.date
     if last < args.date:
         parser.error(f"--until {args.until} is before --date {args.date}")
-    try:
-        config = load_configuration(args, ingest=landing)
-    except ValueError as err:
-        parser.error(f"bad configuration: {err}")
     if landing and args.landing is None and config.source is None:
         parser.error("--landing is required (or a source: in the configuration)")
     try:

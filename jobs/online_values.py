@@ -41,7 +41,7 @@ import pyarrow.csv as pacsv
 from psycopg2 import sql
 
 from jobs import delta_io
-from jobs.cli import EXIT_BAD_ARGUMENTS, EXIT_MISSING_INPUT, documented_parser, group_arguments, load_configuration
+from jobs.cli import EXIT_BAD_ARGUMENTS, EXIT_MISSING_INPUT, documented_parser, group_arguments, parsed
 from jobs.errors import MissingInputError, MissingTableError
 from jobs.tables import WINDOW_SNAPSHOT
 from windowing_core.config import PipelineConfig
@@ -486,11 +486,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="print a key's current values as JSON lines (repeat for several keys)")
     parser.add_argument("--window", help="with --get: only this window")
     group_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        config = load_configuration(args)
-    except ValueError as err:
-        parser.error(f"bad configuration: {err}")
+    args, config = parsed(parser, argv)
     if config.online is None:
         parser.error(f"{args.config} has no online: section naming the store (online: {{url: postgresql://...}})")
     if (args.get is None) == (args.date is None):

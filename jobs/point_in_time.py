@@ -60,7 +60,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs import delta_io, errors
-from jobs.cli import documented_parser, group_arguments, load_configuration
+from jobs.cli import documented_parser, group_arguments, parsed
 from jobs.point_in_time_exact import with_exact_values
 from jobs.window_inputs import continued_windows
 from jobs.tables import ARRIVAL_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, days
@@ -406,11 +406,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="event: sliding and cumulating windows hold exactly the events before --at "
                              "(default: bucket, the window ending at the last end before it)")
     group_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        config = load_configuration(args)
-    except ValueError as err:
-        parser.error(f"bad configuration: {err}")
+    args, config = parsed(parser, argv)
     try:
         rows = values_as_of(get_spark(roots=[args.lakehouse]), args.lakehouse, args.at, config, args.key,
                             args.precision)
