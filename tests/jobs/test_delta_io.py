@@ -339,6 +339,25 @@ def test_a_routed_write_replaces_each_table_from_one_pass(spark, tmp_path):
     assert [tuple(r) for r in read_table(spark, str(tmp_path / "labels")).collect()] == [("x", "a")]
 
 
+def test_partitions_that_hold_no_file_are_appended_to_and_the_others_replaced(spark, tmp_path):
+    """A replace of partitions holding no file is an append (Delta rebuilds no state to find
+    files to remove): the tables end as replaces leave them, and every commit carries its write."""
+    paths = [str(tmp_path / "counts"), str(tmp_path / "labels")]
+    delta_write.replace_partitions_routed(routed_frame(spark, [("a", 1, None, D1, "counts")]), "dest",
+                                          routed_targets(tmp_path, [D1]))  # labels: made, empty
+    delta_write.replace_partitions_routed(routed_frame(spark, [("b", 2, None, D2, "counts"), ("a", None, "x", None,
+                                                                                          "labels")]),
+                                          "dest", routed_targets(tmp_path, [D2]))
+    delta_write.replace_partitions_routed(routed_frame(spark, [("c", 3, None, D1, "counts")]), "dest",
+                                          routed_targets(tmp_path, [D1]))  # labels: replaced by nothing
+
+    modes = [[c["operationParameters"]["mode"] for c in reversed(DeltaTable(p).history())] for p in paths]
+    assert modes == [["Overwrite", "Append", "Overwrite"]] * 2
+    assert sorted(tuple(r) for r in read_table(spark, paths[0]).collect()) == [("b", 2, D2), ("c", 3, D1)]
+    assert read_table(spark, paths[1]).isEmpty()
+    assert delta_io.unfinished_write(paths) is None
+
+
 def test_a_routed_target_no_row_reaches_is_emptied(spark, tmp_path):
     targets = routed_targets(tmp_path, [D1])
     delta_write.replace_partitions_routed(routed_frame(spark, [("a", 1, None, D1, "counts")]), "dest", targets)

@@ -37,10 +37,10 @@ def killing_the_write_to(table, monkeypatch):
     """``delta_write._write`` that dies at ``table``'s commit, after the commits before it."""
     write = delta_write._write
 
-    def killed_at_the_table(df, target, meta):
+    def killed_at_the_table(df, target, meta, **how):
         if target.name == table.name:
             raise Killed()
-        return write(df, target, meta)
+        return write(df, target, meta, **how)
     monkeypatch.setattr(delta_write, "_write", killed_at_the_table)
     return lambda: monkeypatch.setattr(delta_write, "_write", write)
 
