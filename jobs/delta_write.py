@@ -3,10 +3,11 @@
 A partition replace is ``mode("overwrite")`` with ``replaceWhere`` on the partition predicate, so
 re-running a partition gives the same contents and a run killed part-way leaves the previous
 version readable; where the partitions hold no file yet (a day's first run), it is an append,
-which gives the same table without Delta's search for files to remove (``_appends``). On a file system each write holds an exclusive lock on its table for its whole
-length (``_locked``; why, in ``jobs.delta_io``'s docstring: delta-spark's log stores are atomic
-only inside one driver). What the log answers without Spark, and the paths, filters and schemas
-both sides share, are ``jobs.delta_io``'s.
+which gives the same table without Delta's search for files to remove (``_appends``). On a file
+system each write holds an exclusive lock on its table for its whole length (``_locked``; why,
+in ``jobs.delta_io``'s docstring: delta-spark's log stores are atomic only inside one driver).
+What the log answers without Spark, and the paths, filters and schemas both sides share, are
+``jobs.delta_io``'s.
 """
 
 from __future__ import annotations
@@ -145,9 +146,10 @@ def _appends(target: _Target) -> bool:
     the same table. A replace first rebuilds the table's state with Spark to find the files it
     removes (Delta's ``replaceWhere`` runs a delete, which counts the table's files): a day of
     200 rows replaced in a 10-day table took a median 1.0 s, appended 0.4 s (one warm session,
-    2026-11-28); the log answers here without Spark in 7 to 25 ms. Only under ``_locked`` (a local table): no other panes
-    writer can add a file between this look and the commit. The routed write has checked every
-    row against the filters already (``_check_routes``), which ``replaceWhere`` would do."""
+    2026-11-28, ``docs/performance.md``); the log answers here without Spark in 7 to 25 ms.
+    Only under ``_locked`` (a local table): no other panes writer can add a file between this
+    look and the commit. The routed write has checked every row against the filters already
+    (``_check_routes``), as ``replaceWhere`` would."""
     if not (is_local(target.path) and table_exists(target.path)):
         return False
     return not open_table(target.path).file_uris(file_pruning_predicate=[target.filters] if target.filters else None)
@@ -155,7 +157,8 @@ def _appends(target: _Target) -> bool:
 
 def _write(df: DataFrame, target: _Target, write: dict[str, str], *, append: bool = False) -> dict:
     user_metadata = json.dumps({**write, **target.stamp})  # finds the commit, and stamps it
-    writer = df.write.format("delta").mode("append" if append else "overwrite").option("userMetadata", user_metadata)
+    writer = (df.write.format("delta").mode("append" if append else "overwrite")
+              .option("userMetadata", user_metadata))
     if target.filters and not append:
         writer = writer.option("replaceWhere", sql_predicate([target.filters]))
     try:
