@@ -144,9 +144,9 @@ def _check_routes(df: DataFrame, route: str, targets: list[_Target]) -> None:
 def _appends(target: _Target) -> bool:
     """Whether replacing ``target``'s partitions may append: they hold no file, so the two give
     the same table. A replace first rebuilds the table's state with Spark to find the files it
-    removes (Delta's ``replaceWhere`` runs a delete, which counts the table's files): a day of
-    200 rows replaced in a 10-day table took a median 1.0 s, appended 0.4 s (one warm session,
-    2026-11-28, ``docs/performance.md``); the log answers here without Spark in 7 to 25 ms.
+    removes (Delta's ``replaceWhere`` runs a delete, which counts the table's files): a replaced
+    day took 1.02 s, a first write 0.33 s (``python -m bench.first_write``, 200 rows in a table
+    of ten days); the log answers here without Spark in 7 to 25 ms.
     Only under ``_locked`` (a local table): no other panes writer can add a file between this
     look and the commit. The routed write has checked every row against the filters already
     (``_check_routes``), as ``replaceWhere`` would."""
