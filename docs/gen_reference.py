@@ -128,8 +128,8 @@ TABLE_ABOUT = {
                       "window saying the day was materialised under this `gap`, `max_length` and `time`."),
     "count_state": ("the windows job", "a count window is configured",
                     "Each key's events that a count window still to fire holds (at most count - 1), with their "
-                    "numbers among the key's events and the fields the aggregations read, and one marker row (null key) per window saying the day was "
-                    "materialised under this `count` and `slide`."),
+                    "numbers among the key's events and the fields the aggregations read, and one marker row "
+                    "(null key) per window saying the day was materialised under this `count` and `slide`."),
     "arrival_partials": ("the partials job", "a window with `time: arrival` is configured",
                          "Frames of arrival time, partitioned by the event day of the run and the frame's own day."),
     "spine_values": ("the point-in-time join (`jobs.point_in_time_join`)", "`spine:` is configured",

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 
+from deltalake import DeltaTable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -80,13 +81,13 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
                                               if days else {})}
     with _locked([t.path for t in resolved]):
         fields = {f.name: f for f in df.schema.fields}
-        for t in resolved:
-            _check_table(t, StructType([fields[c] for c in t.columns]))
+        opened = [_check_table(t, StructType([fields[c] for c in t.columns])) for t in resolved]
         df = df.persist()
         try:
             _check_routes(df, route, resolved)
-            return {t.name: _write(df.where(df[route] == t.name).select(*t.columns), t, write, append=_appends(t))
-                    for t in resolved}
+            return {t.name: _write(df.where(df[route] == t.name).select(*t.columns), t, write,
+                                   append=_appends(t, table))
+                    for t, table in zip(resolved, opened, strict=True)}
         finally:
             df.unpersist()
 
@@ -115,13 +116,16 @@ class _Target:
         return cls(name, path, ordered, list(partition_by), filters, {k: str(v) for k, v in (stamp or {}).items()})
 
 
-def _check_table(target: _Target, schema: StructType) -> None:
-    """Refuse, before anything is written, a table of other columns, partitioning or stamp."""
+def _check_table(target: _Target, schema: StructType) -> DeltaTable | None:
+    """Refuse, before anything is written, a table of other columns, partitioning or stamp; the
+    table's log as opened for the check (None: no table yet)."""
     if not table_exists(target.path):
-        return
-    check_compatible(open_table(target.path), schema, target.partition_by, target.path)
+        return None
+    table = open_table(target.path)
+    check_compatible(table, schema, target.partition_by, target.path)
     if target.stamp:
         require_stamp(target.path, target.stamp)
+    return table
 
 
 def _check_routes(df: DataFrame, route: str, targets: list[_Target]) -> None:
@@ -141,18 +145,19 @@ def _check_routes(df: DataFrame, route: str, targets: list[_Target]) -> None:
                              "nothing was written")
 
 
-def _appends(target: _Target) -> bool:
+def _appends(target: _Target, table: DeltaTable | None) -> bool:
     """Whether replacing ``target``'s partitions may append: they hold no file, so the two give
     the same table. A replace first rebuilds the table's state with Spark to find the files it
     removes (Delta's ``replaceWhere`` runs a delete, which counts the table's files): a replaced
     day took 1.02 s, a first write 0.33 s (``python -m bench.first_write``, 200 rows in a table
     of ten days); the log answers here without Spark in 7 to 25 ms.
     Only under ``_locked`` (a local table): no other panes writer can add a file between this
-    look and the commit. The routed write has checked every row against the filters already
-    (``_check_routes``), as ``replaceWhere`` would."""
-    if not (is_local(target.path) and table_exists(target.path)):
+    look and the commit, so ``table``, its log as ``_check_table`` opened it, is still current.
+    The routed write has checked every row against the filters already (``_check_routes``), as
+    ``replaceWhere`` would."""
+    if table is None or not is_local(target.path):
         return False
-    return not open_table(target.path).file_uris(file_pruning_predicate=[target.filters] if target.filters else None)
+    return not table.file_uris(file_pruning_predicate=[target.filters] if target.filters else None)
 
 
 def _write(df: DataFrame, target: _Target, write: dict[str, str], *, append: bool = False) -> dict:
