@@ -51,8 +51,8 @@ ensure_venv() {
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
   [ -x .venv/bin/python ] || { say "creating .venv"; "$(find_python)" -m venv .venv; }
   say "installing pinned packages into .venv"
-  # uv (from PyPI, pinned) installs the same versions pip resolves, in parallel: a fresh .venv
-  # with a warm cache took 34 s against pip's 60 s, with a cold cache 38 s (2026-11-28).
+  # uv (from PyPI, pinned) installed the same versions as pip (their freezes compared), in
+  # parallel: a fresh .venv with warm caches in 34 s against pip's 60 s (2026-11-28).
   .venv/bin/python -m pip install -q uv==0.13.9
   .venv/bin/uv pip install -q --python .venv/bin/python -e ".[dev]"
   echo "$want" > "$stamp"
