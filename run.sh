@@ -50,16 +50,9 @@ ensure_venv() {
   want=$(cat pyproject.toml | cksum)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
   [ -x .venv/bin/python ] || { say "creating .venv"; "$(find_python)" -m venv .venv; }
-  say "installing pinned packages into .venv"
-  # uv (from PyPI, pinned) installed the same versions as pip (their freezes compared), in
-  # parallel: a fresh .venv with warm caches in 34 s against pip's 60 s (2026-11-28). uv reads
-  # no pip.conf: a mirror set in PIP_INDEX_URL is handed on, and where uv fails, pip installs.
-  .venv/bin/python -m pip install -q uv==0.13.9
-  if ! UV_INDEX_URL="${UV_INDEX_URL:-${PIP_INDEX_URL:-}}" UV_EXTRA_INDEX_URL="${UV_EXTRA_INDEX_URL:-${PIP_EXTRA_INDEX_URL:-}}" \
-       .venv/bin/uv pip install -q --python .venv/bin/python -e ".[dev]"; then
-    say "uv could not install the packages; installing them with pip"
-    .venv/bin/python -m pip install -q -e ".[dev]"
-  fi
+  say "installing pinned packages into .venv (first run takes a few minutes)"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[dev]"
   echo "$want" > "$stamp"
 }
 
