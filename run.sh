@@ -65,14 +65,14 @@ ensure_maven() {
 }
 
 ensure_jars() {
-  # Delta's writer and Hadoop's S3 connector, pinned in jobs/jvm_packages.py, into ~/.m2 (once).
-  .venv/bin/python -m jobs.jvm_packages || exit 1
+  # Delta's writer and Hadoop's S3 connector, pinned in jobs/runtime/jvm_packages.py, into ~/.m2 (once).
+  .venv/bin/python -m jobs.runtime.jvm_packages || exit 1
 }
 
 ensure_class_archive() {
   # The classes a driver loads, archived once so that every job's JVM starts faster
-  # (jobs/class_archive.py); without it jobs run as before, only slower to start.
-  .venv/bin/python -m jobs.spark_session --archive-classes || say "no class archive: jobs start slower"
+  # (jobs/runtime/class_archive.py); without it jobs run as before, only slower to start.
+  .venv/bin/python -m jobs.runtime.spark_session --archive-classes || say "no class archive: jobs start slower"
 }
 
 setup() { ensure_java; ensure_venv; ensure_maven; ensure_jars; ensure_class_archive; }

@@ -14,7 +14,7 @@ from typing import Any
 
 import dagster as dg
 
-from jobs import delta_io
+from jobs.storage import delta_io
 
 
 def rows_by_day(path: str, column: str, days: list[date], *more: tuple[str, str, object]) -> dict[date, int]:

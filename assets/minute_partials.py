@@ -12,8 +12,9 @@ from assets.partitions import arrivals_of_event_day, daily_partitions, day_range
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource, job_days
 from assets.spark_work import SPARK_POOL
-from jobs import delta_io, tables
+from jobs import tables
 from jobs import minute_partials as job
+from jobs.storage import delta_io
 from jobs.tables import (
     ARRIVAL_PARTIALS,
     DAILY_PARTIALS,

@@ -6,7 +6,7 @@ the run's own process, a Spark driver per run (``local[*]``, a master, or Spark 
 ``pipes``: the asset launches ``spark-submit`` of the job's file (``jobs/<name>.py``, the same
 command line that runs it alone) with ``dg.PipesSubprocessClient``, as Dagster advises for Spark
 on a cluster. The driver runs in that process, not in Dagster's: its progress lines go to the
-run's log, and the job sends its result back (``jobs.pipes``), from which the asset records the
+run's log, and the job sends its result back (``jobs.runtime.pipes``), from which the asset records the
 same metadata as in-process. The Pipes messages travel through a temporary file, so the driver
 must run on the machine of the Dagster run (spark-submit's client deploy mode, the default);
 the executors run wherever the master puts them. The job file imports panes: ship it with
@@ -27,7 +27,7 @@ from pyspark.sql import SparkSession
 
 import jobs
 from assets.spark_work import spark_work
-from jobs import jvm_packages
+from jobs.runtime import jvm_packages
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
 

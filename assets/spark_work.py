@@ -6,8 +6,8 @@ from contextlib import contextmanager
 import dagster as dg
 from pyspark.sql import SparkSession
 
-from jobs import progress
 from jobs.errors import ConcurrentWriteError, table_files_checked
+from jobs.runtime import progress
 
 OVERTAKEN_RETRIES = 2  # another run replacing the same days twice more during a retry is rare
 
@@ -27,7 +27,7 @@ same days are then refused and retried (``spark_work``)."""
 
 @contextmanager
 def spark_work(context: dg.AssetExecutionContext, spark: SparkSession, what: str) -> Iterator[None]:
-    """Report the work's Spark progress to the run's log (``jobs.progress``), and retry the step
+    """Report the work's Spark progress to the run's log (``jobs.runtime.progress``), and retry the step
     when its commit was refused because another run replaced the same partitions after it
     started (``ConcurrentWriteError``: a late firing beside a backfill of the same days).
 

@@ -15,7 +15,8 @@ from assets.partitions import (
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource, job_days
 from assets.spark_work import SPARK_POOL
-from jobs import delta_io, sliding_windows, tables
+from jobs import sliding_windows, tables
+from jobs.storage import delta_io
 from jobs.tables import (
     ARRIVAL_PARTIALS,
     COUNT_STATE,

@@ -132,7 +132,8 @@ def prepare(spark, lakehouse: str, n: int, days: int, config, seed: int, reuse: 
     With ``reuse`` the events of an earlier run with the same size and seed are kept (they are
     deterministic); everything derived from them is computed again by the code as it is now.
     """
-    from jobs import delta_io, minute_partials
+    from jobs import minute_partials
+    from jobs.storage import delta_io
     from jobs.tables import EVENTS
 
     first = DAY - timedelta(days=days - 1)
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.report_only:
         return report_only(args)
-    from jobs.spark_session import SPARK_DEFAULTS, get_spark
+    from jobs.runtime.spark_session import SPARK_DEFAULTS, get_spark
     from windowing_core.config import PipelineConfig
 
     out, work = Path(args.out), Path(args.work)
@@ -340,7 +341,7 @@ def report(spark, out: Path, work: Path, args, config, rows: list[dict], scaling
 
 def report_only(args) -> int:
     """Rebuild plot, tables and plans from an earlier run's CSVs (``--report-only``)."""
-    from jobs.spark_session import SPARK_DEFAULTS, get_spark
+    from jobs.runtime.spark_session import SPARK_DEFAULTS, get_spark
     from windowing_core.config import PipelineConfig
 
     out = Path(args.out)
@@ -472,7 +473,9 @@ def explain_plans(spark, lakehouse: str, config, length: int) -> dict:
     """Physical plans of the panes jobs' DataFrames (and of Spark's window() for contrast)."""
     from pyspark.sql import functions as F
 
-    from jobs import delta_io, minute_partials, sliding_windows
+    from jobs.storage import delta_io
+
+    from jobs import minute_partials, sliding_windows
     from jobs.tables import EVENTS, day_filter
 
     events = delta_io.read_table(spark, EVENTS.path(lakehouse),

@@ -1,6 +1,6 @@
 """``python -m bench.first_write``: a day's first write against a replace of a day that holds rows.
 
-A routed write (``jobs.delta_write.replace_partitions_routed``) appends where the partitions it
+A routed write (``jobs.storage.delta_write.replace_partitions_routed``) appends where the partitions it
 replaces hold no file (``_appends``), and replaces with ``replaceWhere`` where they do, which
 makes Delta rebuild the table's state to find the files to remove. Both are timed here on two
 tables of the same shape, in alternating rounds in one warm session, through the jobs' own
@@ -19,8 +19,8 @@ from datetime import date, timedelta
 
 from pyspark.sql import functions as F
 
-from jobs import delta_write
-from jobs.spark_session import get_spark
+from jobs.runtime.spark_session import get_spark
+from jobs.storage import delta_write
 
 FIRST = date(2025, 1, 1)
 

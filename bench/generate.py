@@ -17,7 +17,7 @@ What the set looks like (the shape of the demo, simplified):
   re-sent with the same ``event_id`` one day after their first arrival, so the minute-partials
   job has real cross-arrival duplicates to remove.
 
-The rows have the ``events`` table's schema and land in it through ``jobs.delta_io``; or, for
+The rows have the ``events`` table's schema and land in it through ``jobs.storage.delta_io``; or, for
 the arrival day a benchmark ingests, they are landing files (``write_landing``): one JSON object
 per line, as producers send them, half the files gzipped.
 """
@@ -32,7 +32,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs import delta_write
+from jobs.storage import delta_write
 from jobs.tables import EVENT_COLUMNS, EVENTS
 
 

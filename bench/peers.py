@@ -166,7 +166,7 @@ class SparkWindowChanges:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        from jobs import delta_io
+        from jobs.storage import delta_io
         from jobs.tables import EVENTS
 
         start, stop = day_start(self.day), day_start(self.day) + DAY_SECONDS
@@ -201,7 +201,7 @@ class SparkWindowChanges:
     def compare(self) -> dict:
         from pyspark.sql import functions as F
 
-        from jobs import delta_io
+        from jobs.storage import delta_io
         from jobs.tables import WINDOW_CHANGES
 
         panes = (delta_io.read_table(self.spark, WINDOW_CHANGES.path(self.lakehouse),

@@ -161,7 +161,8 @@ class DaySet:
 
 def prepare(spark, work: Path, events_per_day: int, keys: int, seed: int, reuse: bool, config=None) -> DaySet:
     """The day's set under ``config`` (a ``PipelineConfig``; the defaults without one)."""
-    from jobs import delta_io, delta_write, minute_partials, sliding_windows
+    from jobs import minute_partials, sliding_windows
+    from jobs.storage import delta_io, delta_write
     from jobs.tables import EVENTS
     from windowing_core.config import PipelineConfig
 
@@ -319,7 +320,8 @@ def read_and_parse(ds: DaySet) -> None:
 
 def read_events(ds: DaySet) -> None:
     """The events the partials job reads (arrival days D .. D + lateness, event day D)."""
-    from jobs import delta_io, minute_partials
+    from jobs import minute_partials
+    from jobs.storage import delta_io
     from jobs.tables import EVENTS, day_filter
 
     events = delta_io.read_table(ds.spark, EVENTS.path(ds.lakehouse), partition_filters=day_filter(
@@ -330,7 +332,7 @@ def read_events(ds: DaySet) -> None:
 
 def read_frames(ds: DaySet) -> None:
     """The frames entering and leaving day D's windows and D-1's snapshot, as the job reads them."""
-    from jobs import window_inputs as wi
+    from jobs.windows import window_inputs as wi
 
     spark, config = ds.spark, ds.config
     ranges = [r for spec in config.windows for r in wi.ReadPlan(spec, config, DAY, DAY).frame_ranges]
@@ -350,7 +352,7 @@ class Outputs:
         self.ds, self.scratch, self.rows = ds, scratch, {}
 
     def cache(self) -> None:
-        from jobs import delta_io
+        from jobs.storage import delta_io
         from jobs.tables import ALL_TABLES, day_filter
 
         tables = {t.name: t for t in ALL_TABLES}
@@ -670,7 +672,7 @@ def main(argv: list[str] | None = None) -> int:
         info, results, command = merged(args.merge)
         report(out, info, results, command, args.update_readme)
         return 0
-    from jobs.spark_session import get_spark
+    from jobs.runtime.spark_session import get_spark
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)

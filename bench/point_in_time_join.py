@@ -14,7 +14,7 @@ the month (one in four exactly on a minute, a window end).
 Measured in one Spark session, interleaved, best of ``--repeat`` after an untimed warm-up each:
 
 - floor: read the spine, add its ``date`` and write it as Delta partitioned by date
-  (``jobs.delta_io``): what any job producing the output pays with nothing computed;
+  (``jobs.storage.delta_io``): what any job producing the output pays with nothing computed;
 - join: ``jobs.point_in_time_join.run`` over the same spine, written the same way.
 
 It prints both, their ratio, the rows in (spine rows, change points, snapshot rows) and the
@@ -43,8 +43,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from bench import generate
-from jobs import delta_io, delta_write, minute_partials, point_in_time_join, sliding_windows
+from jobs import minute_partials, point_in_time_join, sliding_windows
 from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
+from jobs.storage import delta_io, delta_write
 from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter
 from windowing_core.config import PipelineConfig
 from windowing_core.spine import SpineSpec
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     spine_rows = int(args.spine_rows)
     keys = args.keys or min(max(spine_rows // 10, 1000), 1_000_000)
-    from jobs.spark_session import get_spark
+    from jobs.runtime.spark_session import get_spark
 
     spark = get_spark({"spark.master": args.master})
     work = Path(args.work)

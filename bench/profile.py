@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.methods import panes_day
     from jobs import minute_partials, sliding_windows
-    from jobs.spark_session import get_spark
+    from jobs.runtime.spark_session import get_spark
     from windowing_core.config import PipelineConfig
 
     spark, config = get_spark({"spark.ui.enabled": "true", **overrides}), PipelineConfig()

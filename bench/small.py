@@ -128,7 +128,7 @@ def _line(what: str, seconds: float, against: str, reference: float, limit: floa
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from jobs.spark_session import get_spark
+    from jobs.runtime.spark_session import get_spark
 
     work = Path(args.work) / f"small-{args.events}-{args.keys}keys"
     work.mkdir(parents=True, exist_ok=True)

@@ -43,7 +43,7 @@ def main() -> int:
 
     from bench.generate import write_events
     from jobs import minute_partials, sliding_windows
-    from jobs.spark_session import get_spark
+    from jobs.runtime.spark_session import get_spark
     from windowing_core.config import PipelineConfig
 
     spark, config = get_spark(), PipelineConfig()

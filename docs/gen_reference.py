@@ -324,8 +324,8 @@ COMMANDS = [
     ("jobs.point_in_time_join", "A spine of labelled moments joined to the values as of each."),
     ("jobs.online_values", "Load a day's window values into the online store (PostgreSQL), or read a key's."),
     ("jobs.vacuum", "Delete data files no version within the retention needs."),
-    ("jobs.jvm_packages", "Fetch (or list) the pinned JVM jars."),
-    ("jobs.spark_session", "Build the class archive a job's JVM starts from, once (`bash run.sh setup` does)."),
+    ("jobs.runtime.jvm_packages", "Fetch (or list) the pinned JVM jars."),
+    ("jobs.runtime.spark_session", "Build the class archive a job's JVM starts from, once (`bash run.sh setup` does)."),
     ("orchestration.demo_events", "Write the seeded demo event set into a landing folder."),
     ("orchestration.demo", "The demo (`bash run.sh demo`): every asset over the demo's days."),
     ("orchestration.ci_checks", "CI: materialise demo days and judge every check."),
@@ -346,8 +346,8 @@ def _help(module: str) -> tuple[str, str, float]:
 
 
 def gen_cli() -> str:
-    runnable = sorted(f"{p.parent.name}.{p.stem}" for folder in ("jobs", "orchestration")
-                      for p in (ROOT / folder).glob("*.py")
+    runnable = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts) for folder in ("jobs", "orchestration")
+                      for p in (ROOT / folder).rglob("*.py")
                       if re.search(r'^if __name__ == "__main__"', p.read_text(), re.M))
     listed = {m for m, _ in COMMANDS}
     for module in sorted(set(runnable) - listed - {"jobs.cli", "jobs.errors"}):
@@ -486,7 +486,7 @@ def guard_configuration() -> None:
                 warn(f"reference/configuration.md does not mention the {where} `{key}`")
     variables = set()
     for folder in ("jobs", "assets", "orchestration", "expectations", "windowing_core"):
-        for p in (ROOT / folder).glob("*.py"):
+        for p in (ROOT / folder).rglob("*.py"):
             variables |= set(re.findall(r"\bPANES_[A-Z_]+\b", p.read_text()))
     for name in sorted(variables):
         if f"`{name}`" not in page:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from PIL import Image
 from playwright.sync_api import Locator, Page, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 UI = "http://127.0.0.1:3000"
 IMAGES = Path(__file__).resolve().parent / "images"
@@ -39,7 +40,7 @@ def skip_welcome(page: Page) -> None:
     skip = page.get_by_role("button", name="Skip")
     try:
         skip.wait_for(state="visible", timeout=3_000)
-    except Exception:
+    except PlaywrightTimeoutError:
         return
     skip.click()
     skip.wait_for(state="hidden", timeout=TIMEOUT_MS)

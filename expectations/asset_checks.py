@@ -29,9 +29,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 from expectations import reconciliation, suites
 from expectations.catalog import Check, Outcome, checks_of, spine_checks
-from jobs import delta_io, point_in_time_join, progress, sliding_windows, window_inputs
+from jobs import point_in_time_join, sliding_windows
 from jobs.errors import MissingInputError, MissingTableError, SourceError
 from jobs.ingest_events import LATE_REASON, read_input
+from jobs.runtime import progress
+from jobs.storage import delta_io
+from jobs.windows import window_inputs
 from jobs.tables import (
     DAILY_PARTIALS,
     EVENTS,

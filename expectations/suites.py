@@ -32,8 +32,8 @@ from expectations.catalog import (
     K_LIST_KINDS, Outcome, VARIANCE_KINDS, counts_of_fields, has_mean_min_max, of_kinds,
 )
 from jobs.ingest_events import quarantine_reasons
-from jobs.window_grid import window_start_of
 from jobs.point_in_time import Reading
+from jobs.windows.window_grid import window_start_of
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
     declared_columns,

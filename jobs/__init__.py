@@ -1,5 +1,6 @@
-"""PySpark jobs: ingest, minute partials, sliding and session windows, snapshots; Delta I/O."""
+"""PySpark jobs, one module per command (ingest, minute partials, windows, point in time, online
+values, vacuum); their parts live in ``sources``, ``windows``, ``storage`` and ``runtime``."""
 
-from jobs.py4j_lookups import remember_lookups
+from jobs.runtime.py4j_lookups import remember_lookups
 
 remember_lookups()

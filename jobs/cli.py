@@ -21,7 +21,7 @@ from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
 
-from jobs import pipes
+from jobs.runtime import pipes
 from jobs.tables import root
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
@@ -107,8 +107,8 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
             landing: bool = False) -> int:
     """Parse the shared flags, load the configuration, run ``job(spark, config, args, first, last)``
     and print its one-line summary, or a one-line error. Its progress goes to stderr
-    (``jobs.progress``)."""
-    from jobs import progress  # Spark and Delta load only once a job runs, not for --help
+    (``jobs.runtime.progress``)."""
+    from jobs.runtime import progress  # Spark and Delta load only once a job runs, not for --help
 
     parser = job_arguments(doc, landing=landing)
     args, config = parsed(parser, argv, ingest=landing)
@@ -159,7 +159,7 @@ def log4j_options(log: str) -> str:
 
 def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argparse.Namespace,
          config: PipelineConfig, last: date, every: float) -> int:
-    from jobs import progress
+    from jobs.runtime import progress
     from jobs.errors import (
         ConcurrentWriteError,
         DamagedTableError,
@@ -170,7 +170,7 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
         StampMismatchError,
         table_files_checked,
     )
-    from jobs.spark_session import SPARK_DEFAULTS, get_spark, starts_a_jvm
+    from jobs.runtime.spark_session import SPARK_DEFAULTS, get_spark, starts_a_jvm
 
     overrides = {}
     if starts_a_jvm():  # else the JVM's logging is whoever started it's

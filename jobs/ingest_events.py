@@ -1,4 +1,4 @@
-"""Ingest: newline-delimited JSON landing files (or a table's rows, ``jobs.table_source``) into
+"""Ingest: newline-delimited JSON landing files (or a table's rows, ``jobs.sources.table_source``) into
 ``events``, ``quarantine`` and ``late_events``.
 
 Reads ``<landing>/<arrival date YYYY-MM-DD>/`` (plain or compressed files) for the arrival days
@@ -6,7 +6,7 @@ asked for, with everything under them (subfolders, linked folders). An input rec
 non-blank line of a readable file, or a whole file that cannot be read (a truncated or corrupt
 compressed file: its lines cannot be trusted, so none of them are read and the file is one
 quarantined record with a null ``raw``; re-send it to have its events counted), or a whole
-hidden file (``jobs.landing_files``). Every
+hidden file (``jobs.sources.landing_files``). Every
 input record ends in exactly one place, so the counts reconcile:
 
     input records = accepted + quarantined + duplicates + late
@@ -29,7 +29,11 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io, delta_write, landing_files, pipes, table_source
+from jobs.storage import delta_io, delta_write
+
+from jobs.sources import landing_files, table_source
+
+from jobs.runtime import pipes
 from jobs.tables import (
     EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, Table, day_filter, days, declared_columns,
     event_columns, written_together,
@@ -40,7 +44,7 @@ from windowing_core.config import PipelineConfig
 REASONS = (
     "truncated_gzip",          # a .gz file that ends before its end-of-stream marker (whole file)
     "hidden_file",             # a file named _* or .* (or in such a folder), which Spark never reads (whole file)
-    "unreadable_file",         # a compressed file that is corrupt or cut, a ':' in its name, a dangling link, a FIFO, a loop (whole file: jobs.landing_files)
+    "unreadable_file",         # a compressed file that is corrupt or cut, a ':' in its name, a dangling link, a FIFO, a loop (whole file: jobs.sources.landing_files)
     "bad_encoding",            # a line that is not UTF-8 (a Latin-1 byte, UTF-16's zero bytes)
     "malformed_json",          # not one JSON object (two objects on a line, trailing text: malformed)
     "missing_key",             # key field (any of a composite key's) absent, null, empty or only blanks (a tab ...)
@@ -89,7 +93,7 @@ class IngestResult:
         return self.input_records == self.accepted + self.quarantined + self.duplicates + self.late
 
     def to_report(self) -> dict:
-        """JSON values, as a job launched through Dagster Pipes sends them (``jobs.pipes``)."""
+        """JSON values, as a job launched through Dagster Pipes sends them (``jobs.runtime.pipes``)."""
         return {**{k: v for k, v in vars(self).items() if k != "by_day"},
                 "by_day": {d.isoformat(): r.to_report() for d, r in self.by_day.items()}}
 
@@ -106,7 +110,7 @@ def landing_folders(landing: str, first: date, last: date) -> list[str]:
 def read_input(spark: SparkSession, landing: str | None, config: PipelineConfig, first: date,
                last: date) -> DataFrame:
     """The input records of arrival days ``first .. last``: the landing folders' lines, or the
-    rows of the configuration's table source (``jobs.table_source``), alike. ``landing`` is the
+    rows of the configuration's table source (``jobs.sources.table_source``), alike. ``landing`` is the
     default landing folder; a configuration's own (``source: {landing: ...}``) wins."""
     if config.source is not None and config.source.is_table:
         return table_source.read_records(spark, config, config.value_field, first, last)

@@ -30,8 +30,12 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import arrival_frames, delta_io, delta_write, pipes
-from jobs.partial_merges import merges
+from jobs.windows import arrival_frames
+
+from jobs.storage import delta_io, delta_write
+
+from jobs.runtime import pipes
+from jobs.windows.partial_merges import merges
 from jobs.tables import (
     ARRIVAL_PARTIALS,
     DAILY_PARTIALS,
@@ -215,7 +219,7 @@ def accepted_events(spark: SparkSession, lakehouse: str, config: PipelineConfig,
 def frame_sets(events: DataFrame, config: PipelineConfig, first: date,
                last: date) -> tuple[DataFrame, DataFrame, DataFrame | None]:
     """``minute_partials``' two results, and where a window is by arrival time the same
-    accepted events' frames by arrival time (``jobs.arrival_frames``), else None."""
+    accepted events' frames by arrival time (``jobs.windows.arrival_frames``), else None."""
     unique, is_late = accepted_and_late(events, config, first, last)
     partials = (
         unique.where(~is_late)

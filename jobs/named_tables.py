@@ -7,7 +7,9 @@ import os
 
 from pyspark.sql import DataFrame, SparkSession
 
-from jobs import delta_io, errors
+from jobs.storage import delta_io
+
+from jobs import errors
 
 
 def read(spark: SparkSession, path: str | None, table: str | None, fmt: str | None) -> DataFrame:

@@ -40,9 +40,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from psycopg2 import sql
 
-from jobs import delta_io
 from jobs.cli import EXIT_BAD_ARGUMENTS, EXIT_MISSING_INPUT, documented_parser, group_arguments, parsed
 from jobs.errors import MissingInputError, MissingTableError
+from jobs.storage import delta_io
 from jobs.tables import WINDOW_SNAPSHOT
 from windowing_core.config import PipelineConfig
 from windowing_core.online import PASSWORD_VARIABLE, OnlineSpec

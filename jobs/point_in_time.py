@@ -59,11 +59,13 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import delta_io, errors
+from jobs.storage import delta_io
+
+from jobs import errors
 from jobs.cli import documented_parser, group_arguments, parsed
 from jobs.point_in_time_exact import with_exact_values
-from jobs.window_inputs import continued_windows
 from jobs.tables import ARRIVAL_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, days
+from jobs.windows.window_inputs import continued_windows
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.count_windows import CountSpec
@@ -394,7 +396,7 @@ def instant(text: str) -> datetime:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.spark_session import get_spark
+    from jobs.runtime.spark_session import get_spark
 
     parser = documented_parser(__doc__)
     parser.add_argument("--lakehouse", required=True)

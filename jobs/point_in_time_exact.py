@@ -25,8 +25,8 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs import delta_io
 from jobs.minute_partials import accepted_events, merge_partials, to_partials
+from jobs.storage import delta_io
 from jobs.tables import MINUTE_PARTIALS, day_filter, partial_columns
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig

@@ -52,9 +52,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampNTZType, TimestampType
 
-from jobs import delta_write, errors, named_tables, pipes
+from jobs.storage import delta_write
+
+from jobs import errors, named_tables
+
 from jobs.errors import SpineError
 from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
+from jobs.runtime import pipes
 from jobs.tables import SPINE_VALUES, day_filter, root
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
@@ -228,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     last = args.until or args.date
     if last is not None and last < args.date:
         parser.error(f"--until {args.until} is before --date {args.date}")
-    from jobs.spark_session import get_spark
+    from jobs.runtime.spark_session import get_spark
 
     out = args.out or SPINE_VALUES.path(args.lakehouse)
     with pipes.session():  # where Dagster launched the job through Pipes; else nothing

@@ -34,8 +34,12 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs import count_windows, delta_io, delta_write, pipes, session_windows
-from jobs.partial_merges import merged_in_passes, merges, most_rows_of, prefix_merged, with_finished_values
+from jobs.windows import count_windows, session_windows
+
+from jobs.storage import delta_io, delta_write
+
+from jobs.runtime import pipes
+from jobs.windows.partial_merges import merged_in_passes, merges, most_rows_of, prefix_merged, with_finished_values
 from jobs.tables import (
     COUNT_STATE,
     MINUTE_PARTIALS,
@@ -50,8 +54,8 @@ from jobs.tables import (
     written_together,
 )
 from jobs.tables import days as day_range
-from jobs.window_grid import Windows, floor_to, seconds_of, utc_midnight
-from jobs.window_inputs import (
+from jobs.windows.window_grid import Windows, floor_to, seconds_of, utc_midnight
+from jobs.windows.window_inputs import (
     ReadPlan, continued_windows, days_of, in_ranges, read_day_tiles, read_frames, read_snapshot, require_partials,
 )
 from windowing_core.aggregations import Aggregation
@@ -460,7 +464,7 @@ def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plan
 class _Inputs:
     """What a run reads, per window: its frames (a non-keyed window's of all keys combined:
     ``with_all_keys``) within the ranges a step needs, and its tiles, each row tagged with its
-    ``window``, so that one plan serves all windows (``jobs.window_grid``)."""
+    ``window``, so that one plan serves all windows (``jobs.windows.window_grid``)."""
 
     def __init__(self, spark: SparkSession, lakehouse: str, frames: DataFrame, config: PipelineConfig,
                  plans: dict[str, ReadPlan], clock: str) -> None:
@@ -527,14 +531,14 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     """The rows of both tables (``table_rows``) of every configured window, for days ``first .. last``.
 
     All windows come from one read of the minute partials, the union of the frames each needs
-    (with ``clock="arrival"``, of the frames by arrival time: ``jobs.arrival_frames``), and go
-    through one plan (``jobs.window_grid``). The rows are None for a configuration without
+    (with ``clock="arrival"``, of the frames by arrival time: ``jobs.windows.arrival_frames``), and go
+    through one plan (``jobs.windows.window_grid``). The rows are None for a configuration without
     sliding windows. ``info["baseline"]`` says per window whether it continued from the snapshot
     of the day before ``first`` or was bootstrapped; ``info["persisted"]`` lists what the caller
     unpersists once the rows are written.
     """
     delta_io.require_stamp(MINUTE_PARTIALS.path(lakehouse), frame_stamp(config))
-    if not config.windows:  # only session windows (jobs.session_windows)
+    if not config.windows:  # only session windows (jobs.windows.session_windows)
         return None, {"baseline": {}, "persisted": []}
     plans = {spec.name: ReadPlan(spec, config, first, last) for spec in config.windows}
     continued = continued_windows(spark, lakehouse, first - timedelta(days=1), config)
@@ -585,7 +589,7 @@ def by_clock(config: PipelineConfig, clock: str) -> PipelineConfig | None:
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
     """Compute days ``first .. last`` and replace both tables' partitions, from one pass; with
     session or count windows configured, their rows and ``session_state`` or ``count_state`` join
-    the same write (``jobs.session_windows``, ``jobs.count_windows``)."""
+    the same write (``jobs.windows.session_windows``, ``jobs.windows.count_windows``)."""
     delta_io.require_whole_writes([t.path(lakehouse) for t in written_together(WINDOW_CHANGES, config)], first, last)
     event = by_clock(config, "event")
     rows, info = (sliding_windows(spark, lakehouse, first, last, event) if event

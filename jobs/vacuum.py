@@ -18,8 +18,8 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from jobs import delta_io
 from jobs.cli import documented_parser
+from jobs.storage import delta_io
 from jobs.tables import ALL_TABLES
 from windowing_core.deployment import Deployment
 

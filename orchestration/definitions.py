@@ -33,8 +33,8 @@ from assets.spark_launch import SparkLaunchResource, spark_launch_from_environme
 from assets.spark_work import SPARK_POOL
 from expectations.asset_checks import build_asset_checks, build_joined_spine_checks
 from expectations.online_check import build_online_check
-from jobs import progress
-from jobs.spark_session import SPARK_DEFAULTS, connect_config, local_python, with_jvm_packages
+from jobs.runtime import progress
+from jobs.runtime.spark_session import SPARK_DEFAULTS, connect_config, local_python, with_jvm_packages
 from jobs.tables import GROUP_TABLES, INGEST_ASSETS
 from orchestration.automation import automation_sensor, build_landing_sensor, with_late_firings
 from orchestration.freshness import build_watermark_check, with_freshness

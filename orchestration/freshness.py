@@ -14,7 +14,7 @@ import dagster as dg
 from assets.keys import key
 from assets.resources import LakehouseResource
 from expectations.catalog import WARN
-from jobs import delta_io
+from jobs.storage import delta_io
 from jobs.tables import EVENTS, WINDOW_CHANGES, WINDOW_SNAPSHOT, ingest_root, root
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import from_epoch_seconds, to_epoch_seconds

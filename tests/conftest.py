@@ -18,7 +18,7 @@ GENERATED = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryM
 
 @pytest.fixture(scope="session")
 def spark():
-    from jobs.spark_session import get_spark
+    from jobs.runtime.spark_session import get_spark
 
     session = get_spark({
         "spark.master": "local[2]",
@@ -59,11 +59,11 @@ HEAVY = (
     "tests/jobs/test_beyond_one_machine.py",
     # minutes each: every case on its own
     "tests/jobs/test_pipeline_against_oracle.py::test_every_table_equals_the_oracle[",
-    "tests/jobs/test_session_windows.py::test_sessions_equal_the_oracle_as_arrivals_land[",
+    "tests/jobs/windows/test_session_windows.py::test_sessions_equal_the_oracle_as_arrivals_land[",
     "tests/jobs/test_late_firing_against_oracle.py::test_late_firings_equal_the_oracle_in_daily_and_range_runs[",
-    "tests/jobs/test_arrival_windows.py::test_arrival_windows_equal_the_oracle_beside_event_time_windows[",
+    "tests/jobs/windows/test_arrival_windows.py::test_arrival_windows_equal_the_oracle_beside_event_time_windows[",
     "tests/jobs/test_killed_jobs.py::",
-    "tests/jobs/test_concurrent_writers.py::",
+    "tests/jobs/storage/test_concurrent_writers.py::",
     "tests/assets/test_session_assets.py::",
     "tests/jobs/test_point_in_time_join.py::test_every_joined_value_equals_the_oracle_as_of_its_row",
 )

@@ -152,7 +152,7 @@ class WindowSpec:
     step: int | None = None
     keyed: bool = True
     # ``event`` (event time) or ``arrival``: processing-time windows (Flink's, Akka's system
-    # time) place each event by its arrival_time; they are never late (``jobs.arrival_frames``).
+    # time) place each event by its arrival_time; they are never late (``jobs.windows.arrival_frames``).
     time: str = "event"
 
     @classmethod

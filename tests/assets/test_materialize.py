@@ -15,7 +15,8 @@ from assets.partitions import daily_partitions
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource
 from expectations.online_check import CHECK, build_online_check
-from jobs import delta_io, delta_write, errors, online_values
+from jobs import errors, online_values
+from jobs.storage import delta_io, delta_write
 from jobs.tables import (
     ALL_TABLES, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
 )

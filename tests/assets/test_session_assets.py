@@ -6,7 +6,7 @@ from datetime import date, timedelta
 
 import dagster as dg
 
-from jobs import delta_io
+from jobs.storage import delta_io
 from jobs.tables import COUNT_STATE, SESSION_STATE, WINDOW_CHANGES
 from orchestration.definitions import build_definitions
 from tests.landing import ensure_days, random_landing

@@ -4,7 +4,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import dagster as dg
 
-from jobs import delta_io
+from jobs.storage import delta_io
 from jobs.tables import SPINE_VALUES
 from orchestration.definitions import build_definitions
 from tests.landing import ensure_days, random_landing

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from expectations.catalog import ERROR, WARN, catalog
-from jobs import delta_io
+from jobs.storage import delta_io
 from orchestration.demo_events import generate_demo_events
 from jobs.tables import EVENTS, QUARANTINE
 from orchestration.definitions import build_definitions

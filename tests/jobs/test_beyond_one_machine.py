@@ -23,8 +23,12 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from jobs import delta_io, jvm_packages, landing_files
-from jobs.spark_session import STATIC_SQL, SPARK_DEFAULTS
+from jobs.storage import delta_io
+
+from jobs.runtime import jvm_packages
+
+from jobs.runtime.spark_session import STATIC_SQL, SPARK_DEFAULTS
+from jobs.sources import landing_files
 from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
 from tests.postgres_server import free_port
@@ -72,8 +76,8 @@ def cluster(tmp_path_factory):
     archive = root / "panes.zip"
     with zipfile.ZipFile(archive, "w") as z:
         for package in ("jobs", "windowing_core"):
-            for source in (REPO / package).glob("*.py"):
-                z.write(source, f"{package}/{source.name}")
+            for source in (REPO / package).rglob("*.py"):
+                z.write(source, source.relative_to(REPO))
     yield f"spark://127.0.0.1:{port}", archive
     for process in (worker, master):
         process.terminate()

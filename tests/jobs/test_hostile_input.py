@@ -19,9 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from expectations import asset_checks, catalog
-from jobs import cli, delta_io, delta_write, ingest_events, minute_partials, sliding_windows, window_inputs
+from jobs import cli, ingest_events, minute_partials, sliding_windows
 from jobs.errors import ConcurrentWriteError
+from jobs.storage import delta_io, delta_write
 from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns
+from jobs.windows import window_inputs
 from windowing_core import reference
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import Event

@@ -15,7 +15,8 @@ from datetime import date, timedelta
 import pytest
 
 from expectations import asset_checks
-from jobs import delta_io, delta_write, errors, ingest_events, minute_partials, sliding_windows
+from jobs import errors, ingest_events, minute_partials, sliding_windows
+from jobs.storage import delta_io, delta_write
 from jobs.tables import EVENTS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
 from windowing_core.config import PipelineConfig

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs import delta_io, ingest_events
+from jobs.storage import delta_io
+
+from jobs import ingest_events
 from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE
 from windowing_core.config import PipelineConfig
 

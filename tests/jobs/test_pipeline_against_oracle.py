@@ -21,8 +21,10 @@ from dagster_pyspark import PySparkResource
 from assets import build_assets
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource
-from jobs import delta_io, errors, ingest_events, minute_partials, sliding_windows, window_inputs
-from jobs.partial_merges import with_finished_values
+from jobs import errors, ingest_events, minute_partials, sliding_windows
+from jobs.storage import delta_io
+from jobs.windows import window_inputs
+from jobs.windows.partial_merges import with_finished_values
 from jobs.tables import (
     EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
 )

@@ -6,7 +6,8 @@ from datetime import date
 import pytest
 
 from assets.resources import LakehouseResource
-from jobs import delta_io, delta_write, vacuum
+from jobs import vacuum
+from jobs.storage import delta_io, delta_write
 from jobs.tables import MINUTE_PARTIALS, WINDOW_CHANGES
 from orchestration.maintenance import build_vacuum
 

@@ -5,8 +5,12 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from jobs import delta_io, ingest_events, minute_partials, sliding_windows, window_inputs
+from jobs.storage import delta_io
+
+from jobs import ingest_events, minute_partials, sliding_windows
+
 from jobs.tables import DAILY_PARTIALS, LATE_EVENTS, WINDOW_CHANGES
+from jobs.windows import window_inputs
 from windowing_core.config import PipelineConfig
 
 DAY = date(2025, 1, 30)

@@ -6,8 +6,8 @@ from datetime import date, timedelta
 import dagster as dg
 import pytest
 
-from jobs import delta_io, delta_write
 from jobs import minute_partials as minute_partials_job
+from jobs.storage import delta_io, delta_write
 from jobs.tables import MINUTE_PARTIALS, WINDOW_CHANGES, day_filter
 from orchestration.definitions import build_definitions
 from tests.landing import ensure_days, random_landing

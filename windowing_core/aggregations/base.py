@@ -193,7 +193,7 @@ class Aggregation(ABC):
         """``combine`` of two partials' columns in Spark (a null or zero-count partial is empty),
         for the partials whose ``spark_merge`` over a growing window frame folds the whole frame
         again at every row (``merges_in_passes``): a running merge of those takes log2 passes of
-        this instead (``jobs.partial_merges.prefix_merged``). None where ``spark_merge`` is a
+        this instead (``jobs.windows.partial_merges.prefix_merged``). None where ``spark_merge`` is a
         window aggregate Spark evaluates incrementally (sums, min/max, sketch unions)."""
         return None
 

@@ -1,0 +1,212 @@
+"""What the windows job reads, and the plan that says which: per window and run, the ends it
+computes and the frames, day tiles and snapshot they need (``ReadPlan``, pure arithmetic), the
+reads themselves, and the refusals of inputs that were never materialised. The checks and the
+point-in-time reads ask the same questions of the same tables (``continued_windows``,
+``read_snapshot``), so they live here rather than in the job."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, timedelta
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.windows import arrival_frames
+
+from jobs.errors import MissingInputError
+from jobs.storage import delta_io
+from jobs.tables import DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, WINDOW_SNAPSHOT, day_filter, ingest_root
+from jobs.windows.window_grid import seconds_of, utc_midnight
+from windowing_core.config import PipelineConfig
+from windowing_core.reference import day_start
+from windowing_core.window_spec import DAY_SECONDS, WindowSpec, slides_over_day_tiles, tile_size
+
+EPOCH = date(1970, 1, 1)
+
+
+def days_of(*ranges: tuple[int, int]) -> list[str]:
+    """ISO days holding any instant of the ``[start, stop)`` ranges."""
+    return sorted({(EPOCH + timedelta(days=d)).isoformat() for start, stop in ranges if stop > start
+                   for d in range(start // DAY_SECONDS, (stop - 1) // DAY_SECONDS + 1)})
+
+
+def in_ranges(column: Column, ranges: list[tuple[int, int]]) -> Column:
+    return reduce(lambda a, b: a | b, [(column >= start) & (column < stop) for start, stop in ranges])
+
+
+class ReadPlan:
+    """One window's time arithmetic for days ``first .. last``: which ends, which frames."""
+
+    def __init__(self, spec: WindowSpec, config: PipelineConfig, first: date, last: date) -> None:
+        start, self.stop = day_start(first), day_start(last) + DAY_SECONDS
+        self.after = spec.end_at_or_after(start) - spec.slide  # the last end before the first day
+        self.last_end = spec.end_at_or_before(self.stop - 1)
+        length = spec.length
+        # Frames entering in (after, stop) start in [after, last_end); frames leaving there
+        # start one window length earlier. A cumulating window's leave together (period_leaves).
+        self.delta_ranges = [(self.after - length, self.last_end - length),
+                             (max(self.after, self.last_end - length), self.last_end)]
+        # The window whose state the baseline is: a snapshot's (window_start, as_of), or the
+        # frames a bootstrap folds.
+        self.baseline_window = (spec.window_start(self.after), self.after)
+        self.exact_ranges: list[tuple[int, int]] = []
+        self.tile_days: list[str] = []
+        if spec.cumulating:
+            self.delta_ranges = [(self.after, self.last_end)]
+            if any(not a.invertible for a in config.aggregations):  # the period so far
+                # Every end from ``after`` on merges its period before it: the period of
+                # ``after`` starts at ``start`` and the later ones within the run. Its whole days
+                # before the day holding ``after`` are day tiles; the partial day at its start
+                # and the days from ``after``'s on are frames (``exact_cumulating_values``).
+                start = spec.window_start(self.after)
+                whole = (-(-start // DAY_SECONDS) * DAY_SECONDS, self.after // DAY_SECONDS * DAY_SECONDS)
+                if slides_over_day_tiles(spec) and whole[1] > whole[0]:
+                    self.exact_ranges = [(start, whole[0]), (whole[1], self.last_end)]
+                    self.tile_days = days_of(whole)
+                else:
+                    self.exact_ranges = [(start, self.last_end)]
+        elif any(not a.invertible for a in config.aggregations):
+            size = tile_size(spec)
+            head = (self.after - length) // size * size
+            if size < DAY_SECONDS:  # everything from the first head tile to the last end is small
+                self.exact_ranges = [(head, self.last_end)]
+            else:  # whole head and tail days as frames, the days between as tiles
+                self.exact_ranges = [(head, (self.last_end - length) // size * size + size),
+                                     (self.after // size * size, self.last_end)]
+                self.tile_days = days_of((head + size, self.last_end // size * size))
+
+    @property
+    def frame_ranges(self) -> list[tuple[int, int]]:
+        return self.delta_ranges + self.exact_ranges
+
+
+def read_frames(spark: SparkSession, lakehouse: str, ranges: list[tuple[int, int]],
+                 config: PipelineConfig | None = None, clock: str = "event") -> DataFrame:
+    """Minute partials of frames starting in any range, reading only the days that hold them
+    (for ``time: arrival`` windows the frames by arrival time, ``jobs.windows.arrival_frames``)."""
+    if clock == "arrival":
+        partials = arrival_frames.read_frames(spark, lakehouse, days_of(*ranges), config)
+    else:
+        partials = delta_io.read_table(spark, MINUTE_PARTIALS.path(lakehouse),
+                                       partition_filters=[("event_date", "in", days_of(*ranges))])
+    return partials.where(in_ranges(seconds_of(), ranges))
+
+
+def read_day_tiles(spark: SparkSession, lakehouse: str, days: list[str], config: PipelineConfig | None = None,
+                    clock: str = "event") -> DataFrame:
+    if clock == "arrival":
+        tiles = arrival_frames.read_day_tiles(spark, lakehouse, days, config)
+    else:
+        tiles = delta_io.read_table(spark, DAILY_PARTIALS.path(lakehouse),
+                                    partition_filters=[("event_date", "in", days)])
+    return tiles.withColumn("tile", utc_midnight(F.col("event_date")))
+
+
+def unmaterialised_partials(spark: SparkSession, lakehouse: str, event_days: list[date],
+                            config: PipelineConfig) -> list[date]:
+    """The event days whose minute partials were never materialised, though their events were
+    ingested: a window run over them would succeed with wrong values (their frames neither
+    entering nor leaving), so the job refuses and a blocking check flags them.
+
+    A day with frames, or with events the partials job kept as late (``behind_watermark``), was
+    materialised. A day with neither is told apart from a day without events by ``events``:
+    its events can have arrived on days D .. D + allowed lateness, and any one of them would have
+    made a frame. The Delta logs' statistics answer for most days without a Spark job; the days
+    left are checked in one query.
+    """
+    partials, late = (t.path(lakehouse) for t in (MINUTE_PARTIALS, LATE_EVENTS))
+    events = EVENTS.path(ingest_root(lakehouse, config))
+    lateness = timedelta(days=config.allowed_lateness_days)
+    if not delta_io.table_exists(events):
+        return []
+
+    def empty(day: date) -> bool:
+        frames = day_filter("event_date", day, day)
+        if delta_io.table_exists(partials) and delta_io.row_count(partials, partition_filters=frames):
+            return False
+        return not (delta_io.table_exists(late) and delta_io.row_count(
+            late, partition_filters=[*frames, ("reason", "=", "behind_watermark")]))
+
+    suspect = [d for d in event_days if empty(d)
+               and delta_io.row_count(events, partition_filters=day_filter("arrival_date", d, d + lateness))
+               and _may_hold_events_of(events, d, lateness)]
+    if not suspect:
+        return []
+    arrivals = sorted({a for d in suspect for a in day_filter("arrival_date", d, d + lateness)[0][2]})
+    rows = (delta_io.read_table(spark, events, partition_filters=[("arrival_date", "in", arrivals)])
+            .select(F.to_date("event_time").alias("event_date")).where(F.col("event_date").isin(suspect))
+            .distinct().collect())
+    return sorted(r["event_date"] for r in rows)
+
+
+def _may_hold_events_of(events: str, day: date, lateness: timedelta) -> bool:
+    """Whether the events that arrived on ``day .. day + lateness`` may hold one of ``day``, by
+    the log's ``event_time`` statistics (yes, where a file has none). The days just before the
+    first day of data are asked this on every bootstrap: answered here, no Spark job."""
+    arrivals = day_filter("arrival_date", day, day + lateness)
+    return any(f is None or f["event_time"][0].astimezone(UTC).date() <= day <= f["event_time"][1].astimezone(UTC).date()
+               for f in delta_io.file_ranges(events, ["event_time"], partition_filters=arrivals))
+
+
+def require_partials(spark: SparkSession, lakehouse: str, event_days: list[date], config: PipelineConfig) -> None:
+    """Refuse to run over ``unmaterialised_partials``: a missing input, a one-line error."""
+    missing = unmaterialised_partials(spark, lakehouse, event_days, config)
+    if missing:
+        listed = ", ".join(d.isoformat() for d in missing)
+        raise MissingInputError(f"minute_partials of event day(s) {listed} were never materialised, though "
+                                f"events holds their events: materialise minute_partials for {listed} first")
+
+
+def continued_windows(spark: SparkSession, lakehouse: str, day: date, config: PipelineConfig) -> set[str]:
+    """The configured windows whose state the snapshot of ``day`` holds, for the next day to
+    continue from.
+
+    A window's name can outlive its definition (the configuration edited between two days), so
+    a window continues only where every row of it is the state of the interval the next day's
+    baseline needs, ``(window_start, as_of)``. The others bootstrap, which is exact either way,
+    as for a missing or empty snapshot.
+    """
+    held = _held_windows(spark, lakehouse, day)
+    following = day + timedelta(days=1)
+    continued = set()
+    for spec in config.windows:
+        start, as_of = ReadPlan(spec, config, following, following).baseline_window
+        if held.get(spec.name) == ((start, start), (as_of, as_of)):
+            continued.add(spec.name)
+    return continued
+
+
+def _held_windows(spark: SparkSession, lakehouse: str, day: date) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Each window in the snapshot of ``day``, with the least and greatest ``window_start`` and
+    ``as_of`` of its rows, in epoch seconds. The Delta log's statistics answer where each file
+    holds one window, as under a single-window configuration, without a Spark job; otherwise one
+    aggregate of the three columns does."""
+    path, days = WINDOW_SNAPSHOT.path(lakehouse), day_filter("date", day, day)
+    if not delta_io.table_exists(path) or "window_start" not in delta_io.table_columns(path):
+        return {}  # none, or of a layout that did not say which interval its state is of
+    files = delta_io.file_ranges(path, ["window", "window_start", "as_of"], partition_filters=days)
+    if all(f is not None and f["window"][0] == f["window"][1] for f in files):
+        by_window: dict[str, list[dict]] = {}
+        for f in files:
+            by_window.setdefault(f["window"][0], []).append(f)
+
+        def bounds(of: list[dict], column: str) -> tuple[int, int]:
+            least, greatest = min(f[column][0] for f in of), max(f[column][1] for f in of)
+            return int(least.timestamp()), int(greatest.timestamp())
+
+        return {window: (bounds(of, "window_start"), bounds(of, "as_of")) for window, of in by_window.items()}
+    snapshot = delta_io.read_table(spark, path, partition_filters=days)
+    ranges = snapshot.groupBy("window").agg(*[bound(seconds_of(column)) for column in ("window_start", "as_of")
+                                              for bound in (F.min, F.max)])
+    return {r[0]: ((r[1], r[2]), (r[3], r[4])) for r in ranges.collect()}
+
+
+def read_snapshot(spark: SparkSession, lakehouse: str, day: date, windows: set[str]) -> DataFrame | None:
+    """The rows of ``windows`` (``continued_windows``) in the snapshot of ``day``, or None for
+    no windows: the job's baseline; the checks judge a day's first change points against it."""
+    if not windows:
+        return None
+    days = day_filter("date", day, day)
+    snapshot = delta_io.read_table(spark, WINDOW_SNAPSHOT.path(lakehouse), partition_filters=days)
+    return snapshot.where(F.col("window").isin(sorted(windows)))

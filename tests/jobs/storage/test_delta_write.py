@@ -1,0 +1,239 @@
+"""jobs.storage.delta_write against real Delta tables in tmp_path: partition replaces, routed writes of
+several tables, stamps, and what is refused before anything is committed."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+from pyspark.sql import functions as F
+
+from jobs.storage import delta_io, delta_write
+
+from jobs import errors
+from jobs.storage.delta_io import read_table, table_exists, table_version
+from jobs.storage.delta_write import replace_partitions
+from tests.jobs.storage.delta_tables import D1, D2, D3, SCHEMA, contents, expected, frame, row, write
+
+
+def test_replacing_one_partition_leaves_the_others_untouched(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1), row("b", D2), row("c", D3)]), path, [D1, D2, D3])
+    write(frame(spark, [row("z", D2, 9)]), path, [D2])
+
+    assert contents(read_table(spark, path)) == expected([row("a", D1), row("z", D2, 9), row("c", D3)])
+
+
+def test_replacing_twice_gives_the_same_contents(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1), row("b", D3)]), path, [D1, D3])
+    df = frame(spark, [row("x", D2, 1), row("y", D2, 2)])
+    write(df, path, [D2])
+    once = contents(read_table(spark, path))
+    write(df, path, [D2])
+
+    assert contents(read_table(spark, path)) == once
+    assert len(DeltaTable(path).file_uris()) == len(set(DeltaTable(path).file_uris()))
+
+
+def test_an_empty_replace_empties_the_partition(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1), row("b", D2)]), path, [D1, D2])
+    no_tasks = spark.createDataFrame(spark.sparkContext.emptyRDD(), SCHEMA)  # zero Spark partitions
+    assert no_tasks.rdd.getNumPartitions() == 0
+
+    result = write(no_tasks, path, [D1])
+
+    assert (result["rows_written"], result["files_written"], result["table_version"]) == (0, 0, 1)
+    assert contents(read_table(spark, path)) == expected([row("b", D2)])
+
+
+def test_awkward_partition_values_and_whole_table_replace_the_table_with_its_schema(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1)]).where("false"), path, [D1])
+
+    assert table_exists(path) and table_version(path) == 0
+    empty = read_table(spark, path)
+    assert empty.schema == SCHEMA and empty.isEmpty()
+
+
+def test_a_multi_partition_replace_from_many_tasks_is_one_commit(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("old", D1), row("old", D2), row("keep", D3)]), path, [D1, D2, D3])
+    before = table_version(path)
+    rows = [row(f"k{n}", D1 if n % 2 else D2, n) for n in range(40)]
+
+    result = write(frame(spark, rows).repartition(4), path, [D1, D2])
+
+    assert result["table_version"] == table_version(path) == before + 1
+    assert result["rows_written"] == 40
+    files = DeltaTable(path).file_uris(file_pruning_predicate=[("event_date", "in", [D1, D2])])
+    assert result["files_written"] == len(files) > 2  # several tasks, both days, one commit
+    assert contents(read_table(spark, path)) == expected(rows + [row("keep", D3)])
+
+
+def test_files_of_an_uncommitted_write_are_invisible(spark, tmp_path):
+    path = tmp_path / "t"
+    write(frame(spark, [row("a", D1)]), path, [D1])
+    stray = pa.table({"key": ["ghost"], "n": pa.array([99], pa.int64())})
+    pq.write_table(stray, path / "event_date=2025-01-30" / "part-00000-crashed-run.snappy.parquet")
+    (path / "event_date=2025-01-31").mkdir()
+    pq.write_table(stray, path / "event_date=2025-01-31" / "part-00000-crashed-run.snappy.parquet")
+
+    assert contents(read_table(spark, str(path))) == expected([row("a", D1)])
+    assert read_table(spark, str(path), partition_filters=[("event_date", "=", D2)]).isEmpty()
+
+
+def test_rows_outside_the_filters_abort_the_write(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1)]), path, [D1])
+
+    with pytest.raises(ValueError, match=r"rows written to .* fall outside partition_filters"):
+        write(frame(spark, [row("b", D1), row("c", D2)]), path, [D1])
+
+    # Delta's own check, in the tasks: files a task wrote before it failed stay uncommitted,
+    # invisible to every reader, until vacuum deletes them.
+    assert table_version(path) == 0
+    assert contents(read_table(spark, path)) == expected([row("a", D1)])
+
+
+def test_every_commit_is_delta_sparks(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1)]), path, [D1])
+    write(frame(spark, [row("b", D2)]), path, [D2])
+
+    engines = {c["engineInfo"] for c in DeltaTable(path).history()}
+    assert len(engines) == 1 and engines.pop().startswith("Apache-Spark/4.2.0 Delta-Lake/4.4.0")
+
+
+def test_a_different_schema_or_partitioning_is_refused(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write(frame(spark, [row("a", D1)]), path, [D1])
+
+    with pytest.raises(ValueError, match=r"differs from the table's in \['n'\]"):
+        write(frame(spark, [row("a", D1)]).withColumn("n", F.col("n").cast("string")), path, [D1])
+    with pytest.raises(ValueError, match="is partitioned by"):
+        replace_partitions(frame(spark, [row("a", D1)]), path, partition_by=["key"], partition_filters=[])
+
+
+def test_awkward_partition_values_and_whole_table_replace(spark, tmp_path):
+    path = str(tmp_path / "t")
+    rows = [(1, "a b:c/d", 7), (2, None, 7), (3, "é%41", 8)]  # escaped, null and non-ASCII folders
+    df = spark.createDataFrame(rows, "n long, tag string, bucket int")
+
+    replace_partitions(df, path, partition_by=["tag", "bucket"], partition_filters=[])
+
+    back = read_table(spark, path)
+    assert back.columns == ["n", "tag", "bucket"]
+    assert sorted(tuple(r) for r in back.collect()) == rows
+    assert sorted(DeltaTable(path).to_pyarrow_table().select(["n", "tag", "bucket"]).to_pylist(),
+                  key=lambda r: r["n"]) == [dict(zip(["n", "tag", "bucket"], r)) for r in rows]
+    one = read_table(spark, path, partition_filters=[("tag", "=", "a b:c/d"), ("bucket", "=", 7)])
+    assert [r.n for r in one.collect()] == [1]
+    assert delta_io.row_count(path, partition_filters=[("tag", "=", "a b:c/d"), ("bucket", "=", 7)]) == 1
+    assert delta_io.row_count(path, partition_filters=[("tag", "=", "é%41")]) == 1
+
+
+def routed_frame(spark, rows):
+    """Rows of two tables in one frame: ``dest`` names the table, each has columns of its own."""
+    return spark.createDataFrame(rows, "key string, n long, label string, event_date date, dest string")
+
+
+def routed_targets(tmp_path, days):
+    filters = [("event_date", "in", list(days))]
+    return {
+        "counts": delta_write.Target(str(tmp_path / "counts"), ["key", "n", "event_date"], ["event_date"], filters),
+        "labels": delta_write.Target(str(tmp_path / "labels"), ["label", "key"], [], []),
+    }
+
+
+def test_a_routed_write_replaces_each_table_from_one_pass(spark, tmp_path):
+    targets = routed_targets(tmp_path, [D1, D2])
+    delta_write.replace_partitions_routed(routed_frame(spark, [("old", 9, None, D2, "counts")]), "dest", targets)
+    rows = [("a", 1, None, D1, "counts"), ("b", 2, None, D1, "counts"), ("a", None, "x", None, "labels")]
+
+    written = delta_write.replace_partitions_routed(routed_frame(spark, rows).repartition(3), "dest", targets)
+
+    assert [(w["rows_written"], w["table_version"]) for w in written.values()] == [(2, 1), (1, 1)]
+    counts = read_table(spark, str(tmp_path / "counts"))
+    assert counts.columns == ["key", "n", "event_date"]
+    assert sorted(tuple(r) for r in counts.collect()) == [("a", 1, D1), ("b", 2, D1)]  # D2's "old" replaced
+    assert [tuple(r) for r in read_table(spark, str(tmp_path / "labels")).collect()] == [("x", "a")]
+
+
+def test_partitions_that_hold_no_file_are_appended_to_and_the_others_replaced(spark, tmp_path):
+    """A replace of partitions holding no file is an append (Delta rebuilds no state to find
+    files to remove): the tables end as replaces leave them, and every commit carries its write."""
+    paths = [str(tmp_path / "counts"), str(tmp_path / "labels")]
+    delta_write.replace_partitions_routed(routed_frame(spark, [("a", 1, None, D1, "counts")]), "dest",
+                                          routed_targets(tmp_path, [D1]))  # labels: made, empty
+    delta_write.replace_partitions_routed(routed_frame(spark, [("b", 2, None, D2, "counts"), ("a", None, "x", None,
+                                                                                          "labels")]),
+                                          "dest", routed_targets(tmp_path, [D2]))
+    delta_write.replace_partitions_routed(routed_frame(spark, [("c", 3, None, D1, "counts")]), "dest",
+                                          routed_targets(tmp_path, [D1]))  # labels: replaced by nothing
+
+    modes = [[c["operationParameters"]["mode"] for c in reversed(DeltaTable(p).history())] for p in paths]
+    assert modes == [["Overwrite", "Append", "Overwrite"]] * 2
+    assert sorted(tuple(r) for r in read_table(spark, paths[0]).collect()) == [("b", 2, D2), ("c", 3, D1)]
+    assert read_table(spark, paths[1]).isEmpty()
+    assert delta_io.unfinished_write(paths) is None
+
+
+def test_a_routed_target_no_row_reaches_is_emptied(spark, tmp_path):
+    targets = routed_targets(tmp_path, [D1])
+    delta_write.replace_partitions_routed(routed_frame(spark, [("a", 1, None, D1, "counts")]), "dest", targets)
+
+    written = delta_write.replace_partitions_routed(routed_frame(spark, [("a", None, "y", None, "labels")]),
+                                                 "dest", targets)
+
+    assert written["counts"]["rows_written"] == 0 and table_version(str(tmp_path / "counts")) == 1
+    assert read_table(spark, str(tmp_path / "counts")).isEmpty()
+    assert [r.label for r in read_table(spark, str(tmp_path / "labels")).collect()] == ["y"]
+
+
+def test_a_row_routed_nowhere_aborts_every_table(spark, tmp_path):
+    targets = routed_targets(tmp_path, [D1])
+    delta_write.replace_partitions_routed(routed_frame(spark, [("a", 1, "x", D1, "counts")]), "dest", targets)
+    parquet_before = sorted(p.name for p in tmp_path.rglob("*.parquet"))
+    rows = [("b", 2, None, D1, "counts"), ("c", 3, None, D1, "elsewhere")]
+
+    with pytest.raises(Exception, match=r"routed by 'dest' to \['elsewhere'\]"):
+        delta_write.replace_partitions_routed(routed_frame(spark, rows).coalesce(1), "dest", targets)
+
+    assert table_version(str(tmp_path / "counts")) == 0
+    assert [r.key for r in read_table(spark, str(tmp_path / "counts")).collect()] == ["a"]
+    assert sorted(p.name for p in tmp_path.rglob("*.parquet")) == parquet_before  # abort cleaned up
+
+
+def test_a_stamped_write_refuses_a_table_stamped_otherwise_and_commits_nothing(spark, tmp_path):
+    path = str(tmp_path / "counts")
+
+    def write_with(stamp, rows):
+        day = [("event_date", "=", rows[0][3])]
+        target = delta_write.Target(path, ["key", "n", "event_date"], ["event_date"], day, stamp=stamp)
+        return delta_write.replace_partitions_routed(routed_frame(spark, rows), "dest", {"counts": target})
+
+    write_with({}, [("a", 1, None, D1, "counts")])
+    assert delta_io.commit_stamp(path, "bucketSeconds") is None  # an unstamped table takes any stamp
+    write_with({"bucketSeconds": 60}, [("a", 2, None, D1, "counts")])
+    assert delta_io.commit_stamp(path, "bucketSeconds") == "60"
+    version = table_version(path)
+
+    with pytest.raises(errors.StampMismatchError, match="holds rows made with bucketSeconds 60, and this "
+                                                          "job's is 300: a table holds rows of one bucketSeconds"):
+        write_with({"bucketSeconds": 300}, [("a", 3, None, D2, "counts")])
+    assert table_version(path) == version
+    delta_io.vacuum(path, retain_hours=0, enforce_retention=False)  # commits of its own, unstamped
+    write_with({"bucketSeconds": "60"}, [("a", 4, None, D2, "counts")])
+    assert sorted(r.n for r in read_table(spark, path).collect()) == [2, 4]
+    with pytest.raises(errors.StampMismatchError):
+        delta_io.require_stamp(path, {"bucketSeconds": "1"})
+    delta_io.require_stamp(path, {"bucketSeconds": "60", "other": "x"})  # a key the table lacks passes
+
+
+def test_a_routed_target_must_name_columns_the_data_has(spark, tmp_path):
+    targets = {"counts": delta_write.Target(str(tmp_path / "counts"), ["key", "missing"], [], [])}
+    with pytest.raises(ValueError, match=r"columns \['missing'\] of .*counts are not columns"):
+        delta_write.replace_partitions_routed(routed_frame(spark, []), "dest", targets)
