@@ -37,10 +37,9 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.storage import delta_io, delta_write
-
 from jobs import minute_partials, sliding_windows
 from jobs.runtime.spark_session import get_spark
+from jobs.storage import delta_io, delta_write
 from jobs.tables import EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, declared_columns
 from windowing_core.config import PipelineConfig
 

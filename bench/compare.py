@@ -473,9 +473,8 @@ def explain_plans(spark, lakehouse: str, config, length: int) -> dict:
     """Physical plans of the panes jobs' DataFrames (and of Spark's window() for contrast)."""
     from pyspark.sql import functions as F
 
-    from jobs.storage import delta_io
-
     from jobs import minute_partials, sliding_windows
+    from jobs.storage import delta_io
     from jobs.tables import EVENTS, day_filter
 
     events = delta_io.read_table(spark, EVENTS.path(lakehouse),

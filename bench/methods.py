@@ -30,9 +30,8 @@ from datetime import date, timedelta
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs.storage import delta_io
-
 from jobs import minute_partials, sliding_windows
+from jobs.storage import delta_io
 from jobs.tables import DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter
 from windowing_core.config import PipelineConfig, reads_day_tiles
 from windowing_core.reference import day_start

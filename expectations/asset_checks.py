@@ -33,8 +33,7 @@ from jobs import point_in_time_join, sliding_windows
 from jobs.errors import MissingInputError, MissingTableError, SourceError
 from jobs.ingest_events import LATE_REASON, read_input
 from jobs.runtime import progress
-from jobs.storage import delta_io
-from jobs.windows import window_inputs
+from jobs.storage import commits, delta_io
 from jobs.tables import (
     DAILY_PARTIALS,
     EVENTS,
@@ -53,6 +52,7 @@ from jobs.tables import (
     written_together,
 )
 from jobs.tables import days as day_list
+from jobs.windows import window_inputs
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
 
@@ -103,11 +103,11 @@ class Inputs:
 
 def tables_written_whole(inputs: Inputs, table: Table) -> dict[date, Outcome]:
     """Per day: whether the tables ``table``'s job writes together hold one run's rows of it
-    (``delta_io.unfinished_write``); the jobs refuse to go on from torn tables, this says so in
+    (``commits.unfinished_write``); the jobs refuse to go on from torn tables, this says so in
     Dagster, for the days the stopped run wrote."""
     together = written_together(table, inputs.config)
     paths = [t.path(inputs.lakehouse_root) for t in together]
-    torn = delta_io.unfinished_write(paths)
+    torn = commits.unfinished_write(paths)
     looked_at = {"tables": ", ".join(t.name for t in together),
                  "table_versions": ", ".join(f"{t.name} {delta_io.table_version(p)}" if delta_io.table_exists(p)
                                              else f"{t.name} none" for t, p in zip(together, paths))}

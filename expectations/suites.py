@@ -33,11 +33,11 @@ from expectations.catalog import (
 )
 from jobs.ingest_events import quarantine_reasons
 from jobs.point_in_time import Reading
-from jobs.windows.window_grid import window_start_of
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
     declared_columns,
 )
+from jobs.windows.window_grid import window_start_of
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
 from windowing_core.spine import SpineSpec

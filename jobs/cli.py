@@ -159,7 +159,6 @@ def log4j_options(log: str) -> str:
 
 def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argparse.Namespace,
          config: PipelineConfig, last: date, every: float) -> int:
-    from jobs.runtime import progress
     from jobs.errors import (
         ConcurrentWriteError,
         DamagedTableError,
@@ -170,6 +169,7 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
         StampMismatchError,
         table_files_checked,
     )
+    from jobs.runtime import progress
     from jobs.runtime.spark_session import SPARK_DEFAULTS, get_spark, starts_a_jvm
 
     overrides = {}

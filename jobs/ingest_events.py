@@ -29,11 +29,9 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs.storage import delta_io, delta_write
-
-from jobs.sources import landing_files, table_source
-
 from jobs.runtime import pipes
+from jobs.sources import landing_files, table_source
+from jobs.storage import commits, delta_io, delta_write
 from jobs.tables import (
     EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, Table, day_filter, days, declared_columns,
     event_columns, written_together,
@@ -474,7 +472,7 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
             ]
         }
         rows = kept.unionByName(quarantined, allowMissingColumns=True)
-        delta_io.require_whole_writes([t.path(lakehouse) for t in written_together(EVENTS, config)], first, last)
+        commits.require_whole_writes([t.path(lakehouse) for t in written_together(EVENTS, config)], first, last)
         written = delta_write.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last))
         return _result(positioned, lakehouse, {name: w["rows_written"] for name, w in written.items()},
                        {d: deduplicated.get[d.isoformat()] for d in days(first, last)})

@@ -30,12 +30,8 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs.windows import arrival_frames
-
-from jobs.storage import delta_io, delta_write
-
 from jobs.runtime import pipes
-from jobs.windows.partial_merges import merges
+from jobs.storage import delta_io, delta_write
 from jobs.tables import (
     ARRIVAL_PARTIALS,
     DAILY_PARTIALS,
@@ -52,6 +48,8 @@ from jobs.tables import (
     partial_columns,
     read_fields,
 )
+from jobs.windows import arrival_frames
+from jobs.windows.partial_merges import merges
 from windowing_core.config import PipelineConfig, reads_day_tiles
 
 BEHIND_WATERMARK = "behind_watermark"

@@ -7,9 +7,8 @@ import os
 
 from pyspark.sql import DataFrame, SparkSession
 
-from jobs.storage import delta_io
-
 from jobs import errors
+from jobs.storage import delta_io
 
 
 def read(spark: SparkSession, path: str | None, table: str | None, fmt: str | None) -> DataFrame:

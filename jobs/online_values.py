@@ -42,7 +42,7 @@ from psycopg2 import sql
 
 from jobs.cli import EXIT_BAD_ARGUMENTS, EXIT_MISSING_INPUT, documented_parser, group_arguments, parsed
 from jobs.errors import MissingInputError, MissingTableError
-from jobs.storage import delta_io
+from jobs.storage import commits, delta_io
 from jobs.tables import WINDOW_SNAPSHOT
 from windowing_core.config import PipelineConfig
 from windowing_core.online import PASSWORD_VARIABLE, OnlineSpec
@@ -142,7 +142,7 @@ def read_snapshot(lakehouse: str, day: date, config: PipelineConfig) -> DaySnaps
     path = WINDOW_SNAPSHOT.path(lakehouse)
     rows = delta_io.read_arrow(path, partition_filters=[("date", "=", day.isoformat())],
                                columns=[*value_columns(config), "window_start", "as_of"])
-    if rows.num_rows == 0 and not delta_io.wrote_day(path, day):
+    if rows.num_rows == 0 and not commits.wrote_day(path, day):
         # Loading a day never materialised would empty the store and mark it as of that day.
         raise MissingInputError(f"window_snapshot holds no rows of {day} and no run wrote {day}: materialise the "
                                 f"windows of {day} first")

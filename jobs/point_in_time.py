@@ -59,11 +59,10 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs.storage import delta_io
-
 from jobs import errors
 from jobs.cli import documented_parser, group_arguments, parsed
 from jobs.point_in_time_exact import with_exact_values
+from jobs.storage import delta_io
 from jobs.tables import ARRIVAL_PARTIALS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, days
 from jobs.windows.window_inputs import continued_windows
 from windowing_core.aggregations import Aggregation

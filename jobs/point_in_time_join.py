@@ -52,13 +52,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampNTZType, TimestampType
 
-from jobs.storage import delta_write
-
 from jobs import errors, named_tables
-
 from jobs.errors import SpineError
 from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
 from jobs.runtime import pipes
+from jobs.storage import delta_write
 from jobs.tables import SPINE_VALUES, day_filter, root
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment

@@ -34,12 +34,8 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs.windows import count_windows, session_windows
-
-from jobs.storage import delta_io, delta_write
-
 from jobs.runtime import pipes
-from jobs.windows.partial_merges import merged_in_passes, merges, most_rows_of, prefix_merged, with_finished_values
+from jobs.storage import commits, delta_write
 from jobs.tables import (
     COUNT_STATE,
     MINUTE_PARTIALS,
@@ -54,6 +50,8 @@ from jobs.tables import (
     written_together,
 )
 from jobs.tables import days as day_range
+from jobs.windows import count_windows, session_windows
+from jobs.windows.partial_merges import merged_in_passes, merges, most_rows_of, prefix_merged, with_finished_values
 from jobs.windows.window_grid import Windows, floor_to, seconds_of, utc_midnight
 from jobs.windows.window_inputs import (
     ReadPlan, continued_windows, days_of, in_ranges, read_day_tiles, read_frames, read_snapshot, require_partials,
@@ -537,7 +535,7 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     of the day before ``first`` or was bootstrapped; ``info["persisted"]`` lists what the caller
     unpersists once the rows are written.
     """
-    delta_io.require_stamp(MINUTE_PARTIALS.path(lakehouse), frame_stamp(config))
+    commits.require_stamp(MINUTE_PARTIALS.path(lakehouse), frame_stamp(config))
     if not config.windows:  # only session windows (jobs.windows.session_windows)
         return None, {"baseline": {}, "persisted": []}
     plans = {spec.name: ReadPlan(spec, config, first, last) for spec in config.windows}
@@ -590,7 +588,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     """Compute days ``first .. last`` and replace both tables' partitions, from one pass; with
     session or count windows configured, their rows and ``session_state`` or ``count_state`` join
     the same write (``jobs.windows.session_windows``, ``jobs.windows.count_windows``)."""
-    delta_io.require_whole_writes([t.path(lakehouse) for t in written_together(WINDOW_CHANGES, config)], first, last)
+    commits.require_whole_writes([t.path(lakehouse) for t in written_together(WINDOW_CHANGES, config)], first, last)
     event = by_clock(config, "event")
     rows, info = (sliding_windows(spark, lakehouse, first, last, event) if event
                   else (None, {"baseline": {}, "persisted": []}))

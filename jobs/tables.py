@@ -88,7 +88,7 @@ def asset_group(name: str, default: str, config: PipelineConfig) -> str:
 
 def written_together(table: Table, config: PipelineConfig) -> tuple[Table, ...]:
     """The tables one run of ``table``'s job commits one after the other, all carrying its write
-    id (``delta_io.unfinished_write`` tells a run stopped between them): ingest's events and
+    id (``commits.unfinished_write`` tells a run stopped between them): ingest's events and
     quarantine (late_events has a second writer, the partials job), the windows job's change
     points, snapshot and, with session or count windows, session_state or count_state."""
     if table in (EVENTS, QUARANTINE):
@@ -146,7 +146,7 @@ def frame_stamp(config: PipelineConfig) -> dict[str, str]:
     """What every row of minute_partials must share, stamped on each of its writes: the frames'
     bucket. A frame of another bucket would enter and leave the windows at the wrong ends, with
     no error, so the partials job refuses to add frames of another bucket to the table, and the
-    sliding job to read them (``delta_io.require_stamp``)."""
+    sliding job to read them (``commits.require_stamp``)."""
     return {"bucketSeconds": str(config.bucket)}
 
 

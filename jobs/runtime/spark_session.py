@@ -42,7 +42,7 @@ SPARK_DEFAULTS: dict[str, str] = {
     # a write at 50, 2.0 s at 2 (an ad-hoc script; docs/lessons.md).
     "spark.databricks.delta.snapshotPartitions": "2",
     # Every write commits, also one that neither removes nor adds a file (a day with no change
-    # points): the tables of one run then all carry its write id (``delta_io.require_whole_writes``).
+    # points): the tables of one run then all carry its write id (``commits.require_whole_writes``).
     "spark.databricks.delta.skipRecordingEmptyCommits": "false",
     # delta-spark writes every table (jobs/storage/delta_io.py); its jars come from jobs/runtime/jvm_packages.py.
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",

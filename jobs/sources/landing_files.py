@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.errors import MissingInputError
-from jobs.storage import delta_io
+from jobs.storage import locations
 
 HIDDEN_FILE, UNREADABLE_FILE, TRUNCATED_GZIP = "hidden_file", "unreadable_file", "truncated_gzip"
 
@@ -194,10 +194,10 @@ def hidden_files(folder: str) -> list[tuple]:
     explicitly. Their lines would be counted nowhere, and the reconciliation would pass without
     them, so each such file is one record, as an unreadable file is: rename it to have its lines
     read. Empty files (``_SUCCESS``) hold no record. Listed with pyarrow's file systems
-    (``delta_io.file_system``: ``s3a://``, ``gs://``, ``hdfs://``); a scheme pyarrow does not know is
+    (``locations.file_system``: ``s3a://``, ``gs://``, ``hdfs://``); a scheme pyarrow does not know is
     not listed. Each file is spelled as Spark spells the files it reads.
     """
-    located = delta_io.file_system(folder)
+    located = locations.file_system(folder)
     if located is None:
         return []
     filesystem, root = located

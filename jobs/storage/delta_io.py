@@ -20,37 +20,26 @@ table locked). Object storage has no such lock: there Dagster's pool lets one ru
 write the lakehouse (orchestration), and writers outside Dagster need Delta's
 ``S3DynamoDBLogStore`` (docs/guides/cluster-and-object-storage.md).
 
-Partition filters are deltalake's tuples, ``(column, op, value)`` with op one of ``=, !=, <,
-<=, >, >=, in, not in``, on partition columns only. Values may be strings, numbers, booleans,
-dates or datetimes; they are compared as the partition column's type.
+Beside this module: where a table lives (``locations``), partition filters (``filters``), schemas
+(``schemas``) and what the commits say about the writes (``commits``).
 """
 
 from __future__ import annotations
 
-import json
-import os
-from dataclasses import dataclass
-from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
-from deltalake import DeltaTable, Schema
+from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
-from jobs.errors import (
-    DamagedTableError, IncompleteWriteError, MissingTableError, StampMismatchError,
-)
-
-_OPS = ("=", "!=", "<", "<=", ">", ">=", "in", "not in")
-
-Filter = tuple[str, str, Any]
+from jobs.errors import DamagedTableError, MissingTableError
+from jobs.storage.filters import Filter, check_filter_columns, conjunction, disjunction, sql_predicate
+from jobs.storage.locations import file_system, is_local, delta_rs_uri, spark_path, storage_options
+from jobs.storage.schemas import spark_schema
 
 
 # ---------------------------------------------------------------------------------------------
@@ -60,13 +49,13 @@ Filter = tuple[str, str, Any]
 def table_exists(path: str) -> bool:
     """Whether a Delta table is at ``path``; a folder that is one no longer is an error."""
     _check_log(path)
-    return DeltaTable.is_deltatable(_rs_uri(path), storage_options=_storage_options(path))
+    return DeltaTable.is_deltatable(delta_rs_uri(path), storage_options=storage_options(path))
 
 
 def holds_delta_log(path: str) -> bool:
     """Whether ``path`` is a Delta table, without refusing a folder of plain data files (a
     Parquet spine): for inputs that may be either."""
-    return DeltaTable.is_deltatable(_rs_uri(path), storage_options=_storage_options(path))
+    return DeltaTable.is_deltatable(delta_rs_uri(path), storage_options=storage_options(path))
 
 
 def table_version(path: str) -> int:
@@ -75,7 +64,7 @@ def table_version(path: str) -> int:
 
 def table_columns(path: str) -> list[str]:
     """The table's column names, partition columns last, from its Delta log."""
-    return _spark_schema(open_table(path)).fieldNames()
+    return spark_schema(open_table(path)).fieldNames()
 
 
 def column_max(path: str, column: str) -> Any:
@@ -119,110 +108,6 @@ def partition_row_counts(path: str, column: str, *,
     for value, n in zip(actions[f"partition.{column}"].to_pylist(), records):
         counts[str(value)] = counts.get(str(value), 0) + n
     return counts
-
-
-def commit_stamp(path: str, key: str) -> str | None:
-    """The value of ``key`` in the stamp of the table's newest write that carries one
-    (``Target.stamp``), among its last 50 commits; None where none does (a table written before
-    stamps, or by another tool)."""
-    for commit in open_table(path).history(limit=50):
-        user = _user_metadata(commit)
-        if key in user:
-            return str(user[key])
-    return None
-
-
-def require_stamp(path: str, stamp: dict[str, str]) -> None:
-    """Refuse a table whose newest stamp differs from ``stamp`` (keys it lacks pass)."""
-    for key, value in stamp.items():
-        held = commit_stamp(path, key)
-        if held is not None and held != str(value):
-            raise StampMismatchError(
-                f"{path} holds rows made with {key} {held}, and this job's is {value}: a table holds "
-                f"rows of one {key}. To change it, move the table (and the tables made from it) aside "
-                f"and materialise every partition again (a backfill)")
-
-
-def wrote_day(path: str, day: date) -> bool:
-    """Whether a routed write of the table's history says it wrote ``day`` (its run's days,
-    ``first`` .. ``last``): a day that holds no rows is told apart from a day never written.
-    Reads the whole log's commit entries (the data is not read); a day whose commits the log's
-    retention dropped is not found."""
-    return any(m.get("first", "9") <= day.isoformat() <= m.get("last", "")
-               for m in map(_user_metadata, open_table(path).history()))
-
-
-@dataclass(frozen=True)
-class UnfinishedWrite:
-    """A routed write that committed some of its tables and not the others: ``reached`` hold
-    its rows of days ``first .. last``, ``missed`` an earlier run's (table names)."""
-
-    reached: tuple[str, ...]
-    missed: tuple[str, ...]
-    first: str | None
-    last: str | None
-
-    def covered_by(self, first: date, last: date) -> bool:
-        """Whether a run of ``first .. last`` rewrites every day of this write, in every table."""
-        return bool(self.first and self.last and first.isoformat() <= self.first and self.last <= last.isoformat())
-
-    def holds(self, day: date) -> bool:
-        """Whether ``day``'s partitions are torn (all days, where the write did not say its days)."""
-        return not (self.first and self.last) or self.first <= day.isoformat() <= self.last
-
-    def __str__(self) -> str:
-        days = f"days {self.first} .. {self.last}" if self.first else "its days"
-        return (f"{', '.join(self.reached)} holds a write whose {', '.join(self.missed)} commit never landed (a run "
-                f"stopped between its commits): run {days} again, alone or in a range that covers them, before "
-                "other days")
-
-
-def unfinished_write(paths: list[str]) -> UnfinishedWrite | None:
-    """The write that reached only some of the tables at ``paths``, or None where their newest
-    write ids agree (or a table is not made yet, or carries none).
-
-    A job writing several tables commits them one after the other; killed between two commits,
-    it leaves them from different runs. The newest of the differing writes is the unfinished
-    one. Answered from the last 50 commits of each log: no data is read.
-    """
-    newest = {}
-    for path in paths:
-        if not table_exists(path):
-            return None
-        for commit in open_table(path).history(limit=50):
-            meta = _user_metadata(commit)
-            if "writeId" in meta:
-                newest[path] = (commit.get("timestamp") or 0, meta)
-                break
-        else:
-            return None
-    if len({meta["writeId"] for _, meta in newest.values()}) <= 1:
-        return None
-    _, unfinished = max(newest.values(), key=lambda pair: pair[0])
-
-    def names(reached: bool) -> tuple[str, ...]:
-        return tuple(sorted(os.path.basename(p.rstrip("/")) for p, (_, m) in newest.items()
-                            if (m["writeId"] == unfinished["writeId"]) == reached))
-
-    return UnfinishedWrite(names(True), names(False), unfinished.get("first"), unfinished.get("last"))
-
-
-def require_whole_writes(paths: list[str], first: date, last: date) -> None:
-    """Refuse to run days ``first .. last`` over tables one routed write reached only in part
-    (``unfinished_write``): a next run reading them would continue from stale state (the window
-    changes of a day beside the day before's snapshot) with exit 0. Only a run whose days cover
-    the unfinished write's days, which rewrites them all, may go on."""
-    torn = unfinished_write(paths)
-    if torn is not None and not torn.covered_by(first, last):
-        raise IncompleteWriteError(str(torn))
-
-
-def _user_metadata(commit: dict) -> dict:
-    try:
-        user = json.loads(commit.get("userMetadata") or "null")
-    except ValueError:
-        return {}
-    return user if isinstance(user, dict) else {}
 
 
 def file_ranges(path: str, columns: list[str], *,
@@ -271,9 +156,9 @@ def read_table(spark: SparkSession, path: str, *,
     windows job's cached result reads the day before's snapshot it then writes: re-planned for
     nothing, 4.9 s of a 29.9 s day (pipeline oracle seed 8)."""
     table = open_table(path)
-    conjunctions = _dnf(partition_filters)
-    for conjunction in conjunctions:
-        check_filter_columns(conjunction, table.metadata().partition_columns, path)
+    conjunctions = disjunction(partition_filters)
+    for clause in conjunctions:
+        check_filter_columns(clause, table.metadata().partition_columns, path)
     df = spark.read.format("delta").option("versionAsOf", table.version()).load(spark_path(path))
     if conjunctions:
         df = df.where(sql_predicate(conjunctions))
@@ -317,62 +202,7 @@ def vacuum(path: str, *, retain_hours: int | None = None, dry_run: bool = False,
 
 
 # ---------------------------------------------------------------------------------------------
-# paths, filters, schemas
-
-
-def is_local(path: str) -> bool:
-    return "://" not in str(path) or str(path).startswith("file:")
-
-
-def spark_path(path: str) -> str:
-    """The table's location as Spark's Hadoop file systems name it (``s3a://`` for S3)."""
-    return _uri(path)
-
-
-def _uri(path: str) -> str:
-    path = str(path)
-    if path.startswith("file:"):
-        return unquote(urlparse(path).path).rstrip("/") or "/"
-    return path.rstrip("/") if "://" in path else os.path.abspath(path)
-
-
-def _rs_uri(path: str) -> str:
-    """The location as delta-rs and pyarrow name it: ``s3://`` where Hadoop says ``s3a://``."""
-    uri = _uri(path)
-    return "s3://" + uri[len("s3a://"):] if uri.startswith("s3a://") else uri
-
-
-def file_system(path: str) -> tuple[pafs.FileSystem, str] | None:
-    """pyarrow's file system holding ``path``, and the path inside it, for the listings Spark
-    does not make (files it hides, vacuum's sizes): local folders, S3 (``s3a://`` as ``s3://``,
-    configured by the same ``AWS_*`` variables as delta-rs, endpoint included) and whatever else
-    pyarrow knows (``gs://``, ``hdfs://``); None for a scheme it does not."""
-    uri = _rs_uri(path)
-    if uri.startswith("s3://"):
-        options: dict[str, Any] = {}
-        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-        if endpoint:
-            parsed = urlparse(endpoint)
-            options.update(endpoint_override=parsed.netloc or endpoint, scheme=parsed.scheme or "https")
-        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-        if region:
-            options["region"] = region
-        return pafs.S3FileSystem(**options), uri[len("s3://"):].rstrip("/")
-    try:
-        return pafs.FileSystem.from_uri(uri)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
-        return None
-
-
-def _storage_options(path: str) -> dict[str, str] | None:
-    """delta-rs reads AWS_* from the environment itself; an http endpoint must also be allowed."""
-    if not _rs_uri(path).startswith("s3://"):
-        return None
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
-    options = {"AWS_ENDPOINT_URL": endpoint} if endpoint else {}
-    if endpoint.startswith("http://"):
-        options["AWS_ALLOW_HTTP"] = "true"
-    return options
+# opening a table, and refusing a damaged log
 
 
 def _check_log(path: str) -> None:
@@ -385,7 +215,7 @@ def _check_log(path: str) -> None:
     """
     if not is_local(path):
         return
-    root = Path(_uri(path))
+    root = Path(spark_path(path))
     log = root / "_delta_log"
     if not root.is_dir():
         return
@@ -412,120 +242,8 @@ def _check_log(path: str) -> None:
 def open_table(path: str):
     _check_log(path)
     try:
-        return DeltaTable(_rs_uri(path), storage_options=_storage_options(path))
+        return DeltaTable(delta_rs_uri(path), storage_options=storage_options(path))
     except TableNotFoundError:
         raise MissingTableError(path) from None
 
 
-def _literal(value: Any) -> str:
-    """A filter value in Delta's partition-value spelling."""
-    if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(timezone.utc).replace(tzinfo=None)
-        return value.isoformat(sep=" ", timespec="microseconds")
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def conjunction(filters: list[Filter] | None) -> list[tuple[str, str, str | list[str]]]:
-    normalised = []
-    for item in filters or []:
-        if not isinstance(item, (tuple, list)) or len(item) != 3:
-            raise ValueError(f"partition filter {item!r} is not a (column, op, value) tuple")
-        column, op, value = item
-        op = str(op).strip().lower()
-        if op not in _OPS:
-            raise ValueError(f"partition filter {item!r}: op must be one of {', '.join(_OPS)}")
-        if op in ("in", "not in"):
-            if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-                raise ValueError(f"partition filter {item!r}: '{op}' needs a list of values")
-            normalised.append((column, op, [_literal(v) for v in value]))
-        else:
-            normalised.append((column, op, _literal(value)))
-    return normalised
-
-
-def _dnf(filters: list[Filter] | list[list[Filter]] | None) -> list[list[tuple]]:
-    if not filters:
-        return []
-    if all(isinstance(f, list) for f in filters):
-        return [conjunction(c) for c in filters if c]
-    return [conjunction(filters)]
-
-
-def check_filter_columns(filters: list[tuple], partition_columns: list[str], path: str) -> None:
-    outside = sorted({c for c, _, _ in filters} - set(partition_columns))
-    if outside:
-        raise ValueError(f"partition filters on {outside} for {path}, whose partition columns are "
-                         f"{list(partition_columns)}: filter on partition columns only")
-
-
-def sql_predicate(conjunctions: list[list[tuple]]) -> str:
-    def lit(v: str) -> str:
-        return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-    def term(column: str, op: str, value: str | list[str]) -> str:
-        name = "`" + column.replace("`", "``") + "`"
-        if op in ("in", "not in"):
-            if not value:  # SQL has no empty IN list
-                return "FALSE" if op == "in" else "TRUE"
-            return f"{name} {op.upper()} ({', '.join(lit(v) for v in value)})"
-        return f"{name} {op} {lit(value)}"
-
-    return " OR ".join("(" + " AND ".join(term(*t) for t in c) + ")" for c in conjunctions)
-
-
-def _spark_schema(table) -> StructType:
-    """The table's schema with partition columns last, as Spark's Parquet reader returns them."""
-    fields = from_arrow_schema(pa.schema(table.schema().to_arrow())).fields
-    by_name = {f.name: f for f in fields}
-    partitions = table.metadata().partition_columns
-    return StructType([f for f in fields if f.name not in partitions] + [by_name[p] for p in partitions])
-
-
-def _nullable(data_type: DataType) -> DataType:
-    """Nullable all the way down, as delta-spark creates tables, so a column that happens to
-    be non-null in one run does not change the table's schema in the next."""
-    if isinstance(data_type, StructType):
-        return StructType([StructField(f.name, _nullable(f.dataType), True, f.metadata)
-                           for f in data_type.fields])
-    if isinstance(data_type, ArrayType):
-        return ArrayType(_nullable(data_type.elementType), True)
-    if isinstance(data_type, MapType):
-        return MapType(_nullable(data_type.keyType), _nullable(data_type.valueType), True)
-    return data_type
-
-
-def _arrow_schema(schema: StructType):
-    return to_arrow_schema(_nullable(schema), timezone="UTC")
-
-
-def _types_only(node: Any) -> Any:
-    """A Delta schema's JSON without nullability or field metadata, for comparing types."""
-    if isinstance(node, dict):
-        return {k: _types_only(v) for k, v in node.items()
-                if k not in ("nullable", "containsNull", "valueContainsNull", "metadata")}
-    if isinstance(node, list):
-        return [_types_only(v) for v in node]
-    return node
-
-
-def check_compatible(table, schema: StructType, partition_by: list[str], path: str) -> None:
-    """delta-rs would silently rewrite the table's schema and partitioning; refuse instead."""
-    existing_partitions = list(table.metadata().partition_columns)
-    if existing_partitions != partition_by:
-        raise ValueError(f"{path} is partitioned by {existing_partitions}, not {partition_by}")
-
-    def columns(delta_schema) -> dict:
-        return {f["name"]: _types_only(f["type"]) for f in json.loads(delta_schema.to_json())["fields"]}
-
-    old, new = columns(table.schema()), columns(Schema.from_arrow(_arrow_schema(schema)))
-    if old != new:
-        diff = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-        raise ValueError(f"schema of the data written to {path} differs from the table's in {diff}: "
-                         f"table {[(k, old.get(k)) for k in diff]}, data {[(k, new.get(k)) for k in diff]}. "
-                         "A table keeps the columns it was created with (its other partitions have "
-                         "them): to write these, move the table aside and materialise its partitions again")

@@ -26,11 +26,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from jobs.storage.delta_io import (
-    Filter, check_compatible, check_filter_columns, conjunction, is_local, open_table, require_stamp, spark_path,
-    sql_predicate, table_exists, table_version,
-)
 from jobs.errors import ConcurrentWriteError
+from jobs.storage.commits import require_stamp
+from jobs.storage.delta_io import open_table, table_exists, table_version
+from jobs.storage.filters import Filter, check_filter_columns, conjunction, sql_predicate
+from jobs.storage.locations import is_local, spark_path
+from jobs.storage.schemas import check_compatible
 
 WRITER = "delta-spark"
 

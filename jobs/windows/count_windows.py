@@ -30,11 +30,10 @@ from datetime import date, timedelta
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs.windows import carried_state
-
 from jobs.minute_partials import accepted_events, accumulations
 from jobs.storage import delta_write
 from jobs.tables import COUNT_STATE, TABLE_COLUMN, WINDOW_CHANGES, read_fields
+from jobs.windows import carried_state
 from jobs.windows.partial_merges import with_finished_values
 from jobs.windows.window_grid import Windows
 from windowing_core.config import PipelineConfig

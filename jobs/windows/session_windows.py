@@ -52,14 +52,13 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs.windows import arrival_frames, carried_state
-
 from jobs.storage import delta_io, delta_write
-from jobs.windows.partial_merges import merged_in_passes, merges, most_rows_of, prefix_merged, with_finished_values
 from jobs.tables import (
     ARRIVAL_PARTIALS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter,
     frame_times, partial_columns,
 )
+from jobs.windows import arrival_frames, carried_state
+from jobs.windows.partial_merges import merged_in_passes, merges, most_rows_of, prefix_merged, with_finished_values
 from jobs.windows.window_grid import Windows
 from windowing_core.config import PipelineConfig
 from windowing_core.sessions import SessionSpec

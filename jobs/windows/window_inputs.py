@@ -12,11 +12,10 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.windows import arrival_frames
-
 from jobs.errors import MissingInputError
 from jobs.storage import delta_io
 from jobs.tables import DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, WINDOW_SNAPSHOT, day_filter, ingest_root
+from jobs.windows import arrival_frames
 from jobs.windows.window_grid import seconds_of, utc_midnight
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start

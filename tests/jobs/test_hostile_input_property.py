@@ -21,9 +21,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobs.storage import delta_io
-
 from jobs import ingest_events, minute_partials, sliding_windows
+from jobs.storage import delta_io
 from jobs.tables import QUARANTINE, WINDOW_CHANGES
 from windowing_core import reference
 from windowing_core.config import PipelineConfig

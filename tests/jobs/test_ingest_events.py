@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.storage import delta_io
-
 from jobs import ingest_events
+from jobs.storage import delta_io
 from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE
 from windowing_core.config import PipelineConfig
 

@@ -20,9 +20,8 @@ from collections import Counter
 from datetime import date, timedelta
 from pathlib import Path
 
-from jobs.storage import delta_io
-
 from jobs import ingest_events, minute_partials
+from jobs.storage import delta_io
 from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing
 from windowing_core.config import PipelineConfig

@@ -23,11 +23,11 @@ from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource
 from jobs import errors, ingest_events, minute_partials, sliding_windows
 from jobs.storage import delta_io
-from jobs.windows import window_inputs
-from jobs.windows.partial_merges import with_finished_values
 from jobs.tables import (
     EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
 )
+from jobs.windows import window_inputs
+from jobs.windows.partial_merges import with_finished_values
 from tests.landing import composite_key, ensure_days, random_landing, with_row_expressions
 from windowing_core import reference
 from windowing_core.aggregations import AGGREGATIONS, ApproxDistinct, Custom, Moments, Variance, aggregation

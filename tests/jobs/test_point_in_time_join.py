@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.storage import delta_io
-
 from jobs import errors, ingest_events, minute_partials, point_in_time_join, sliding_windows
 from jobs.point_in_time import Reading, values_as_of
+from jobs.storage import delta_io
 from orchestration.report import top_keys
 from tests.landing import ensure_days, random_landing, with_row_expressions
 from windowing_core import reference

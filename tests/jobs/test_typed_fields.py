@@ -11,9 +11,8 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from jobs.storage import delta_io
-
 from jobs import ingest_events, minute_partials, sliding_windows
+from jobs.storage import delta_io
 from jobs.tables import EVENTS, QUARANTINE, WINDOW_CHANGES
 from windowing_core.config import PipelineConfig
 

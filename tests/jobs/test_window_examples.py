@@ -5,10 +5,8 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from jobs.storage import delta_io
-
 from jobs import ingest_events, minute_partials, sliding_windows
-
+from jobs.storage import delta_io
 from jobs.tables import DAILY_PARTIALS, LATE_EVENTS, WINDOW_CHANGES
 from jobs.windows import window_inputs
 from windowing_core.config import PipelineConfig

@@ -11,10 +11,9 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
-from jobs.storage import delta_io, delta_write
-
 from jobs import errors
 from jobs.errors import MissingTableError
+from jobs.storage import commits, delta_io, delta_write
 from jobs.storage.delta_io import read_table, table_exists, table_version
 from tests.jobs.storage.delta_tables import D1, D2, D3, SCHEMA, contents, expected, frame, row, ts, write
 
@@ -158,7 +157,7 @@ def test_a_stamp_in_delta_sparks_user_metadata_is_read(tmp_path):
         custom_metadata={"userMetadata": '{"writeId": "w", "bucketSeconds": "60"}'}))
     write_deltalake(path, pa.table({"n": [2]}), mode="append", commit_properties=CommitProperties(
         custom_metadata={"userMetadata": "not json"}))
-    assert delta_io.commit_stamp(path, "bucketSeconds") == "60"
+    assert commits.commit_stamp(path, "bucketSeconds") == "60"
 
 
 @pytest.mark.parametrize("damage", ["deleted", "emptied"])

@@ -9,9 +9,8 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
-from jobs.storage import delta_io, delta_write
-
 from jobs import errors
+from jobs.storage import commits, delta_io, delta_write
 from jobs.storage.delta_io import read_table, table_exists, table_version
 from jobs.storage.delta_write import replace_partitions
 from tests.jobs.storage.delta_tables import D1, D2, D3, SCHEMA, contents, expected, frame, row, write
@@ -178,7 +177,7 @@ def test_partitions_that_hold_no_file_are_appended_to_and_the_others_replaced(sp
     assert modes == [["Overwrite", "Append", "Overwrite"]] * 2
     assert sorted(tuple(r) for r in read_table(spark, paths[0]).collect()) == [("b", 2, D2), ("c", 3, D1)]
     assert read_table(spark, paths[1]).isEmpty()
-    assert delta_io.unfinished_write(paths) is None
+    assert commits.unfinished_write(paths) is None
 
 
 def test_a_routed_target_no_row_reaches_is_emptied(spark, tmp_path):
@@ -216,9 +215,9 @@ def test_a_stamped_write_refuses_a_table_stamped_otherwise_and_commits_nothing(s
         return delta_write.replace_partitions_routed(routed_frame(spark, rows), "dest", {"counts": target})
 
     write_with({}, [("a", 1, None, D1, "counts")])
-    assert delta_io.commit_stamp(path, "bucketSeconds") is None  # an unstamped table takes any stamp
+    assert commits.commit_stamp(path, "bucketSeconds") is None  # an unstamped table takes any stamp
     write_with({"bucketSeconds": 60}, [("a", 2, None, D1, "counts")])
-    assert delta_io.commit_stamp(path, "bucketSeconds") == "60"
+    assert commits.commit_stamp(path, "bucketSeconds") == "60"
     version = table_version(path)
 
     with pytest.raises(errors.StampMismatchError, match="holds rows made with bucketSeconds 60, and this "
@@ -229,8 +228,8 @@ def test_a_stamped_write_refuses_a_table_stamped_otherwise_and_commits_nothing(s
     write_with({"bucketSeconds": "60"}, [("a", 4, None, D2, "counts")])
     assert sorted(r.n for r in read_table(spark, path).collect()) == [2, 4]
     with pytest.raises(errors.StampMismatchError):
-        delta_io.require_stamp(path, {"bucketSeconds": "1"})
-    delta_io.require_stamp(path, {"bucketSeconds": "60", "other": "x"})  # a key the table lacks passes
+        commits.require_stamp(path, {"bucketSeconds": "1"})
+    commits.require_stamp(path, {"bucketSeconds": "60", "other": "x"})  # a key the table lacks passes
 
 
 def test_a_routed_target_must_name_columns_the_data_has(spark, tmp_path):

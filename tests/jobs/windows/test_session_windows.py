@@ -8,9 +8,8 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from jobs.storage import delta_io
-
 from jobs import ingest_events, minute_partials, sliding_windows
+from jobs.storage import delta_io
 from jobs.tables import SESSION_STATE, WINDOW_CHANGES
 from tests.jobs.test_pipeline_against_oracle import (
     EVERY_AGGREGATION, SOME_TYPED_AGGREGATIONS, assert_rows_equal, fields_of,

@@ -1,0 +1,121 @@
+"""What the log's commit entries say about the writes that made a table, with no data read:
+the stamp a job's configuration left (``Target.stamp``), the days a routed write covered, and
+a write that committed some of its tables and not the others (a run killed between commits).
+
+A job writing several tables commits them one after the other, each with the same write id in
+its user metadata, so the newest ids of tables written together agree unless a run stopped
+between them."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import date
+
+from jobs.errors import IncompleteWriteError, StampMismatchError
+from jobs.storage.delta_io import open_table, table_exists
+
+
+def commit_stamp(path: str, key: str) -> str | None:
+    """The value of ``key`` in the stamp of the table's newest write that carries one
+    (``Target.stamp``), among its last 50 commits; None where none does (a table written before
+    stamps, or by another tool)."""
+    for commit in open_table(path).history(limit=50):
+        user = user_metadata(commit)
+        if key in user:
+            return str(user[key])
+    return None
+
+
+def require_stamp(path: str, stamp: dict[str, str]) -> None:
+    """Refuse a table whose newest stamp differs from ``stamp`` (keys it lacks pass)."""
+    for key, value in stamp.items():
+        held = commit_stamp(path, key)
+        if held is not None and held != str(value):
+            raise StampMismatchError(
+                f"{path} holds rows made with {key} {held}, and this job's is {value}: a table holds "
+                f"rows of one {key}. To change it, move the table (and the tables made from it) aside "
+                f"and materialise every partition again (a backfill)")
+
+
+def wrote_day(path: str, day: date) -> bool:
+    """Whether a routed write of the table's history says it wrote ``day`` (its run's days,
+    ``first`` .. ``last``): a day that holds no rows is told apart from a day never written.
+    Reads the whole log's commit entries (the data is not read); a day whose commits the log's
+    retention dropped is not found."""
+    return any(m.get("first", "9") <= day.isoformat() <= m.get("last", "")
+               for m in map(user_metadata, open_table(path).history()))
+
+
+@dataclass(frozen=True)
+class UnfinishedWrite:
+    """A routed write that committed some of its tables and not the others: ``reached`` hold
+    its rows of days ``first .. last``, ``missed`` an earlier run's (table names)."""
+
+    reached: tuple[str, ...]
+    missed: tuple[str, ...]
+    first: str | None
+    last: str | None
+
+    def covered_by(self, first: date, last: date) -> bool:
+        """Whether a run of ``first .. last`` rewrites every day of this write, in every table."""
+        return bool(self.first and self.last and first.isoformat() <= self.first and self.last <= last.isoformat())
+
+    def holds(self, day: date) -> bool:
+        """Whether ``day``'s partitions are torn (all days, where the write did not say its days)."""
+        return not (self.first and self.last) or self.first <= day.isoformat() <= self.last
+
+    def __str__(self) -> str:
+        days = f"days {self.first} .. {self.last}" if self.first else "its days"
+        return (f"{', '.join(self.reached)} holds a write whose {', '.join(self.missed)} commit never landed (a run "
+                f"stopped between its commits): run {days} again, alone or in a range that covers them, before "
+                "other days")
+
+
+def unfinished_write(paths: list[str]) -> UnfinishedWrite | None:
+    """The write that reached only some of the tables at ``paths``, or None where their newest
+    write ids agree (or a table is not made yet, or carries none).
+
+    A job writing several tables commits them one after the other; killed between two commits,
+    it leaves them from different runs. The newest of the differing writes is the unfinished
+    one. Answered from the last 50 commits of each log: no data is read.
+    """
+    newest = {}
+    for path in paths:
+        if not table_exists(path):
+            return None
+        for commit in open_table(path).history(limit=50):
+            meta = user_metadata(commit)
+            if "writeId" in meta:
+                newest[path] = (commit.get("timestamp") or 0, meta)
+                break
+        else:
+            return None
+    if len({meta["writeId"] for _, meta in newest.values()}) <= 1:
+        return None
+    _, unfinished = max(newest.values(), key=lambda pair: pair[0])
+
+    def names(reached: bool) -> tuple[str, ...]:
+        return tuple(sorted(os.path.basename(p.rstrip("/")) for p, (_, m) in newest.items()
+                            if (m["writeId"] == unfinished["writeId"]) == reached))
+
+    return UnfinishedWrite(names(True), names(False), unfinished.get("first"), unfinished.get("last"))
+
+
+def require_whole_writes(paths: list[str], first: date, last: date) -> None:
+    """Refuse to run days ``first .. last`` over tables one routed write reached only in part
+    (``unfinished_write``): a next run reading them would continue from stale state (the window
+    changes of a day beside the day before's snapshot) with exit 0. Only a run whose days cover
+    the unfinished write's days, which rewrites them all, may go on."""
+    torn = unfinished_write(paths)
+    if torn is not None and not torn.covered_by(first, last):
+        raise IncompleteWriteError(str(torn))
+
+
+def user_metadata(commit: dict) -> dict:
+    try:
+        user = json.loads(commit.get("userMetadata") or "null")
+    except ValueError:
+        return {}
+    return user if isinstance(user, dict) else {}
