@@ -43,7 +43,8 @@ sys.path.insert(0, str(ROOT))
 
 from expectations import catalog as check_catalog  # noqa: E402
 from jobs import cli as job_cli  # noqa: E402
-from jobs import ingest_events, tables  # noqa: E402
+from jobs import tables  # noqa: E402
+from jobs.ingest import quarantine  # noqa: E402
 from windowing_core import config as config_module  # noqa: E402
 from windowing_core import field_types  # noqa: E402
 from windowing_core.aggregations import AGGREGATIONS, aggregation  # noqa: E402
@@ -431,14 +432,14 @@ FAMILY_SPELLING = {field_types.INTEGER: "long", field_types.DECIMAL: "decimal(P,
 
 
 def gen_quarantine_reasons() -> str:
-    reasons = [*ingest_events.REASONS, ingest_events.LATE_REASON]
+    reasons = [*quarantine.REASONS, quarantine.LATE_REASON]
     for r in reasons:
         if r not in REASON_MEANINGS:
             warn(f"quarantine reason {r} (jobs.ingest_events) has no meaning in REASON_MEANINGS")
     for r in set(REASON_MEANINGS) - set(reasons):
         warn(f"REASON_MEANINGS explains {r}, which ingest no longer gives")
     problems: dict[str, list[str]] = {}
-    for family_name, names in ingest_events.FIELD_PROBLEMS.items():
+    for family_name, names in quarantine.FIELD_PROBLEMS.items():
         for p in names:
             problems.setdefault(p, []).append(family_name)
     for p in problems:
@@ -454,7 +455,7 @@ def gen_quarantine_reasons() -> str:
     example = PipelineConfig.from_dict({"fields": {"amount": "decimal(12,2)", "page": "string"},
                                         "aggregations": {"total": {"kind": "sum", "field": "amount"}}})
     out.append("\nFor example, with the fields `amount: decimal(12,2)` and `page: string` ingest gives: "
-               + ", ".join(f"`{r}`" for r in ingest_events.quarantine_reasons(example)) + ".\n")
+               + ", ".join(f"`{r}`" for r in quarantine.quarantine_reasons(example)) + ".\n")
     return "".join(out)
 
 

@@ -31,7 +31,8 @@ from expectations import reconciliation, suites
 from expectations.catalog import Check, Outcome, checks_of, spine_checks
 from jobs import point_in_time_join, sliding_windows
 from jobs.errors import MissingInputError, MissingTableError, SourceError
-from jobs.ingest_events import LATE_REASON, read_input
+from jobs.ingest.quarantine import LATE_REASON
+from jobs.ingest_events import read_input
 from jobs.runtime import progress
 from jobs.storage import commits, delta_io
 from jobs.tables import (

@@ -29,7 +29,7 @@ from pyspark.sql.types import MapType
 
 from expectations.catalog import CONSERVATION_SAMPLE_KEYS, QUARANTINE_SHARE_LIMIT, Outcome
 from expectations.suites import SAMPLE_ROWS, as_of_per_day, empty_values, json_safe, same_values
-from jobs.ingest_events import LATE_REASON
+from jobs.ingest.quarantine import LATE_REASON
 from jobs.minute_partials import SELECTED, with_computed_columns
 from jobs.sliding_windows import with_all_keys
 from windowing_core.aggregations import Aggregation

@@ -31,7 +31,7 @@ from pyspark.sql.types import DataType
 from expectations.catalog import (
     K_LIST_KINDS, Outcome, VARIANCE_KINDS, counts_of_fields, has_mean_min_max, of_kinds,
 )
-from jobs.ingest_events import quarantine_reasons
+from jobs.ingest.quarantine import quarantine_reasons
 from jobs.point_in_time import Reading
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,

@@ -9,7 +9,7 @@
       name: clicks            # its ingest's name in a configuration of groups (default: the table's)
 
 The key and the declared fields are the columns of their names. Each row is read as a landing
-line would be, with the same checks and reasons (``jobs.sources.table_source``).
+line would be, with the same checks and reasons (``jobs.ingest.table_source``).
 """
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from jobs.ingest import landing_files
 from jobs.runtime import jvm_packages
 from jobs.runtime.spark_session import STATIC_SQL, SPARK_DEFAULTS
-from jobs.sources import landing_files
 from jobs.storage import delta_io
 from jobs.tables import EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
 from tests.landing import ensure_days, random_landing

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from jobs import ingest_events
+from jobs.ingest import parse, quarantine
 from jobs.storage import delta_io
 from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE
 from windowing_core.config import PipelineConfig
@@ -114,9 +115,9 @@ def test_each_line_is_parsed_once(spark, tmp_path):
     (folder / "a.json").write_text('{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z", "value": 5}\n')
     config = PipelineConfig()
     classified = (ingest_events.read_landing(spark, str(tmp_path / "landing"), DAY, DAY)
-                  .transform(ingest_events.with_file_positions)
-                  .transform(ingest_events.with_parsed_fields, config)
-                  .transform(ingest_events.with_reason, config))
+                  .transform(parse.with_file_positions)
+                  .transform(parse.with_parsed_fields, config)
+                  .transform(quarantine.with_reason, config))
     plan = classified._jdf.queryExecution().optimizedPlan().toString()
     assert plan.count("parseJson(concat(") == 1, plan
 
@@ -204,10 +205,10 @@ def test_lines_are_numbered_within_each_file_whatever_the_tasks_that_read_it(spa
     spark.conf.set("spark.sql.files.maxPartitionBytes", "2048")  # a.json is read in several tasks
     try:
         positioned = (ingest_events.read_landing(spark, str(tmp_path / "landing"), DAY, DAY)
-                      .transform(ingest_events.with_file_positions).persist())
+                      .transform(parse.with_file_positions).persist())
         assert positioned.select("line.task").distinct().count() > 2
         numbered = {(r["source_file"].rsplit("/", 1)[-1], json.loads(r["raw"])["user_id"]): r["line"]
-                    for r in ingest_events.with_line_numbers(positioned).collect()}
+                    for r in parse.with_line_numbers(positioned).collect()}
         positioned.unpersist()
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", saved)
