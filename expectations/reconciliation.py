@@ -31,7 +31,7 @@ from expectations.catalog import CONSERVATION_SAMPLE_KEYS, QUARANTINE_SHARE_LIMI
 from expectations.suites import SAMPLE_ROWS, as_of_per_day, empty_values, json_safe, same_values
 from jobs.ingest.quarantine import LATE_REASON
 from jobs.minute_partials import SELECTED, with_computed_columns
-from jobs.sliding_windows import with_all_keys
+from jobs.windows.running_state import with_all_keys
 from windowing_core.aggregations import Aggregation
 from windowing_core.change_points import change_points
 from windowing_core.config import PipelineConfig

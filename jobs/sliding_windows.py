@@ -8,18 +8,20 @@ exactly twice: when it enters (the first end ``t > f``) and when it leaves (the 
 
     baseline (its state just before ``first``) + running sum of its deltas up to that end,
 
-one Spark window function. The baseline is the previous day's snapshot; only where that holds
-no state of the window as configured (the first run, a day not materialised, a window added or
-redefined since) is it bootstrapped once from the frames of the window before ``first``.
-Non-invertible aggregations are evaluated at the same ends from hierarchical frames
-(``exact_values``): the suffix of the tile the window starts in, whole tiles, and the prefix of
-the tile it ends in. A daily run therefore reads the frames that enter and leave that day, the
-day tiles in between, and one small snapshot, whatever the length.
+one Spark window function (``jobs.windows.running_state``). The baseline is the previous day's
+snapshot; only where that holds no state of the window as configured (the first run, a day not
+materialised, a window added or redefined since) is it bootstrapped once from the frames of the
+window before ``first``. Non-invertible aggregations are evaluated at the same ends from
+hierarchical frames (``jobs.windows.exact_values``): the suffix of the tile the window starts
+in, whole tiles, and the prefix of the tile it ends in. A daily run therefore reads the frames
+that enter and leave that day, the day tiles in between, and one small snapshot, whatever the
+length. What a run writes is chosen in ``jobs.windows.emission``.
 
 The same machinery serves every window kind of ``WindowSpec``: offsets and gaps only move the
 grid of ends (a frame in a gap enters and leaves at one end); a cumulating window's frames leave
-together at its next period (``period_leaves``); a non-keyed window slides over the frames of all
-keys combined (``with_all_keys``); ``final`` emission repeats a key's state at every end.
+together at its next period (``running_state.period_leaves``); a non-keyed window slides over the
+frames of all keys combined (``running_state.with_all_keys``); ``final`` emission repeats a key's
+state at every end.
 
     python -m jobs.sliding_windows --lakehouse DIR --date YYYY-MM-DD
 """
@@ -31,7 +33,7 @@ from dataclasses import replace
 from datetime import date, timedelta
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.runtime import pipes
@@ -51,412 +53,20 @@ from jobs.tables import (
 )
 from jobs.tables import days as day_range
 from jobs.windows import count_windows, session_windows
-from jobs.windows.partial_merges import merged_in_passes, merges, most_rows_of, prefix_merged, with_finished_values
-from jobs.windows.window_grid import Windows, floor_to, seconds_of, utc_midnight
+from jobs.windows.emission import table_rows, with_emission_marks
+from jobs.windows.exact_values import exact_cumulating_values, exact_values, tiles_of
+from jobs.windows.partial_merges import with_finished_values
+from jobs.windows.running_state import (
+    baseline_from_frames, baseline_from_snapshot, frame_deltas, period_leaves, presorted_by_key, state_columns,
+    with_all_keys, with_running_state,
+)
+from jobs.windows.window_grid import Windows, seconds_of
 from jobs.windows.window_inputs import (
     ReadPlan, continued_windows, days_of, in_ranges, read_day_tiles, read_frames, read_snapshot, require_partials,
 )
-from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
-from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, tile_size
-
-EPOCH = date(1970, 1, 1)
-
-
-def state_columns(config: PipelineConfig) -> list[str]:
-    """What the running sum carries: ``event_count`` (0 means empty) and the invertible partials."""
-    return ["event_count", *partial_columns(config, invertible=True)]
-
-
-def _invertible(config: PipelineConfig) -> list[Aggregation]:
-    return [a for a in config.aggregations if a.invertible]
-
-
-def merged_state(config: PipelineConfig, over: WindowSpec | None = None, prefix: str = "") -> list[Column]:
-    """The state columns combined (in ``groupBy``, or over a window frame) with each invertible
-    aggregation's own ``spark_merge``: a sum for vectors of sums, a merge of counts for a
-    histogram. Named ``prefix`` + the column."""
-    merged = [_over(F.sum("event_count"), over).alias(f"{prefix}event_count")]
-    for a in _invertible(config):
-        columns = a.field_columns()
-        merged += [c.alias(f"{prefix}{n}") for c, n in zip(a.spark_merge([F.col(c) for c in columns], over), columns)]
-    return merged
-
-
-def negated_state(config: PipelineConfig, state: list[Column] | None = None) -> list[Column]:
-    """``-state`` with each invertible aggregation's ``spark_negate``, named as the state columns."""
-    columns = state_columns(config)
-    values = dict(zip(columns, state or [F.col(c) for c in columns]))
-    negated = [(-values["event_count"]).alias("event_count")]
-    for a in _invertible(config):
-        names = a.field_columns()
-        negated += [c.alias(n) for c, n in zip(a.spark_negate([values[n] for n in names]), names)]
-    return negated
-
-
-def _over(aggregate: Column, window: WindowSpec | None) -> Column:
-    return aggregate if window is None else aggregate.over(window)
-
-
-def _timestamp(seconds: Column | str) -> Column:
-    return F.timestamp_seconds(F.col(seconds) if isinstance(seconds, str) else seconds)
-
-
-def _utc_date(seconds: Column) -> Column:
-    """The UTC date of an instant in epoch seconds, as whole days since 1970: ``to_date`` of a
-    timestamp takes each row through java.time's zone rules (4 percent of the sliding job's
-    samples in a profile), the same answer in UTC."""
-    return F.date_from_unix_date((floor_to(seconds, DAY_SECONDS) / DAY_SECONDS).cast("int"))
-
-
-def with_all_keys(frames: DataFrame, config: PipelineConfig, *by: str) -> DataFrame:
-    """Frames (or tiles) of every key combined into one key, ``ALL_KEYS``, per ``by`` (the frame
-    or tile and its day): what a non-keyed window (``keyed: false``, Flink's ``windowAll``)
-    slides over. Every partial combines, invertible or not, so the window is exact as for a key.
-    All keys being one, its running sum is one task's work, as Flink's windowAll runs at
-    parallelism 1; its input is one row per frame, whatever the number of keys."""
-    return frames.groupBy(*by).agg(*merges(config)).select(F.lit(ALL_KEYS).alias("key"), *by, "event_count",
-                                                    *partial_columns(config))
-
-
-# -- invertible aggregations: a running sum of entering and leaving deltas ------------------------
-
-
-def frame_deltas(frames: DataFrame, windows: Windows, config: PipelineConfig, after: Column,
-                 stop: int) -> DataFrame:
-    """``+state`` at each frame's enter end, ``-state`` at its leave end, for ends in (after, stop).
-
-    One pass over the frames (each tagged with its ``window``) emits both deltas of a frame
-    (``inline`` of a two-element array), so the frames are read once and never cached.
-    ``entering`` counts the frames entering at an end.
-
-    A cumulating window's frames leave together, at the first end of the next period: those
-    deltas are ``period_leaves``, one per key and period, and the frames give only ``+state``.
-    """
-    state = state_columns(config)
-    f, bucket = seconds_of(), windows.param(lambda s: s.bucket)
-    enter = F.struct(windows.end_at_or_after(f + bucket).alias("end"), *[F.col(c).alias(c) for c in state],
-                     F.lit(1).alias("entering"))
-    leave = F.struct(windows.end_at_or_after(f + windows.param(lambda s: s.length) + bucket).alias("end"),
-                     *negated_state(config), F.lit(0).alias("entering"))
-    both = windows.choose(lambda s: s.cumulating, lambda: F.array(enter), lambda: F.array(enter, leave))
-    return (frames.select("window", "key", F.inline(both))
-            .where((F.col("end") > after) & (F.col("end") < stop)))
-
-
-def period_leaves(entering: DataFrame, windows: Windows, config: PipelineConfig, stop: int) -> DataFrame:
-    """A cumulating window starts again each period: ``-state`` of the whole period (the
-    baseline's state where the period began before the run, plus the frames entering since) at
-    the period's restart, the first end of the next period. One row per key and period, from the
-    rows the running sum reads anyway, so no frame of an earlier day is read to deduct it."""
-    restart = (windows.window_start_of(F.col("end")) + windows.param(lambda s: s.length)
-               + windows.param(lambda s: s.step))
-    return (entering.groupBy("window", "key", restart.alias("end")).agg(*merged_state(config))
-            .where(F.col("end") < stop).select("window", "key", "end", *negated_state(config),
-                                               F.lit(0).alias("entering")))
-
-
-KEY_HASH = "key_hash"  # the high 32 bits of xxhash64(key): the running sum's first sort column
-
-
-def with_key_hash(deltas: DataFrame) -> DataFrame:
-    return deltas.withColumn(KEY_HASH, F.shiftright(F.xxhash64("key"), 32))
-
-
-def presorted_by_key(deltas: DataFrame, windows: Windows, after: Column) -> DataFrame:
-    """The deltas clustered on key and, within each task, in the running sum's order already.
-
-    Spark's radix sort serves only a sort on one column whose 8-byte prefix is its whole value,
-    so the Window's own sort on (key, end) runs comparisons: 29 percent of the sliding job's
-    samples in a JFR profile at 10^7 events (``bench.profile``). Sorting first on one long,
-    ``(key_hash << 32) + (place << 27) + (end - after)``, is a radix sort, and the Window's sort
-    on (key_hash, window, key, end) then finds its input in order: one run of TimSort. ``place``
-    is the window's among the run's, in the Window's order; ends lie after ``after`` (the
-    baseline's end) within the run, less than 2**27 s (four years) later. Exact whatever the hash,
-    the places and the run's length: out-of-order rows only leave the Window's sort some rows to
-    move, which it still does. The sliding job's rows into the ``noop`` sink, interleaved, best
-    of 5: 1.17x faster at 10^7 events, 1.09x at 10^6, level at 10^4 (``bench/variants.py``, since removed, reran the comparison: git log).
-    """
-    place = {name: i for i, name in enumerate(sorted(windows.names))}
-    order = (F.shiftleft(F.col(KEY_HASH), 32) + F.shiftleft(windows.param(lambda s: place[s.name]), 27)
-             + (F.col("end") - after))
-    return with_key_hash(deltas).repartition(KEY_HASH, "window", "key").sortWithinPartitions(order)
-
-
-def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Each key's state at every end where its window changes: the running sum of its deltas
-    (``presorted_by_key``, whose ``key_hash`` it partitions on beside the key).
-
-    A RANGE frame sums all of a key's deltas up to and including a row's end, so deltas sharing
-    an end (a frame entering as another leaves, the baseline) need no aggregate first: every
-    row of an end carries the same state, and the last of them is kept. ``entering`` counts
-    the frames entering at the end (the end's peers). One shuffle on key and one ordering serve
-    these frames; a per-(key, end) sum first, hashing nearly as many groups as rows, was slower
-    (``bench/variants.py``).
-
-    The same Window hands each kept row what the marks need from its neighbours, so they need
-    no second Window: ``previous_*``, the invertible state at the key's previous end (this
-    end's minus the deltas at it), and ``next_end`` (the row after an end's last is the first
-    of the key's next end).
-    """
-    by_key = Window.partitionBy(KEY_HASH, "window", "key").orderBy("end")
-    upto, at = (by_key.rangeBetween(Window.unboundedPreceding, Window.currentRow),
-                by_key.rangeBetween(Window.currentRow, Window.currentRow))
-    state = state_columns(config)
-    running = deltas.select("window", "key", "end", F.sum("entering").over(at).alias("entering"),
-                            *merged_state(config, upto),
-                            *merged_state(config, at, prefix="at_end_")[1:],
-                            F.lead("end").over(by_key).alias("next_end"))
-    last_of_end = F.col("next_end").isNull() | (F.col("next_end") != F.col("end"))
-    previous = []
-    for a in _invertible(config):
-        names = a.field_columns()
-        previous += [c.alias(f"previous_{n}") for c, n in zip(
-            a.spark_deduct([F.col(n) for n in names], [F.col(f"at_end_{n}") for n in names]), names)]
-    return running.where(last_of_end).select("window", "key", "end", "entering", *state, *previous, "next_end")
-
-
-def baseline_from_snapshot(snapshot: DataFrame, windows: Windows, config: PipelineConfig,
-                           after: Column) -> DataFrame:
-    return snapshot.where(windows.filter()).select(
-        "window", "key", after.alias("end"), *state_columns(config), F.lit(0).alias("entering"))
-
-
-def baseline_from_frames(frames: DataFrame, windows: Windows, config: PipelineConfig,
-                         plans: dict[str, ReadPlan]) -> DataFrame:
-    """Bootstrap: fold the frames of the window ending at each window's ``after`` (only where no
-    snapshot holds its state); ``frames`` are tagged with their window."""
-    f = seconds_of()
-    start, at = windows.param(lambda s: plans[s.name].baseline_window[0]), windows.param(lambda s: plans[s.name].after)
-    inside = frames.where((f >= start) & (f < at))
-    return inside.groupBy("window", "key").agg(*merged_state(config)).select(
-        "window", "key", at.alias("end"), *state_columns(config), F.lit(0).alias("entering"))
-
-
-# -- non-invertible aggregations: exact over hierarchical frames ----------------------------------
-
-
-def _running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column], most_frames: int) -> DataFrame:
-    """Each query row's merge of the frame rows before it in ``order`` within its (key, tile),
-    which holds at most ``most_frames`` frame rows (``frames_per_tile``), per window.
-
-    Three ways, by what Spark can merge incrementally over a growing window frame:
-    - a window aggregate (``spark_merge`` over the frame: sums, min/max, sketch unions);
-    - a partial that is a collection (``Aggregation.spark_elements``: k-lists, distinct sets):
-      ``flatten(collect_list(...))`` would copy every partial before the row at every row, so it
-      is exploded, one row per element (the other partials ride on its first), and merged
-      element by element (``spark_merge_elements``: ``max_by``/``min_by`` with k, whose buffer
-      is at most k long);
-    - a partial Spark has no aggregate for (``spark_combine``): the frame rows' prefix merges
-      (``prefix_merged``, frame rows before query rows), and each query row takes the last
-      frame row's before it.
-    """
-    window = Window.partitionBy("window", "key", "tile").orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)
-    aggregations = [a for a in config.aggregations if not a.invertible]
-    scanned = merged_in_passes(aggregations)
-    if scanned:
-        rows = prefix_merged(rows, scanned, ["window", "key", "tile"], [F.col("is_query").asc(), *order], most_frames)
-    listed = {a.name for a in aggregations if a.spark_elements([F.col(c) for c in a.field_columns()]) is not None}
-    if listed:  # query rows (null partials) and empty lists keep one row, position null
-        lists = [a.field_columns()[0] for a in aggregations if a.name in listed]
-        rows = rows.select("*", F.posexplode_outer(F.arrays_zip(*[F.col(c) for c in lists])).alias("__pos", "__item"))
-    first = F.col("__pos").isNull() | (F.col("__pos") == 0)
-    merged = []
-    for agg in aggregations:
-        columns = agg.field_columns()
-        if agg in scanned:
-            prefix = F.last(F.when(~F.col("is_query"), F.struct(*columns)), ignorenulls=True).over(window)
-            merged += [prefix[c].alias(c) for c in columns]
-        elif agg.name in listed:
-            merged += [c.alias(n) for c, n in zip(agg.spark_merge_elements(F.col("__item")[columns[0]], window),
-                                                  columns)]
-        else:
-            fields = [F.when(first, F.col(c)) if listed else F.col(c) for c in columns]
-            merged += [c.alias(n) for c, n in zip(agg.spark_merge(fields, window), columns)]
-    return rows.select("window", "key", "end", "is_query", *merged).where("is_query").drop("is_query")
-
-
-def _nulls(config: PipelineConfig) -> list[Column]:
-    return [F.lit(None).cast(t).alias(c) for a in config.aggregations if not a.invertible
-            for c, t in zip(a.field_columns(), [x.spark_type for x in a.fields])]
-
-
-def exact_values(frames: DataFrame, tiles: DataFrame, ends: DataFrame, windows: Windows,
-                 config: PipelineConfig) -> DataFrame:
-    """Non-invertible partials of the window ending at each (window, key, end) in ``ends``.
-
-    The window ``[t - length, t)`` splits into the suffix of the tile holding its start (frames
-    at or after the start), the whole tiles strictly between, and the prefix of the tile holding
-    its end (frames before the end): the two stacks of a two-stacks queue (Hirzel et al.), here
-    as running aggregates over one tile's frames, and never a refold of the window's frames.
-    """
-    size = windows.param(tile_size)
-    fields = partial_columns(config, invertible=False)
-    f = seconds_of()
-    frame_rows = frames.select("window", "key", f.alias("pos"), floor_to(f, size).alias("tile"), *fields,
-                               F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
-    start = F.col("end") - windows.param(lambda s: s.length)
-
-    # suffix of the start's tile: frames with f >= start, so frames sort before the query on ties
-    head_queries = ends.select("window", "key", start.alias("pos"), floor_to(start, size).alias("tile"),
-                               *_nulls(config), F.lit(True).alias("is_query"), "end")
-    most_frames = frames_per_tile(frame_rows, config)
-    head = _running_merge(frame_rows.unionByName(head_queries), config,
-                          [F.col("pos").desc(), F.col("is_query").asc()], most_frames)
-    # prefix of the end's tile: frames with f < end, so the query sorts before frames on ties
-    tail_queries = ends.select("window", "key", F.col("end").alias("pos"), floor_to(F.col("end"), size).alias("tile"),
-                               *_nulls(config), F.lit(True).alias("is_query"), "end")
-    tail = _running_merge(frame_rows.unionByName(tail_queries), config,
-                          [F.col("pos").asc(), F.col("is_query").desc()], most_frames)
-    # whole tiles strictly between: evaluated once per key and tile span, not per end
-    spans = ends.select("window", "key", "end", (floor_to(start, size) + size).alias("lo"),
-                        floor_to(F.col("end"), size).alias("hi"))
-    distinct_spans = spans.select("window", "key", "lo", "hi").distinct()
-    inside = distinct_spans.join(tiles, (distinct_spans.window == tiles.window) & (distinct_spans.key == tiles.key)
-                                 & (tiles.tile >= distinct_spans.lo) & (tiles.tile < distinct_spans.hi)
-                                 ).select(distinct_spans.window, distinct_spans.key, "lo", "hi", *fields)
-    per_span = merge_non_invertible(inside, config, "window", "key", "lo", "hi")
-    middle = spans.join(per_span, ["window", "key", "lo", "hi"]).select("window", "key", "end", *fields)
-    return merge_non_invertible(head.unionByName(tail).unionByName(middle), config, "window", "key", "end")
-
-
-def exact_cumulating_values(frames: DataFrame, tiles: DataFrame | None, ends: DataFrame, windows: Windows,
-                            config: PipelineConfig) -> DataFrame:
-    """Non-invertible partials of a cumulating window at each (window, key, end): a running
-    merge of the frames (and whole-day ``tiles``, where the plan reads them: ``ReadPlan``) of the
-    end's period before the end (a frame or tile sorts after a query at its own position; a tile
-    lies wholly before every end of the run), one Window over the period's frames and never a
-    refold per end. Day tiles keep a long period's read to its whole days' tiles plus the frames
-    of at most two partial days, whatever the length."""
-    fields = partial_columns(config, invertible=False)
-    step = windows.param(lambda s: s.step)
-    f = seconds_of()
-    frame_rows = frames.select("window", "key", f.alias("pos"), windows.window_start_of(f + step).alias("tile"),
-                               *fields, F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
-    if tiles is not None:
-        at = F.col("tile")
-        frame_rows = frame_rows.unionByName(tiles.select(
-            "window", "key", at.alias("pos"), windows.window_start_of(at + step).alias("tile"), *fields,
-            F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end")))
-    queries = ends.select("window", "key", F.col("end").alias("pos"), windows.window_start_of(F.col("end")).alias("tile"),
-                          *_nulls(config), F.lit(True).alias("is_query"), "end")
-    # a period's frame rows: its frames and the whole-day tiles read for the days they do not cover
-    merged = _running_merge(frame_rows.unionByName(queries), config, [F.col("pos").asc(), F.col("is_query").desc()],
-                            frames_per_tile(frame_rows, config))
-    return merge_non_invertible(merged, config, "window", "key", "end")
-
-
-def frames_per_tile(frame_rows: DataFrame, config: PipelineConfig) -> int:
-    """The most frame rows of one (key, tile), counted only where a partial merges in passes."""
-    return most_rows_of(frame_rows, "window", "key", "tile") if merged_in_passes(config.aggregations) else 0
-
-
-def merge_non_invertible(rows: DataFrame, config: PipelineConfig, *by: str) -> DataFrame:
-    merged = []
-    for agg in config.aggregations:
-        if not agg.invertible:
-            columns = agg.field_columns()
-            merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns]), columns)]
-    return rows.groupBy(*by).agg(*merged)
-
-
-def tiles_of(frames: DataFrame, windows: Windows, config: PipelineConfig) -> DataFrame:
-    """Tiles smaller than a day, merged from frames the job reads anyway."""
-    tiled = frames.withColumn("tile", floor_to(seconds_of(), windows.param(tile_size)))
-    return merge_non_invertible(tiled, config, "window", "key", "tile")
-
-
-# -- change points and snapshots ------------------------------------------------------------------
-
-
-def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, last: date) -> DataFrame:
-    """Mark each of a key's ends with what both tables need.
-
-    ``changed``: some finished value differs from the key's previous end (a key's first end
-    compares with the empty window, whose finished values every key starts from). An
-    invertible aggregation's previous state rides on the row (``previous_*``); only a
-    non-invertible one, whose exact values join in after the running sum, takes a ``lag`` over
-    a second Window. Without one the marks are plain expressions: 1.25x faster at 10^7 events
-    than ``lag`` and ``lead`` over a second Window, and 1.79x at 10^4 (``bench/variants.py``).
-    ``date``/``until``: the day of an end (the baseline's end counts as the first day) and, on
-    the day's last end, the last day its state holds before the key's next change.
-    """
-    by_key = Window.partitionBy("window", "key").orderBy("end")
-
-    def previous(a: Aggregation) -> Column:
-        if a.invertible:
-            return a.spark_finish([F.col(f"previous_{c}") for c in a.field_columns()])
-        return F.when(F.lag("end").over(by_key).isNull(), a.spark_empty_value()).otherwise(
-            F.lag(a.name).over(by_key))
-
-    changed = reduce(lambda a, b: a | b, [~a.spark_comparable(F.col(a.name)).eqNullSafe(
-        a.spark_comparable(previous(a).cast(a.output_type))) for a in config.aggregations])
-
-    def day_of(end: Column) -> Column:
-        return F.greatest(_utc_date(end), F.lit(first))
-
-    day, next_end = day_of(F.col("end")), F.col("next_end")
-    until = (F.when(next_end.isNull(), F.lit(last))
-             .when(day_of(next_end) > day, F.date_sub(day_of(next_end), 1)))  # else null: not the day's last
-    handed_on = [f"previous_{c}" for c in partial_columns(config, invertible=True)]  # next_end: final rows
-    marks = [changed.alias("changed"), day.alias("date"), until.alias("until")]
-    return values.select("*", *marks).drop(*handed_on)
-
-
-def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plans: dict[str, ReadPlan]) -> DataFrame:
-    """Both tables' rows of one window from one pass over its marks, tagged by ``TABLE_COLUMN``.
-
-    ``window_changes``: the change points, or for ``final`` emission one row per key and window
-    end whose window holds events (as Flink and Bytewax emit). A key's state holds from one of
-    its ends to the next, so a ``final`` row of a sliding or cumulating window is repeated at
-    every end in between (a sequence of ends; tumbling windows and gaps need one). That is the
-    cost ``final`` asks for: a 7d window sliding every minute writes 10,080 rows for each key with
-    one event. ``window_snapshot``: each key's state as of each day's last window end, carried
-    over the following days without a change (a sequence of days, never of windows); empty keys
-    drop out.
-
-    Each marked row is tagged for both tables and kept where it belongs, by two generators that
-    Spark compiles: one pass, no cache, and at 10^7 events faster than persisting the marks and
-    filtering them per table or than building arrays of structs per row with lambdas (which win
-    only on small days, where both are fast; ``bench/variants.py``). The second generator's
-    elements are longs for both tables: ends in epoch seconds, or days since 1970.
-    """
-    end, is_change = F.col("end"), F.col(TABLE_COLUMN) == WINDOW_CHANGES.name
-    slide, after = windows.param(lambda s: s.slide), windows.param(lambda s: plans[s.name].after)
-    # ``final``: every end from this one to the key's next, within the run
-    first = F.greatest(end, after + slide)
-    last = F.coalesce(F.col("next_end") - slide, windows.param(lambda s: plans[s.name].last_end))
-    def final(s: WindowSpec) -> bool:
-        return s.emit == "final"
-
-    emitted = windows.choose(final, lambda: (F.col("event_count") > 0) & (first <= last),
-                             lambda: (end > after) & F.col("changed"))
-    change_ends = windows.choose(final, lambda: F.sequence(first, last, slide), lambda: F.array(end))
-    held = F.col("until").isNotNull() & (F.col("event_count") > 0)
-    tagged = (marked.select("*", F.explode(F.array(F.lit(WINDOW_CHANGES.name), F.lit(WINDOW_SNAPSHOT.name)))
-                            .alias(TABLE_COLUMN))
-              .where(F.when(is_change, emitted).otherwise(held)))
-    days = tagged.select("*", F.explode(F.when(is_change, change_ends).otherwise(
-        F.sequence(F.unix_date("date").cast("long"), F.unix_date("until").cast("long")))).alias("at"))
-    at = F.col("at")
-    day = F.when(is_change, _utc_date(at)).otherwise(F.date_from_unix_date(at.cast("int")))
-    as_of = windows.end_at_or_after(utc_midnight(day) + DAY_SECONDS) - slide
-    return days.select(
-        "key",
-        "window",
-        _timestamp(windows.window_start_of(F.when(is_change, at).otherwise(as_of))).alias("window_start"),
-        F.when(is_change, _timestamp(at)).alias("window_end"),
-        F.when(~is_change, _timestamp(as_of)).alias("as_of"),
-        "event_count",
-        *[F.when(~is_change, F.col(c)).alias(c) for c in partial_columns(config, invertible=True)],
-        *[a.name for a in config.aggregations],
-        day.alias("date"),
-        TABLE_COLUMN,
-    )
-
-
-# -- the job --------------------------------------------------------------------------------------
+from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
 
 class _Inputs:

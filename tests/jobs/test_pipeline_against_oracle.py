@@ -26,7 +26,7 @@ from jobs.storage import delta_io
 from jobs.tables import (
     EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
 )
-from jobs.windows import window_inputs
+from jobs.windows import running_state, window_inputs
 from jobs.windows.partial_merges import with_finished_values
 from tests.landing import composite_key, ensure_days, random_landing, with_row_expressions
 from windowing_core import reference
@@ -431,7 +431,7 @@ SHARING_A_HASH = ("user-16052", "user-336963")
 
 def test_keys_sharing_a_key_hash_keep_their_own_windows(spark, tmp_path):
     keys = spark.createDataFrame([(k,) for k in SHARING_A_HASH], "key string")
-    hashes = sliding_windows.with_key_hash(keys).select(sliding_windows.KEY_HASH).collect()
+    hashes = running_state.with_key_hash(keys).select(running_state.KEY_HASH).collect()
     assert hashes[0][0] == hashes[1][0], "the case needs two keys of one key_hash"
     config = PipelineConfig(windows=(WindowSpec.of("1h", "1h", "1m"), WindowSpec.of("1d", "1d", "10m")))
     landing = random_landing(tmp_path / "landing", 21, FIRST, EVENT_DAYS, key_names=SHARING_A_HASH)

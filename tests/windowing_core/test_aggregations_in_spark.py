@@ -128,22 +128,22 @@ def test_collections_merge_as_the_oracle_over_frames_and_window_frames(spark, ki
 
 
 def _finished_running_merges(spark, config, partials, ends: dict, most_frames: int) -> dict:
-    """The two stacks' running merge (``sliding_windows._running_merge``) of one key's frame
+    """The two stacks' running merge (``exact_values.running_merge``) of one key's frame
     ``partials`` (by ``pos``) in one tile, queried after frame f for each ``ends[f]``: the
     finished values by end."""
-    from jobs.sliding_windows import _running_merge
+    from jobs.windows.exact_values import running_merge
 
     queries = spark.createDataFrame(list(ends.items()), "pos int, end long")
     union = (partials.select("*", F.lit(False).alias("is_query"), F.lit(None).cast("long").alias("end"))
              .unionByName(queries.select("pos", "end", F.lit(True).alias("is_query")), allowMissingColumns=True)
              .withColumn("window", F.lit("w")).withColumn("key", F.lit("k")).withColumn("tile", F.lit(0)))
-    merged = _running_merge(union, config, [F.col("pos").asc(), F.col("is_query").asc()], most_frames)
+    merged = running_merge(union, config, [F.col("pos").asc(), F.col("is_query").asc()], most_frames)
     return {r["end"]: r for r in merged.select("end", *[a.spark_finish([F.col(c) for c in a.field_columns()]).alias(a.name)
                                                          for a in config.aggregations]).collect()}
 
 
 def test_running_merges_of_lists_take_them_element_by_element(spark):
-    """The two stacks' running merge (``sliding_windows._running_merge``) explodes list and set
+    """The two stacks' running merge (``exact_values.running_merge``) explodes list and set
     partials and merges their elements; beside them a scalar partial (max) and a sketch still
     merge each frame once. Frames 0..5 of one tile, a query after frame 2 and after frame 5."""
     from windowing_core.config import PipelineConfig
