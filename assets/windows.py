@@ -85,8 +85,8 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SPARK_POOL,
     )
-    def sliding(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource,
-                spark_launch: SparkLaunchResource):
+    def every_window_kind(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource,
+                          spark_launch: SparkLaunchResource):
         first, last = day_range(context)
         days = f"{first} .. {last}"
         root = tables.root(lakehouse.lakehouse_root, config)
@@ -133,4 +133,4 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                 "path": dg.MetadataValue.path(COUNT_STATE.path(root)),
             })
 
-    return sliding
+    return every_window_kind

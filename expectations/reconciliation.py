@@ -315,8 +315,8 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def window_values(frames: list[tuple[int, tuple]], spec: WindowSpec,
-                  aggregations: list[Aggregation]) -> Callable[[int], tuple[tuple, bool]]:
+def range_folded_values(frames: list[tuple[int, tuple]], spec: WindowSpec,
+                        aggregations: list[Aggregation]) -> Callable[[int], tuple[tuple, bool]]:
     """``value(end)``: the finished values of the window ending at ``end``, and whether it holds
     any frame, folded from one key's frames ((start in epoch seconds, partial per aggregation)).
 
@@ -484,7 +484,7 @@ def changes_conserve_frames(changes: DataFrame, partials: DataFrame, config: Pip
         problems: list[dict] = []
         for key in keys_by_day.get(day, []):
             for spec in [s for s in config.windows if s.keyed == (key != ALL_KEYS)]:
-                value = window_values(frames.get((day, key), []), spec, checked)
+                value = range_folded_values(frames.get((day, key), []), spec, checked)
                 want = expected_rows(value, spec, day)
                 have = recorded.get((day, key, spec.name), {})
                 for end in sorted(set(want) | set(have)):

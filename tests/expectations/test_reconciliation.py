@@ -5,7 +5,7 @@ from datetime import date
 import pytest
 
 from expectations import reconciliation
-from expectations.reconciliation import IngestReport, RangeFold, expected_rows, window_values
+from expectations.reconciliation import IngestReport, RangeFold, expected_rows, range_folded_values
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT,
     declared_columns,
@@ -221,7 +221,7 @@ def changes_of_k(spark, points: dict):
 def test_expected_rows_recomputes_the_drawn_change_points():
     frames = [(to_epoch_seconds(at(DAY, 10, 5)), ((1,), (3,))),  # (start, (count partial, sum partial))
               (to_epoch_seconds(at(DAY, 10, 40)), ((1,), (2,)))]
-    rows = expected_rows(window_values(frames, WINDOW, list(CONFIG.aggregations)), WINDOW, DAY)
+    rows = expected_rows(range_folded_values(frames, WINDOW, list(CONFIG.aggregations)), WINDOW, DAY)
     assert rows == {to_epoch_seconds(at(DAY, hh, mm)): v for (hh, mm), v in TRUE_CHANGES.items()}
 
 
