@@ -17,8 +17,8 @@ What the set looks like (the shape of the demo, simplified):
   re-sent with the same ``event_id`` one day after their first arrival, so the minute-partials
   job has real cross-arrival duplicates to remove.
 
-The rows have the ``events`` table's schema and land in it through ``jobs.storage.delta_io``; or, for
-the arrival day a benchmark ingests, they are landing files (``write_landing``): one JSON object
+The rows have the ``events`` table's schema and land in it through ``jobs.storage.delta_write``; or,
+for the arrival day a benchmark ingests, they are landing files (``write_landing``): one JSON object
 per line, as producers send them, half the files gzipped.
 """
 

@@ -14,7 +14,7 @@ the month (one in four exactly on a minute, a window end).
 Measured in one Spark session, interleaved, best of ``--repeat`` after an untimed warm-up each:
 
 - floor: read the spine, add its ``date`` and write it as Delta partitioned by date
-  (``jobs.storage.delta_io``): what any job producing the output pays with nothing computed;
+  (``jobs.storage.delta_write``): what any job producing the output pays with nothing computed;
 - join: ``jobs.point_in_time_join.run`` over the same spine, written the same way.
 
 It prints both, their ratio, the rows in (spine rows, change points, snapshot rows) and the

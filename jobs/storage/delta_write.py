@@ -6,8 +6,8 @@ version readable; where the partitions hold no file yet (a day's first run), it 
 which gives the same table without Delta's search for files to remove (``_appends``). On a file
 system each write holds an exclusive lock on its table for its whole length (``_locked``; why,
 in ``jobs.storage.delta_io``'s docstring: delta-spark's log stores are atomic only inside one driver).
-What the log answers without Spark, and the paths, filters and schemas both sides share, are
-``jobs.storage.delta_io``'s.
+What the log answers without Spark is ``jobs.storage.delta_io``'s; the locations, partition
+filters and schemas reads and writes share are in ``locations``, ``filters`` and ``schemas``.
 """
 
 from __future__ import annotations

@@ -9,16 +9,9 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.tables import (
-    TABLE_COLUMN,
-    WINDOW_CHANGES,
-    WINDOW_SNAPSHOT,
-    partial_columns,
-)
+from jobs.tables import TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT, partial_columns
 from jobs.windows.window_grid import Windows, floor_to, utc_midnight
-from jobs.windows.window_inputs import (
-    ReadPlan,
-)
+from jobs.windows.window_inputs import ReadPlan
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec

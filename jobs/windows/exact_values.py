@@ -7,9 +7,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.tables import (
-    partial_columns,
-)
+from jobs.tables import partial_columns
 from jobs.windows.partial_merges import merged_in_passes, most_rows_of, prefix_merged
 from jobs.windows.window_grid import Windows, floor_to, seconds_of
 from windowing_core.config import PipelineConfig

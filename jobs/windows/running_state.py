@@ -8,14 +8,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.tables import (
-    partial_columns,
-)
+from jobs.tables import partial_columns
 from jobs.windows.partial_merges import merges
 from jobs.windows.window_grid import Windows, seconds_of
-from jobs.windows.window_inputs import (
-    ReadPlan,
-)
+from jobs.windows.window_inputs import ReadPlan
 from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import ALL_KEYS, WindowSpec

@@ -1,5 +1,5 @@
-"""Small Delta tables for the tests of ``jobs.storage.delta_io`` and ``jobs.storage.delta_write``: a schema of
-every type panes writes, rows of it, and a partition replace of them."""
+"""Small Delta tables for the tests of ``jobs.storage``'s reads and writes: a schema of every type
+panes writes, rows of it, and a partition replace of them."""
 
 from __future__ import annotations
 
