@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 from pyspark.sql import SparkSession
 
 from jobs.runtime import class_archive, jvm_packages
+from jobs.storage.locations import aws_region, s3_endpoint
 
 SPARK_DEFAULTS: dict[str, str] = {
     "spark.master": "local[*]",
@@ -124,12 +125,12 @@ def s3a_settings(config: dict[str, str] | None = None) -> dict[str, str]:
     ``AWS_SECRET_ACCESS_KEY`` itself, and executors get them as ``spark.executorEnv``. Explicit
     settings win."""
     settings = {}
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    endpoint = s3_endpoint()
     if endpoint:
         settings["spark.hadoop.fs.s3a.endpoint"] = endpoint
         settings["spark.hadoop.fs.s3a.path.style.access"] = "true"
         settings["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(urlparse(endpoint).scheme == "https").lower()
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    region = aws_region()
     if region:
         settings["spark.hadoop.fs.s3a.endpoint.region"] = region
     # Executors on a cluster read credentials from their own environment: hand the driver's on

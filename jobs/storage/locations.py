@@ -12,6 +12,16 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 
+def s3_endpoint() -> str | None:
+    """The S3-compatible server every client here talks to, as the AWS CLI reads it: the
+    S3-specific ``AWS_ENDPOINT_URL_S3`` first, then ``AWS_ENDPOINT_URL``; None for AWS itself."""
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def aws_region() -> str | None:
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
+
+
 def is_local(path: str) -> bool:
     return "://" not in str(path) or str(path).startswith("file:")
 
@@ -38,11 +48,11 @@ def file_system(path: str) -> tuple[pafs.FileSystem, str] | None:
     uri = delta_rs_uri(path)
     if uri.startswith("s3://"):
         options: dict[str, Any] = {}
-        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        endpoint = s3_endpoint()
         if endpoint:
             parsed = urlparse(endpoint)
             options.update(endpoint_override=parsed.netloc or endpoint, scheme=parsed.scheme or "https")
-        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        region = aws_region()
         if region:
             options["region"] = region
         return pafs.S3FileSystem(**options), uri[len("s3://"):].rstrip("/")
@@ -56,7 +66,7 @@ def storage_options(path: str) -> dict[str, str] | None:
     """delta-rs reads AWS_* from the environment itself; an http endpoint must also be allowed."""
     if not delta_rs_uri(path).startswith("s3://"):
         return None
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+    endpoint = s3_endpoint() or ""
     options = {"AWS_ENDPOINT_URL": endpoint} if endpoint else {}
     if endpoint.startswith("http://"):
         options["AWS_ALLOW_HTTP"] = "true"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from jobs.runtime.spark_session import s3a_settings
 from jobs.storage.locations import delta_rs_uri, file_system, is_local, spark_path, storage_options
 
 
@@ -18,7 +19,9 @@ def test_each_reader_gets_its_spelling_of_one_location(tmp_path, monkeypatch):
 
 
 def test_s3_takes_its_endpoint_from_the_aws_variables(monkeypatch):
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "https://elsewhere.example")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000")  # the S3-specific one wins
+    assert s3a_settings()["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"  # Spark reads the same one
     assert storage_options("s3a://bucket/t") == {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_ALLOW_HTTP": "true"}
     assert storage_options("/local/t") is None
     fs, inside = file_system("s3a://bucket/lake/t/")
