@@ -88,7 +88,7 @@ def windows_of_spine_day(config: PipelineConfig, *, snapshot: bool) -> dg.TimeWi
     lies less than a slide before its row's ts: D - ceil(slide) .. D) and the snapshots of the
     day before each. Closed sessions of any earlier day are read too, and not declared: a
     session's last row can be of any day, and no mapping says "every day before"."""
-    reach = max([math.ceil(w.slide / DAY_SECONDS) for w in config.windows], default=0)
+    reach = max([math.ceil(w.every / DAY_SECONDS) for w in config.windows], default=0)
     return _mapping(-(reach + (1 if snapshot else 0)), 0)
 
 

@@ -97,7 +97,7 @@ class DuckDBChanges:
     def _check(config) -> None:
         spec = config.windows[0] if len(config.windows) == 1 else None
         kinds = sorted(a.kind for a in config.aggregations)
-        if spec is None or (spec.length, spec.slide) != (7 * DAY_SECONDS, 60) or kinds != ["count", "sum"] \
+        if spec is None or (spec.length, spec.every) != (7 * DAY_SECONDS, 60) or kinds != ["count", "sum"] \
                 or config.late_policy != "include" or config.bucket != 60:
             raise SystemExit("the peers compute the default configuration only: one 7-day window "
                              "sliding every minute, count and sum, late events included")

@@ -301,7 +301,7 @@ class RangeFold:
 def frames_reach_days(config: PipelineConfig) -> int:
     """Event days before a window day whose frames a recomputation may need: the longest window
     plus its slide (the window just before the day's first end), rounded up, plus one."""
-    return math.ceil(max((w.length + w.slide for w in config.windows), default=0) / DAY_SECONDS) + 1
+    return math.ceil(max((w.length + w.every for w in config.windows), default=0) / DAY_SECONDS) + 1
 
 
 def python_combinable(aggregation: Aggregation) -> bool:
@@ -345,7 +345,7 @@ def expected_rows(value: Callable[[int], tuple[tuple, bool]], spec: WindowSpec,
     ends = spec.ends_between(day_start(day), day_start(day) + DAY_SECONDS)
     if spec.emit == "final":
         return {t: value(t)[0] for t in ends if value(t)[1]}
-    before = value(ends.start - spec.slide)[0]
+    before = value(ends.start - spec.every)[0]
     return dict(change_points(((t, value(t)[0]) for t in ends), before))
 
 

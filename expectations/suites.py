@@ -336,7 +336,7 @@ def prepare_window_changes(changes: DataFrame, previous_snapshot: DataFrame | No
     by_key = Window.partitionBy("key", "window").orderBy("window_end")
     frame = changes.withColumns({
         "window_end_off_grid_seconds": _per_window(  # -1: no window_end
-            config, lambda s: F.coalesce(F.pmod(end - F.lit(s.end_offset), F.lit(s.slide)), F.lit(-1))),
+            config, lambda s: F.coalesce(F.pmod(end - F.lit(s.end_offset), F.lit(s.every)), F.lit(-1))),
         **_window_lengths(end, config),
         "window_end_date": F.to_date("window_end"),
         "__has_previous": F.lag("window_end").over(by_key).isNotNull(),

@@ -90,7 +90,7 @@ def served_windows(config: PipelineConfig) -> tuple[WindowSpec, ...]:
 def day_as_of(spec: WindowSpec, day: date) -> datetime:
     """The instant ``window_snapshot`` of ``day`` is of for this window: the day's last window end."""
     midnight = to_epoch_seconds(datetime(day.year, day.month, day.day, tzinfo=timezone.utc) + DAY)
-    return from_epoch_seconds(spec.end_at_or_after(midnight) - spec.slide)
+    return from_epoch_seconds(spec.end_at_or_after(midnight) - spec.every)
 
 
 # -- the day's rows, as PostgreSQL's COPY reads them ----------------------------------------------

@@ -117,7 +117,7 @@ class Reading:
 
 def end_at_or_before(seconds: Column, spec: WindowSpec) -> Column:
     """``WindowSpec.end_at_or_before`` as a Spark expression (epoch seconds)."""
-    return seconds - F.pmod(seconds - F.lit(spec.end_offset), F.lit(spec.slide))
+    return seconds - F.pmod(seconds - F.lit(spec.end_offset), F.lit(spec.every))
 
 
 def read_end(at: Column, spec: WindowSpec, exclusive: bool) -> Column:
@@ -235,7 +235,7 @@ def _snapshot_points(spark: SparkSession, lakehouse: str, plan: _Plan, keys: lis
     holds = reduce(lambda a, b: a | b, [(F.col("window") == s.name) & F.col("date").isin(carried[s.name]) for s in kept])
     # Seen from the first end of the next day on: the day read (the end L's) is the next day.
     midnight = (F.unix_date("date").cast("long") + 1) * DAY_SECONDS
-    first_end = _case(kept, lambda s: end_at_or_before(midnight - 1, s) + s.slide)
+    first_end = _case(kept, lambda s: end_at_or_before(midnight - 1, s) + s.every)
     return snapshot.where(holds).select(
         F.col("key").alias(KEY), (first_end * MICROS).alias(_SORT), F.lit(_SNAPSHOT_RANK).alias(_RANK),
         _case(kept, lambda s: F.lit(index[s.name])).alias(_WINDOW),

@@ -198,11 +198,11 @@ def _timelines_by_kind(events: Iterable[Event], config: PipelineConfig) -> dict[
 
 
 def _first_start_at_or_after(spec: WindowSpec, moment: int) -> int:
-    return spec.offset + -((spec.offset - moment) // spec.slide) * spec.slide
+    return spec.offset + -((spec.offset - moment) // spec.every) * spec.every
 
 
 def _last_start_at_or_before(spec: WindowSpec, moment: int) -> int:
-    return spec.offset + (moment - spec.offset) // spec.slide * spec.slide
+    return spec.offset + (moment - spec.offset) // spec.every * spec.every
 
 
 def window_ends(spec: WindowSpec, start: int, stop: int) -> range:
@@ -211,7 +211,7 @@ def window_ends(spec: WindowSpec, start: int, stop: int) -> range:
     if spec.cumulating:
         return range(spec.offset + -((spec.offset - start) // spec.step) * spec.step, stop, spec.step)
     first = _first_start_at_or_after(spec, start - spec.length) + spec.length
-    return range(first, stop, spec.slide)
+    return range(first, stop, spec.every)
 
 
 def window_bounds(spec: WindowSpec, end: int) -> tuple[int, int]:
@@ -232,7 +232,7 @@ def entering_and_leaving(spec: WindowSpec, moment: int) -> tuple[int, int] | Non
     last = _last_start_at_or_before(spec, moment)
     if first > last:
         return None
-    return first + spec.length, last + spec.slide + spec.length
+    return first + spec.length, last + spec.every + spec.length
 
 
 def last_end_before(spec: WindowSpec, stop: int) -> int:

@@ -123,20 +123,21 @@ def parse_utc_timestamp(value: str | datetime, *, field_name: str) -> datetime:
 
 @dataclass(frozen=True)
 class WindowSpec:
-    """A named window: ``length``, ``slide``, ``offset`` and ``bucket`` in whole seconds.
+    """A named window: ``length``, ``every`` (the spacing of its ends), ``offset`` and ``bucket``
+    in whole seconds.
 
-    Tumbling windows have ``slide == length``. ``offset`` shifts the grid of window starts,
-    ``k * slide + offset``, as in Flink: ``-8h`` starts daily windows at a UTC-8 midnight.
+    A sliding window ends ``every`` slide (:attr:`slide`); a tumbling one every ``length``.
+    ``offset`` shifts the grid of window starts, ``k * every + offset``, as in Flink: ``-8h``
+    starts daily windows at a UTC-8 midnight.
     ``align_to`` (Bytewax's) says the same with a UTC instant at which some window starts; give
-    one or the other. The offset is kept normalised into ``[0, slide)`` because only its position
+    one or the other. The offset is kept normalised into ``[0, every)`` because only its position
     on the grid matters.
 
     With ``step``, the window is cumulating (Flink's ``CUMULATE(step, size)``): windows share a
     start on the grid ``k * length + offset`` and grow by ``step`` up to ``length``, so the
     windows of one period are ``[s, s + step)``, ``[s, s + 2 * step)``, .. ``[s, s + length)``,
-    and the next period starts again at ``s + length``. Its ends lie every ``step``: ``slide``
-    holds the step (the spacing of ends, which is all the end arithmetic needs) and the offset
-    is normalised into ``[0, length)``.
+    and the next period starts again at ``s + length``. Its ends lie ``every`` step (it has no
+    slide), and the offset is normalised into ``[0, length)``.
 
     ``keyed: false`` aggregates all keys together (Flink's ``windowAll``): its rows carry the key
     ``ALL_KEYS`` (``*``).
@@ -144,7 +145,7 @@ class WindowSpec:
 
     name: str
     length: int
-    slide: int
+    every: int  # the spacing of window ends: the slide, or a cumulating window's step
     offset: int | None = None
     bucket: int = 60
     emit: str = "changes"
@@ -172,16 +173,16 @@ class WindowSpec:
     ) -> WindowSpec:
         """Build from duration strings: ``WindowSpec.of("7d", "7d", "1m")``."""
         length_s = parse_duration(length, field_name=f"windows.{name}.length")
-        slide_s = length_s if slide is None else parse_duration(slide, field_name=f"windows.{name}.slide")
+        every_s = length_s if slide is None else parse_duration(slide, field_name=f"windows.{name}.slide")
         step_s = None if step is None else parse_duration(step, field_name=f"windows.{name}.step")
         if step_s is not None:
             if slide is not None:
                 raise ValueError(f"windows.{name}.step: a cumulating window has no slide (its ends are its steps)")
-            slide_s = step_s
+            every_s = step_s
         return cls(
             name=name,
             length=length_s,
-            slide=slide_s,
+            every=every_s,
             offset=None if offset is None else parse_duration(offset, field_name=f"windows.{name}.offset"),
             bucket=parse_duration(bucket, field_name="bucket"),
             emit=emit,
@@ -199,7 +200,7 @@ class WindowSpec:
             raise ValueError(f"{where}.keyed must be true or false, got {self.keyed!r}")
         if self.step is not None and self.step <= 0:
             raise ValueError(f"{where}.step must be positive, got {format_duration(self.step)}")
-        for label, value in (("length", self.length), ("slide", self.slide), ("bucket", self.bucket)):
+        for label, value in (("length", self.length), ("slide", self.every), ("bucket", self.bucket)):
             if value <= 0:
                 raise ValueError(f"{where}.{label} must be positive, got {format_duration(value)}")
         if self.align_to is not None:
@@ -211,7 +212,7 @@ class WindowSpec:
             origin = ("offset", self.offset or 0)
         if not isinstance(origin[1], int) or isinstance(origin[1], bool):
             raise ValueError(f"{where}.offset: expected whole seconds, got {origin[1]!r}")
-        spacing = ("step" if self.step is not None else "slide", self.slide)  # a step is kept as the slide
+        spacing = ("step" if self.step is not None else "slide", self.every)
         for label, value in (("length", self.length), spacing, origin):
             if abs(value) > MAX_DURATION and label != "align_to":  # an instant, not a duration
                 raise ValueError(f"{where}.{label} ({format_duration(value)}) must be at most "
@@ -228,16 +229,21 @@ class WindowSpec:
             if self.length % self.step:
                 raise ValueError(f"{where}.step ({format_duration(self.step)}) must divide the length "
                                  f"({format_duration(self.length)}) into whole steps")
-            if self.slide != self.step:
+            if self.every != self.step:
                 raise ValueError(f"{where}.step: a cumulating window has no slide (its ends are its steps)")
         if self.emit not in ("changes", "final"):
             raise ValueError(f"{where}.emit must be 'changes' or 'final', got {self.emit!r}")
         check_time(where, self.time)
-        object.__setattr__(self, "offset", origin[1] % (self.length if self.cumulating else self.slide))
+        object.__setattr__(self, "offset", origin[1] % (self.length if self.cumulating else self.every))
+
+    @property
+    def slide(self) -> int | None:
+        """The slide of a sliding or tumbling window; None for a cumulating one, which has steps."""
+        return None if self.cumulating else self.every
 
     @property
     def tumbling(self) -> bool:
-        return self.slide == self.length and not self.cumulating
+        return self.every == self.length and not self.cumulating
 
     @property
     def cumulating(self) -> bool:
@@ -249,8 +255,8 @@ class WindowSpec:
 
     @property
     def end_offset(self) -> int:
-        """Where window ends lie on the slide grid: starts at ``offset`` plus the length."""
-        return (self.offset + self.length) % self.slide
+        """Where window ends lie on their grid of spacing ``every``: starts at ``offset`` plus the length."""
+        return (self.offset + self.length) % self.every
 
     def window_start(self, end: int) -> int:
         """Start of the window that ends at ``end``: its period's, for a cumulating window (whose
@@ -267,23 +273,23 @@ class WindowSpec:
     # -- the grid of window ends ----------------------------------------------------------
     def end_at_or_after(self, epoch_second: int) -> int:
         """The first window end ``t >= epoch_second``."""
-        return epoch_second + (self.end_offset - epoch_second) % self.slide
+        return epoch_second + (self.end_offset - epoch_second) % self.every
 
     def end_at_or_before(self, epoch_second: int) -> int:
         """The last window end ``t <= epoch_second``."""
-        return epoch_second - (epoch_second - self.end_offset) % self.slide
+        return epoch_second - (epoch_second - self.end_offset) % self.every
 
     def ends_between(self, start: int, stop: int) -> range:
         """Window ends ``t`` with ``start <= t < stop``."""
-        return range(self.end_at_or_after(start), stop, self.slide)
+        return range(self.end_at_or_after(start), stop, self.every)
 
     def ends_containing(self, epoch_second: int) -> range:
         """Ends of every window that holds this instant: ``t - length <= instant < t``, or for a
         cumulating window every end after it up to its period's end."""
         if self.cumulating:
             return range(self.end_at_or_after(epoch_second + 1), self.period_start(epoch_second) + self.length + 1,
-                         self.slide)
-        return range(self.end_at_or_after(epoch_second + 1), epoch_second + self.length + 1, self.slide)
+                         self.every)
+        return range(self.end_at_or_after(epoch_second + 1), epoch_second + self.length + 1, self.every)
 
     def enter_end(self, frame_start: int) -> int:
         """The first window end whose window holds the frame (the frame enters there).
@@ -303,13 +309,13 @@ class WindowSpec:
 
     def describe(self) -> str:
         if self.cumulating:
-            kind = f"cumulating every {format_duration(self.slide)}"
+            kind = f"cumulating every {format_duration(self.every)}"
         else:
-            kind = "tumbling" if self.tumbling else f"sliding every {format_duration(self.slide)}"
+            kind = "tumbling" if self.tumbling else f"sliding every {format_duration(self.every)}"
         text = f"{self.name}: {format_duration(self.length)} {kind}"
         if self.offset:
             text += f", starting at offset {format_duration(self.offset)}"
-        if self.slide > self.length:
+        if self.every > self.length:
             text += " (with gaps)"
         if not self.keyed:
             text += ", all keys together"

@@ -81,16 +81,16 @@ def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plan
     elements are longs for both tables: ends in epoch seconds, or days since 1970.
     """
     end, is_change = F.col("end"), F.col(TABLE_COLUMN) == WINDOW_CHANGES.name
-    slide, after = windows.param(lambda s: s.slide), windows.param(lambda s: plans[s.name].after)
+    every, after = windows.param(lambda s: s.every), windows.param(lambda s: plans[s.name].after)
     # ``final``: every end from this one to the key's next, within the run
-    first = F.greatest(end, after + slide)
-    last = F.coalesce(F.col("next_end") - slide, windows.param(lambda s: plans[s.name].last_end))
+    first = F.greatest(end, after + every)
+    last = F.coalesce(F.col("next_end") - every, windows.param(lambda s: plans[s.name].last_end))
     def final(s: WindowSpec) -> bool:
         return s.emit == "final"
 
     emitted = windows.choose(final, lambda: (F.col("event_count") > 0) & (first <= last),
                              lambda: (end > after) & F.col("changed"))
-    change_ends = windows.choose(final, lambda: F.sequence(first, last, slide), lambda: F.array(end))
+    change_ends = windows.choose(final, lambda: F.sequence(first, last, every), lambda: F.array(end))
     held = F.col("until").isNotNull() & (F.col("event_count") > 0)
     tagged = (marked.select("*", F.explode(F.array(F.lit(WINDOW_CHANGES.name), F.lit(WINDOW_SNAPSHOT.name)))
                             .alias(TABLE_COLUMN))
@@ -99,7 +99,7 @@ def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plan
         F.sequence(F.unix_date("date").cast("long"), F.unix_date("until").cast("long")))).alias("at"))
     at = F.col("at")
     day = F.when(is_change, _utc_date(at)).otherwise(F.date_from_unix_date(at.cast("int")))
-    as_of = windows.end_at_or_after(utc_midnight(day) + DAY_SECONDS) - slide
+    as_of = windows.end_at_or_after(utc_midnight(day) + DAY_SECONDS) - every
     return days.select(
         "key",
         "window",

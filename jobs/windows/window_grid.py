@@ -66,7 +66,7 @@ class Windows:
 
     def end_at_or_after(self, seconds: Column) -> Column:
         """``WindowSpec.end_at_or_after``."""
-        return seconds + F.pmod(self.param(lambda s: s.end_offset) - seconds, self.param(lambda s: s.slide))
+        return seconds + F.pmod(self.param(lambda s: s.end_offset) - seconds, self.param(lambda s: s.every))
 
     def window_start_of(self, end: Column) -> Column:
         """``WindowSpec.window_start``: ``end - length``, or a cumulating window's period start."""

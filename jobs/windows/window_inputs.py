@@ -39,7 +39,7 @@ class ReadPlan:
 
     def __init__(self, spec: WindowSpec, config: PipelineConfig, first: date, last: date) -> None:
         start, self.stop = day_start(first), day_start(last) + DAY_SECONDS
-        self.after = spec.end_at_or_after(start) - spec.slide  # the last end before the first day
+        self.after = spec.end_at_or_after(start) - spec.every  # the last end before the first day
         self.last_end = spec.end_at_or_before(self.stop - 1)
         length = spec.length
         # Frames entering in (after, stop) start in [after, last_end); frames leaving there

@@ -10,7 +10,7 @@ from windowing_core.config import PipelineConfig, reads_day_tiles
 def test_defaults_are_one_7d_window_with_count_and_sum():
     config = PipelineConfig.from_dict({})
     assert [w.name for w in config.windows] == ["7d"]
-    assert config.windows[0].length == 7 * 86400 and config.windows[0].slide == 60
+    assert config.windows[0].length == 7 * 86400 and config.windows[0].every == 60
     assert [a.name for a in config.aggregations] == ["count", "sum"]
     assert config == PipelineConfig()
 
@@ -111,7 +111,7 @@ def test_every_window_kind_reads_from_yaml():
           all: {length: 1h, slide: 20m, keyed: false, emit: final}
     """))
     today, every_key = config.windows
-    assert (today.cumulating, today.slide, today.offset) == (True, 600, 16 * 3600)
+    assert (today.cumulating, today.every, today.offset) == (True, 600, 16 * 3600)
     assert (every_key.keyed, every_key.emit) == (False, "final")
     assert config.watermark_clock == "arrival"
 
@@ -368,7 +368,7 @@ def test_merge_keys_may_still_override_what_they_merge(tmp_path):
     path = tmp_path / "panes.yaml"
     path.write_text("windows:\n  base: &base {length: 1h, slide: 10m}\n  other: {<<: *base, slide: 20m}\n")
     config = PipelineConfig.load(path)
-    assert [(w.name, w.length, w.slide) for w in config.windows] == [("base", 3600, 600), ("other", 3600, 1200)]
+    assert [(w.name, w.length, w.every) for w in config.windows] == [("base", 3600, 600), ("other", 3600, 1200)]
 
 
 # Issue 47, item 11: every duration a configuration holds is capped (3660d, the windows' cap;

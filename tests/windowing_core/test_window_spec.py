@@ -83,7 +83,7 @@ def test_flink_start_formula_gives_the_same_windows():
     # Flink: start = ts - (ts - offset + slide) % slide, the last start at or before ts
     spec = WindowSpec.of("w", "1h", "30m", offset="15m")
     for ts in range(0, 4 * 3600, 60):
-        last_start = ts - (ts - spec.offset + spec.slide) % spec.slide
+        last_start = ts - (ts - spec.offset + spec.every) % spec.every
         assert max(spec.ends_containing(ts)) == last_start + spec.length
 
 

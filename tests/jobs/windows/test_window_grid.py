@@ -42,8 +42,8 @@ def test_ends_and_starts_of_every_window_kind_equal_the_specs_own(spark):
 
 def test_a_parameter_all_windows_share_is_one_literal_and_differing_ones_a_case_on_the_name():
     one = Windows(SPECS[:1])
-    assert "CASE" not in str(one.param(lambda s: s.slide))
-    assert "CASE" in str(Windows(SPECS).param(lambda s: s.slide))
+    assert "CASE" not in str(one.param(lambda s: s.every))
+    assert "CASE" in str(Windows(SPECS).param(lambda s: s.every))
     sessions = Windows((SessionSpec.of("a", "30m"), SessionSpec.of("b", "30m", max_length="6h")))
     assert "CASE" not in str(sessions.param(lambda s: s.gap))
     assert "CASE" in str(sessions.param(lambda s: s.max_length))
