@@ -9,6 +9,8 @@ from decimal import Context, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pyspark.sql import functions as F
+
 from windowing_core.field_types import (
     ANY,
     declared_name,
@@ -124,8 +126,6 @@ class Aggregation(ABC):
 
     def spark_value(self) -> Column:
         """What ``spark_accumulate`` takes of the events: the field's column."""
-        from pyspark.sql import functions as F
-
         return F.col(self.field)
 
     @property
@@ -211,8 +211,6 @@ class Aggregation(ABC):
     def spark_empty_value(self) -> Column:
         """``finish(empty())`` as a Spark literal of ``output_type``: what every key's window
         starts from (0, null, an empty list or map)."""
-        from pyspark.sql import functions as F
-
         value = self.finish(self.empty())
         if isinstance(value, (list, dict)) and not value:
             return (F.array() if isinstance(value, list) else F.create_map()).cast(self.output_type)
@@ -247,8 +245,6 @@ def _unscaled(value: Any, scale: int) -> int:
 def _spark_unscaled(value: Column, value_type: str) -> Column:
     """``_unscaled`` in Spark, as a bigint: a decimal(P,S) times 10**S is exact (P + S + 2 <= 38
     digits, as ``field_types.MAX_DECIMAL_PRECISION`` keeps P <= 18) and fits 64 bits."""
-    from pyspark.sql import functions as F
-
     _, scale = precision_and_scale(value_type)
     return value.cast("bigint") if scale == 0 else (value * F.lit(10**scale)).cast("bigint")
 
@@ -262,8 +258,6 @@ def _ordered_sum(values: Column) -> Column:
     """The sum of a group's doubles added in ascending order: the same bits on every run, which
     Spark's ``sum`` (adding in whatever order rows arrive from a shuffle) does not promise.
     Nulls are skipped; an empty group sums to 0.0."""
-    from pyspark.sql import functions as F
-
     return F.aggregate(F.array_sort(F.collect_list(values)), F.lit(0.0), lambda acc, x: acc + x)
 
 

@@ -9,6 +9,8 @@ from fractions import Fraction
 from functools import reduce
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pyspark.sql import functions as F
+
 from windowing_core.aggregations.base import (
     DEFAULT_FIELD,
     Aggregation,
@@ -139,8 +141,6 @@ class Moments(Aggregation):
     # -- Spark --
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
-        from pyspark.sql import functions as F
-
         if not self.invertible:
             one = F.when(value.isNotNull(), F.struct(F.lit(1).cast("bigint").alias("n"), value.cast("double").alias("mean"),
                                                        *[F.lit(0.0).alias(m) for m in ("m2", "m3", "m4")]))
@@ -153,8 +153,6 @@ class Moments(Aggregation):
         return self.spark_merge([F.coalesce(p, F.lit(0)) for p in parts])
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
-        from pyspark.sql import functions as F
-
         if not self.invertible:
             n, mean, m2, m3, m4 = fields
             return _pebay_merge(F.when(n > 0, F.struct(n.cast("bigint").alias("n"), mean.alias("mean"), m2.alias("m2"),
@@ -178,8 +176,6 @@ class Moments(Aggregation):
         ``A``s, which do not depend on the shift, come from small numbers: exact in decimal(38,0)
         where they fit (``try_`` arithmetic, null on overflow), else rounded from the shifted
         sums in double, where nothing large cancels."""
-        from pyspark.sql import functions as F
-
         if not self.invertible:
             n, _, m2, m3, m4 = fields
             count = n.cast("double")
@@ -224,8 +220,6 @@ _DECIMAL_38 = 10**38 - 1
 
 def _pebay(a: Mapping[str, Column], b: Mapping[str, Column]) -> dict[str, Column]:
     """Pebay's pairwise update of (n, mean, M2, M3, M4): ``a`` then ``b``, both non-empty."""
-    from pyspark.sql import functions as F
-
     na, nb = a["n"].cast("double"), b["n"].cast("double")
     n = na + nb
     d = b["mean"] - a["mean"]
@@ -313,8 +307,6 @@ class ApproxPercentile(Aggregation):
         return [values[max(math.ceil(Fraction(str(p)) * len(values)), 1) - 1] for p in self.percentiles]
 
     def _kll(self, name: str):
-        from pyspark.sql import functions as F
-
         return getattr(F, f"{name}_{'bigint' if self.longs else 'double'}")
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
@@ -324,8 +316,6 @@ class ApproxPercentile(Aggregation):
         return [_over(self._kll("kll_merge_agg")(fields[0]), over)]
 
     def spark_finish(self, fields: list[Column]) -> Column:
-        from pyspark.sql import functions as F
-
         ranks = F.array(*[F.lit(p) for p in self.percentiles])
         return F.when(self._kll("kll_sketch_get_n")(fields[0]) > 0,
                       self._kll("kll_sketch_get_quantile")(fields[0], ranks))
@@ -375,21 +365,15 @@ class KList(Aggregation):
         return [item[1] for item in partial[0]] if self.timed else list(partial[0])
 
     def _item(self, value: Column, at: Column) -> Column:
-        from pyspark.sql import functions as F
-
         # a null value is no item: a struct holding one would still sort and be kept
         return F.when(value.isNotNull(), F.struct(at.alias("at"), value.alias("v"))) if self.timed else value
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
-        from pyspark.sql import functions as F
-
         item = self._item(value, at)
         best = (F.max_by if self.descending else F.min_by)(item, item, self.k)  # sorted, at most k
         return [F.coalesce(best, F.array().cast(self.fields[0].spark_type))]
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
-        from pyspark.sql import functions as F
-
         merged = F.flatten(_over(F.collect_list(fields[0]), over))
         return [F.slice(F.sort_array(merged, asc=not self.descending), 1, self.k)]
 
@@ -397,14 +381,10 @@ class KList(Aggregation):
         return fields[0]
 
     def spark_merge_elements(self, element: Column, over: WindowSpec) -> list[Column]:
-        from pyspark.sql import functions as F
-
         best = (F.max_by if self.descending else F.min_by)(element, element, self.k).over(over)
         return [F.coalesce(best, F.array().cast(self.fields[0].spark_type))]
 
     def spark_finish(self, fields: list[Column]) -> Column:
-        from pyspark.sql import functions as F
-
         items = F.coalesce(fields[0], F.array().cast(self.fields[0].spark_type))
         return F.transform(items, lambda x: x["v"]) if self.timed else items
 
@@ -451,26 +431,18 @@ class UniqueCount(Aggregation):
         return len(partial[0])
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
-        from pyspark.sql import functions as F
-
         return [F.array_sort(F.collect_set(value))]
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
-        from pyspark.sql import functions as F
-
         return [F.array_sort(F.array_distinct(F.flatten(_over(F.collect_list(fields[0]), over))))]
 
     def spark_elements(self, fields: list[Column]) -> Column:
         return fields[0]
 
     def spark_merge_elements(self, element: Column, over: WindowSpec) -> list[Column]:
-        from pyspark.sql import functions as F
-
         return [F.array_sort(F.collect_set(element).over(over))]
 
     def spark_finish(self, fields: list[Column]) -> Column:
-        from pyspark.sql import functions as F
-
         return F.coalesce(F.size(fields[0]), F.lit(0)).cast("bigint")
 
 
@@ -513,28 +485,20 @@ class Histogram(Aggregation):
         return dict(partial[0])
 
     def _empty_map(self) -> Column:
-        from pyspark.sql import functions as F
-
         return F.create_map().cast(self.output_type)
 
     def _canonical(self, counts: Column) -> Column:
         """Without zero counts, entries in value order."""
-        from pyspark.sql import functions as F
-
         kept = F.map_filter(counts, lambda _, n: n != 0)
         return F.map_from_entries(F.array_sort(F.map_entries(kept)))
 
     def _sum(self, maps: Column) -> Column:
-        from pyspark.sql import functions as F
-
         def add(acc: Column, m: Column) -> Column:
             return F.map_zip_with(acc, m, lambda _, x, y: F.coalesce(x, F.lit(0)) + F.coalesce(y, F.lit(0)))
 
         return self._canonical(F.aggregate(maps, self._empty_map(), add))
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
-        from pyspark.sql import functions as F
-
         ones = F.transform(F.collect_list(value), lambda x: F.create_map(x, F.lit(1).cast("bigint")))
         return [self._sum(ones)]
 
@@ -546,28 +510,18 @@ class Histogram(Aggregation):
         known and not built: running counts per (key, value), each exploded over the indices of
         the key's ends it holds (``sequence`` from its end to the next change of that value), and
         grouped back into one map per end, so the work is the size of the maps written."""
-        from pyspark.sql import functions as F
-
         return [self._sum(_over(F.collect_list(fields[0]), over))]
 
     def spark_finish(self, fields: list[Column]) -> Column:
-        from pyspark.sql import functions as F
-
         return F.coalesce(fields[0], self._empty_map())
 
     def spark_negate(self, fields: list[Column]) -> list[Column]:
-        from pyspark.sql import functions as F
-
         return [F.transform_values(fields[0], lambda _, n: -n)]
 
     def spark_deduct(self, a: list[Column], b: list[Column]) -> list[Column]:
-        from pyspark.sql import functions as F
-
         return [self._sum(F.array(a[0], F.transform_values(b[0], lambda _, n: -n)))]
 
     def spark_comparable(self, value: Column) -> Column:
-        from pyspark.sql import functions as F
-
         return F.array_sort(F.map_entries(value))
 
 

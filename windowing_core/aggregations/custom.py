@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import functions as F
 from sqlglot import exp
 
 from windowing_core.aggregations.base import DEFAULT_FIELD, Aggregation, Partial, PartialField
@@ -120,8 +121,6 @@ class Custom(Aggregation):
         return tuple(field(a.field) for _, _, a in self.parts)
 
     def spark_value(self) -> Column:
-        from pyspark.sql import functions as F
-
         return F.struct(*[F.expr(argument).cast(a.value_type).alias(f"p{i}")
                           for i, (_, argument, a) in enumerate(self.parts)])
 
@@ -165,8 +164,6 @@ class Custom(Aggregation):
         return [c for (_, _, a), f in zip(self.parts, self._split(fields), strict=True) for c in a.spark_merge(f, over)]
 
     def spark_finish(self, fields: list[Column]) -> Column:
-        from pyspark.sql import functions as F
-
         values = {}
         for (part, _, a), f in zip(self.parts, self._split(fields), strict=True):
             # a window over tiles without events merges to null fields: the part's empty value
@@ -361,8 +358,6 @@ def _evaluate(node: exp.Expression, values: dict[str, Any]) -> Any:
 
 def _spark(node: exp.Expression, values: dict[str, Column]) -> Column:
     """The value as a Spark column: ``_evaluate``'s twin, node for node."""
-    from pyspark.sql import functions as F
-
     if isinstance(node, exp.Paren):
         return _spark(node.this, values)
     if isinstance(node, exp.Column):

@@ -10,6 +10,8 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pyspark.sql import functions as F
+
 from windowing_core.aggregations.base import (
     DEFAULT_FIELD,
     Aggregation,
@@ -67,14 +69,10 @@ class Additive(Aggregation):
         """Per event, what it adds to each field; null where the value is null (ignored)."""
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
-        from pyspark.sql import functions as F
-
         return [F.coalesce(F.sum(c), F.lit(0)).cast(f.spark_type)
                 for c, f in zip(self.spark_contributions(value), self.fields, strict=True)]
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
-        from pyspark.sql import functions as F
-
         return [_over(F.sum(c), over).cast(f.spark_type) for c, f in zip(fields, self.fields, strict=True)]
 
 
@@ -92,8 +90,6 @@ class Count(Additive):
         return partial[0]
 
     def spark_contributions(self, value: Column) -> list[Column]:
-        from pyspark.sql import functions as F
-
         return [F.when(value.isNotNull(), F.lit(1)).cast("bigint")]
 
     def spark_finish(self, fields: list[Column]) -> Column:
@@ -113,8 +109,6 @@ class _DoubleSums:
 
     @staticmethod
     def merge(column: Column, over: WindowSpec | None) -> Column:
-        from pyspark.sql import functions as F
-
         return _ordered_sum(column) if over is None else F.sum(column).over(over)
 
 
@@ -155,22 +149,16 @@ class Sum(Aggregation):
         return float(partial[0]) if partial[0] is not None else 0.0
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
-        from pyspark.sql import functions as F
-
         if not self.invertible:
             return [_ordered_sum(value)]
         return [F.coalesce(F.sum(value.cast(self.output_type)), F.lit(0)).cast(self.output_type)]
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
-        from pyspark.sql import functions as F
-
         if not self.invertible:
             return [_DoubleSums.merge(fields[0], over)]
         return [_over(F.sum(fields[0]), over).cast(self.output_type)]
 
     def spark_finish(self, fields: list[Column]) -> Column:
-        from pyspark.sql import functions as F
-
         return F.coalesce(fields[0], F.lit(0).cast(self.output_type))
 
 
@@ -218,24 +206,18 @@ class Mean(Aggregation):
         return float(s) / float(n)
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
-        from pyspark.sql import functions as F
-
         n = F.count(value).cast("bigint")
         if not self.invertible:
             return [n, _ordered_sum(value)]
         return [n, F.coalesce(F.sum(value.cast(self.fields[1].spark_type)), F.lit(0)).cast(self.fields[1].spark_type)]
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
-        from pyspark.sql import functions as F
-
         n = _over(F.sum(fields[0]), over).cast("bigint")
         if not self.invertible:
             return [n, _DoubleSums.merge(fields[1], over)]
         return [n, _over(F.sum(fields[1]), over).cast(self.fields[1].spark_type)]
 
     def spark_finish(self, fields: list[Column]) -> Column:
-        from pyspark.sql import functions as F
-
         n, s = fields
         if self.family == DECIMAL:
             return F.when(n > 0, _spark_decimal_mean(s, n, self.value_type))
@@ -257,8 +239,6 @@ def _spark_floor_div(numerator: Column, divisor: Column) -> tuple[Column, Column
     Spark's own decimal division rounds its quotient at whatever scale its precision rules
     leave (6 digits here), so its floor is only a guess, off by one where the quotient rounded
     up to the next integer; the exact remainder tells, and corrects it."""
-    from pyspark.sql import functions as F
-
     whole = "decimal(38,0)"
     guess = F.floor(numerator / divisor).cast(whole)
     remainder = F.try_subtract(numerator, F.try_multiply(guess, divisor)).cast(whole)
@@ -269,8 +249,6 @@ def _spark_floor_div(numerator: Column, divisor: Column) -> tuple[Column, Column
 def _spark_decimal_mean(s: Column, n: Column, value_type: str) -> Column:
     """``_round_half_up(s * 10**S, n) / 10**S`` in exact decimal arithmetic: Spark's division
     would round once at its own scale and again at S (``_spark_floor_div``)."""
-    from pyspark.sql import functions as F
-
     precision, scale = precision_and_scale(value_type)
     numerator = (s * F.lit(10**scale)).cast("decimal(38,0)")  # an integer: exact at any scale Spark keeps
     count = n.cast("decimal(20,0)")
@@ -365,8 +343,6 @@ class Variance(Aggregation):
     # -- Spark --
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
-        from pyspark.sql import functions as F
-
         if not self.invertible:
             one = F.when(value.isNotNull(), F.struct(F.lit(1).cast("bigint").alias("n"),
                                                        value.cast("double").alias("mean"), F.lit(0.0).alias("m2")))
@@ -378,8 +354,6 @@ class Variance(Aggregation):
         return [F.coalesce(F.sum(p), F.lit(0)).cast(f.spark_type) for p, f in zip(parts, self.fields, strict=True)]
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
-        from pyspark.sql import functions as F
-
         if not self.invertible:
             n, mean, m2 = fields
             return _chan_merge(F.when(n > 0, F.struct(n.cast("bigint").alias("n"), mean.alias("mean"),
@@ -394,8 +368,6 @@ class Variance(Aggregation):
         return None if self.invertible else _combined(_chan, _CHAN, a, b)
 
     def spark_finish(self, fields: list[Column]) -> Column:
-        from pyspark.sql import functions as F
-
         n = fields[0]
         if self.invertible:  # as ``finish``: the exact numerator rounded once, divided once
             count = n.cast("double")
@@ -417,8 +389,6 @@ def _spark_exact_numerator(fields: list[Column]) -> Column:
     non-negative terms (N >= 0 and r >= 0 make X + q >= 0), so the double it gives is within two
     roundings of N, however close the values. Beyond that, the limbs' moments in doubles.
     """
-    from pyspark.sql import functions as F
-
     n, sa, sb, aa, ab, bb = fields
     whole = "decimal(38,0)"
 
@@ -456,8 +426,6 @@ def _chan(a: Mapping[str, Column], b: Mapping[str, Column]) -> dict[str, Column]
 def _combined(merge: Any, names: tuple[str, ...], a: list[Column], b: list[Column]) -> list[Column]:
     """``merge`` of two partials given as columns (``spark_combine``): the other where one is
     empty (null, as a lag before a partition's first row, or counting no value)."""
-    from pyspark.sql import functions as F
-
     merged = merge(dict(zip(names, a, strict=True)), dict(zip(names, b, strict=True)))
     a_empty, b_empty = F.coalesce(a[0], F.lit(0)) == 0, F.coalesce(b[0], F.lit(0)) == 0
     return [F.when(a_empty, y).when(b_empty, x).otherwise(merged[name]) for name, x, y in zip(names, a, b, strict=True)]
@@ -468,8 +436,6 @@ def _folded(merge: Any, names: tuple[str, ...], states: Column, over: WindowSpec
     right by ``merge``: over a window frame in its order, in ``groupBy`` in ascending order of
     the states, so that every run folds them alike. Over a growing frame this refolds the
     frame at every row (quadratic); running merges use ``spark_combine`` instead."""
-    from pyspark.sql import functions as F
-
     collected = F.collect_list(states)
     ordered = collected.over(over) if over is not None else F.array_sort(collected)
     zero = F.struct(F.lit(0).cast("bigint").alias("n"), *[F.lit(0.0).alias(m) for m in names[1:]])

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pyspark.sql import functions as F
+
 from windowing_core.aggregations.base import (
     DEFAULT_FIELD,
     HLL_LG_K,
@@ -57,8 +59,6 @@ class Extreme(Aggregation):
         return self.spark_merge([value])
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
-        from pyspark.sql import functions as F
-
         return [_over((F.min if type(self).pick is min else F.max)(fields[0]), over)]
 
     def spark_finish(self, fields: list[Column]) -> Column:
@@ -101,13 +101,9 @@ class Ordered(Aggregation):
         return partial[1]
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
-        from pyspark.sql import functions as F
-
         return self.spark_merge([F.when(value.isNotNull(), at), value])
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
-        from pyspark.sql import functions as F
-
         # an absent partial must stay null: a struct of nulls would sort first and win a min
         pair = F.when(fields[0].isNotNull(), F.struct(fields[0].alias("at"), fields[1].alias("v")))
         chosen = _over(F.max(pair) if self.latest else F.min(pair), over)
@@ -151,19 +147,13 @@ class ApproxDistinct(Aggregation):
         return len(partial[0])
 
     def spark_accumulate(self, value: Column, at: Column) -> list[Column]:
-        from pyspark.sql import functions as F
-
         sketched = value if self.family in (INTEGER, STRING) else value.cast("string")
         return [F.hll_sketch_agg(sketched, HLL_LG_K)]
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
-        from pyspark.sql import functions as F
-
         return [_over(F.hll_union_agg(fields[0]), over)]
 
     def spark_finish(self, fields: list[Column]) -> Column:
-        from pyspark.sql import functions as F
-
         return F.coalesce(F.hll_sketch_estimate(fields[0]), F.lit(0).cast("bigint"))
 
 
