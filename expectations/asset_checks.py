@@ -27,7 +27,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (  # n
 )
 from pyspark.sql import DataFrame, SparkSession
 
-from expectations import reconciliation, suites
+from expectations import conservation, reconciliation, suites, validation
 from expectations.catalog import Check, Outcome, checks_of, spine_checks
 from jobs import point_in_time_join, sliding_windows
 from jobs.errors import MissingInputError, MissingTableError, SourceError
@@ -122,8 +122,8 @@ def evaluate_events(inputs: Inputs) -> Results:
                if "tables_written_whole" in inputs.selected else {})
     if "schema_matches_declared" in inputs.selected:
         events = inputs.read(EVENTS, "arrival_date", inputs.first, inputs.last)
-        results.update(suites.run_suite(events, events, suites.events_suite(inputs.config), inputs.days,
-                                        {"schema_matches_declared"}))
+        results.update(validation.run_suite(events, events, suites.events_suite(inputs.config), inputs.days,
+                                            {"schema_matches_declared"}))
     if "input_records_reconcile" not in inputs.selected:
         return results
     reports = {d: ingest_report(inputs.instance, inputs.config, d) for d in inputs.days}
@@ -144,8 +144,8 @@ def evaluate_events(inputs: Inputs) -> Results:
 
 def evaluate_quarantine(inputs: Inputs) -> Results:
     quarantine = inputs.read(QUARANTINE, "arrival_date", inputs.first, inputs.last)
-    results = suites.run_suite(quarantine, quarantine, suites.quarantine_suite(inputs.config), inputs.days,
-                               inputs.selected & {"quarantine_reasons_known"})
+    results = validation.run_suite(quarantine, quarantine, suites.quarantine_suite(inputs.config), inputs.days,
+                                   inputs.selected & {"quarantine_reasons_known"})
     if "quarantine_share_below_limit" in inputs.selected:
         results["quarantine_share_below_limit"] = reconciliation.quarantine_share_below_limit(
             quarantine,
@@ -158,8 +158,8 @@ def evaluate_quarantine(inputs: Inputs) -> Results:
 def evaluate_minute_partials(inputs: Inputs) -> Results:
     partials = inputs.read(MINUTE_PARTIALS, "event_date", inputs.first, inputs.last)
     suite = suites.minute_partials_suite(inputs.config)
-    results = suites.run_suite(partials, suites.prepare_minute_partials(partials, inputs.config), suite,
-                               inputs.days, inputs.selected)
+    results = validation.run_suite(partials, suites.prepare_minute_partials(partials, inputs.config), suite,
+                                   inputs.days, inputs.selected)
     if "partials_count_accepted_events" in inputs.selected:
         lateness = timedelta(days=inputs.config.allowed_lateness_days)
         results["partials_count_accepted_events"] = reconciliation.partials_count_accepted_events(
@@ -172,8 +172,8 @@ def evaluate_minute_partials(inputs: Inputs) -> Results:
 
 def evaluate_daily_partials(inputs: Inputs) -> Results:
     tiles = inputs.read(DAILY_PARTIALS, "event_date", inputs.first, inputs.last)
-    results = suites.run_suite(tiles, tiles, suites.daily_partials_suite(inputs.config), inputs.days,
-                               inputs.selected)
+    results = validation.run_suite(tiles, tiles, suites.daily_partials_suite(inputs.config), inputs.days,
+                                   inputs.selected)
     if "tiles_match_minute_partials" in inputs.selected:
         results["tiles_match_minute_partials"] = reconciliation.tiles_match_minute_partials(
             tiles, inputs.read(MINUTE_PARTIALS, "event_date", inputs.first, inputs.last), inputs.config,
@@ -195,8 +195,8 @@ def evaluate_window_changes(inputs: Inputs) -> Results:
     # materialised, every key empty, or another definition of the window) are not judged.
     continued = window_inputs.continued_windows(inputs.spark, inputs.lakehouse_root, day_before, inputs.config)
     previous = window_inputs.read_snapshot(inputs.spark, inputs.lakehouse_root, day_before, continued)
-    results = suites.run_suite(changes, suites.prepare_window_changes(changes, previous, inputs.config, continued),
-                               suites.window_changes_suite(inputs.config), inputs.days, inputs.selected)
+    results = validation.run_suite(changes, suites.prepare_window_changes(changes, previous, inputs.config, continued),
+                                   suites.window_changes_suite(inputs.config), inputs.days, inputs.selected)
     if "partials_materialised" in inputs.selected:
         results["partials_materialised"] = partials_materialised(inputs)
     if "tables_written_whole" in inputs.selected:
@@ -207,8 +207,8 @@ def evaluate_window_changes(inputs: Inputs) -> Results:
     if "changes_conserve_frames" in inputs.selected and event_time is None:  # nothing of minute frames
         results["changes_conserve_frames"] = {d: Outcome(True, {"keys_checked": 0}) for d in inputs.days}
     elif "changes_conserve_frames" in inputs.selected:
-        reach = timedelta(days=reconciliation.frames_reach_days(inputs.config))
-        results["changes_conserve_frames"] = reconciliation.changes_conserve_frames(
+        reach = timedelta(days=conservation.frames_reach_days(inputs.config))
+        results["changes_conserve_frames"] = conservation.changes_conserve_frames(
             of_sliding_windows(changes, event_time),
             inputs.read(MINUTE_PARTIALS, "event_date", inputs.first - reach, inputs.last), event_time, inputs.days,
             rows=delta_io.row_count(WINDOW_CHANGES.path(inputs.lakehouse_root),  # the sample's estimate
@@ -236,8 +236,8 @@ def partials_materialised(inputs: Inputs) -> dict[date, Outcome]:
 def evaluate_window_snapshot(inputs: Inputs) -> Results:
     snapshots = inputs.read(WINDOW_SNAPSHOT, "date", inputs.first - timedelta(days=1), inputs.last)
     current = snapshots.where(snapshots["date"] >= inputs.first)
-    results = suites.run_suite(current, suites.prepare_window_snapshot(current, inputs.config, inputs.days),
-                               suites.window_snapshot_suite(inputs.config), inputs.days, inputs.selected)
+    results = validation.run_suite(current, suites.prepare_window_snapshot(current, inputs.config, inputs.days),
+                                   suites.window_snapshot_suite(inputs.config), inputs.days, inputs.selected)
     if "snapshot_matches_last_change" in inputs.selected:
         results["snapshot_matches_last_change"] = reconciliation.snapshot_matches_last_change(
             snapshots, of_sliding_windows(inputs.read(WINDOW_CHANGES, "date", inputs.first, inputs.last),
@@ -252,8 +252,8 @@ def evaluate_spine_values(inputs: Inputs) -> Results:
     spine = inputs.config.spine
     values = inputs.read(SPINE_VALUES, "date", inputs.first, inputs.last)
     read = point_in_time_join.readings(spine, inputs.config)
-    results = suites.run_suite(values, suites.prepare_spine_values(values, spine, read),
-                               suites.spine_values_suite(spine), inputs.days, inputs.selected)
+    results = validation.run_suite(values, suites.prepare_spine_values(values, spine, read),
+                                   suites.spine_values_suite(spine), inputs.days, inputs.selected)
     if "spine_rows_joined_once" in inputs.selected:
         results["spine_rows_joined_once"] = reconciliation.spine_rows_joined_once(
             point_in_time_join.read_spine(inputs.spark, spine, inputs.first, inputs.last), values, spine.ts,

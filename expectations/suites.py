@@ -1,36 +1,22 @@
-"""Great Expectations suites for the partial and window tables, validated on Spark DataFrames.
+"""Each table's Great Expectations suite: which expectations make up each of its row checks.
 
-Great Expectations 1.x runs through an ephemeral context (no Great Expectations project on
-disk), one per process: a Spark data source, a dataframe asset and a whole-dataframe batch
-definition. Expectations that need the window specs or the rows around a row (the slide grid,
-the previous change point) are expressed over derived columns added in Spark first
-(``prepare_*``), so Great Expectations still only sees plain column expectations and reports
-them in its usual shape.
-
-Each expectation carries the name of the check it belongs to (``meta["check"]``); a check passes
-when all of its expectations pass. A range of days is validated as one batch: the row
-expectations hold for the range exactly when they hold for every day in it, so only a failing
-check is validated again day by day, to say which partitions fail. The schema is validated on
-the table as read, before any derived column is added.
+Expectations that need the window specs or the rows around a row (the grid of window ends, the
+previous change point) are expressed over derived columns added in Spark first (``prepare_*``),
+so Great Expectations still only sees plain column expectations and reports them in its usual
+shape. ``validation`` runs a suite.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
-from datetime import date, datetime
-from decimal import Decimal
+from datetime import date
 from functools import reduce
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType
 
-from expectations.catalog import (
-    K_LIST_KINDS, Outcome, VARIANCE_KINDS, counts_of_fields, has_mean_min_max, of_kinds,
-)
+from expectations.catalog import K_LIST_KINDS, VARIANCE_KINDS, counts_of_fields, has_mean_min_max, of_kinds
+from expectations.validation import Pairs, Suite, gx_expectations, not_negative, readable_columns
 from jobs.ingest.quarantine import quarantine_reasons
 from jobs.point_in_time import Reading
 from jobs.tables import (
@@ -43,41 +29,7 @@ from windowing_core.reference import day_start
 from windowing_core.spine import SpineSpec
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
-SAMPLE_ROWS = 5
-
-Pairs = list[tuple[str, Any]]  # (check name, expectation)
-
-
-@dataclass(frozen=True)
-class Suite:
-    name: str
-    day_column: str  # the partition column: one batch per day when a check fails
-    sample_columns: list[str]  # what a person sees of an offending row
-    declared: list[tuple[str, str]]  # the table's columns and Spark DDL types, in order
-    build: Callable[[], Pairs]  # fresh expectations each time (an expectation joins one suite)
-
-
-def _spark_type_name(ddl: str) -> str:
-    """``bigint`` -> ``LongType``: the class name Great Expectations compares for Spark."""
-    return type(DataType.fromDDL(ddl)).__name__
-
-
-def _samples(declared: list[tuple[str, str]]) -> list[str]:
-    return [name for name, ddl in declared if ddl != "binary"]  # sketches say nothing to a person
-
-
 # -- expectations -----------------------------------------------------------------------------------
-
-
-def _gx():
-    import great_expectations.expectations as gxe
-
-    return gxe
-
-
-def _not_negative(columns: Iterable[str], minimum: int = 0) -> list:
-    gxe = _gx()
-    return [gxe.ExpectColumnValuesToBeBetween(column=c, min_value=minimum) for c in columns]
 
 
 def _count_outputs(config: PipelineConfig) -> list[str]:
@@ -92,16 +44,16 @@ def _fields_of(config: PipelineConfig, kind: str, invertible_only: bool = False)
 
 def _partial_sign_checks(config: PipelineConfig) -> Pairs:
     """Counts and sums stored in partials, shared by minute_partials and daily_partials."""
-    return [*[("counts_non_negative", e) for e in _not_negative(["event_count", *_fields_of(config, "count")])],
-            *[("sums_non_negative", e) for e in _not_negative(_fields_of(config, "sum"))]]
+    return [*[("counts_non_negative", e) for e in not_negative(["event_count", *_fields_of(config, "count")])],
+            *[("sums_non_negative", e) for e in not_negative(_fields_of(config, "sum"))]]
 
 
 def _value_checks(config: PipelineConfig) -> Pairs:
     """Checks on the finished values, shared by window_changes and window_snapshot."""
-    gxe = _gx()
-    pairs: Pairs = [("sums_non_negative", e) for e in _not_negative(a.name for a in of_kinds(config, "sum"))]
+    gxe = gx_expectations()
+    pairs: Pairs = [("sums_non_negative", e) for e in not_negative(a.name for a in of_kinds(config, "sum"))]
     variances = [a.name for a in of_kinds(config, *VARIANCE_KINDS)]
-    pairs += [("variances_non_negative", e) for e in _not_negative(variances)]
+    pairs += [("variances_non_negative", e) for e in not_negative(variances)]
     pairs += [("counts_within_event_count", gxe.ExpectColumnPairValuesAToBeGreaterThanB(
         column_A="event_count", column_B=a.name, or_equal=True, ignore_row_if="either_value_is_missing"))
         for a in counts_of_fields(config)]
@@ -118,8 +70,8 @@ def _value_checks(config: PipelineConfig) -> Pairs:
 def _kind_checks(config: PipelineConfig) -> Pairs:
     """Checks on the values of Chronon's kinds (lists and maps), over the columns
     ``with_kind_columns`` derives, shared by window_changes and window_snapshot."""
-    gxe = _gx()
-    pairs: Pairs = [("counts_non_negative", e) for e in _not_negative(a.name for a in of_kinds(config, "unique_count"))]
+    gxe = gx_expectations()
+    pairs: Pairs = [("counts_non_negative", e) for e in not_negative(a.name for a in of_kinds(config, "unique_count"))]
     pairs += [("percentiles_ordered", gxe.ExpectColumnValuesToBeInSet(column=f"{a.name}__ordered", value_set=[True]))
               for a in of_kinds(config, "approx_percentile")]
     pairs += [("k_lists_at_most_k", gxe.ExpectColumnValuesToBeBetween(column=f"{a.name}__length", min_value=0,
@@ -160,7 +112,7 @@ def with_kind_columns(frame: DataFrame, config: PipelineConfig) -> DataFrame:
 
 
 def _window_name_checks(config: PipelineConfig) -> Pairs:
-    gxe = _gx()
+    gxe = gx_expectations()
     return [
         ("keys_not_null", gxe.ExpectColumnValuesToNotBeNull(column="key")),
         ("windows_declared", gxe.ExpectColumnValuesToNotBeNull(column="window")),
@@ -173,14 +125,14 @@ def events_suite(config: PipelineConfig) -> Suite:
     """The events' declared columns (each measured field in its type); the reconciliation with
     the landing files is ``reconciliation.input_records_reconcile``."""
     declared = declared_columns(EVENTS.name, config)
-    return Suite(EVENTS.name, "arrival_date", _samples(declared), declared, lambda: [])
+    return Suite(EVENTS.name, "arrival_date", readable_columns(declared), declared, lambda: [])
 
 
 def quarantine_suite(config: PipelineConfig) -> Suite:
     declared = declared_columns(QUARANTINE.name, config)
 
     def build() -> Pairs:
-        gxe = _gx()
+        gxe = gx_expectations()
         return [("quarantine_reasons_known", gxe.ExpectColumnValuesToBeInSet(
             column="reason", value_set=quarantine_reasons(config)))]
 
@@ -191,7 +143,7 @@ def minute_partials_suite(config: PipelineConfig) -> Suite:
     declared = declared_columns(MINUTE_PARTIALS.name, config)
 
     def build() -> Pairs:
-        gxe = _gx()
+        gxe = gx_expectations()
         return [
             ("keys_not_null", gxe.ExpectColumnValuesToNotBeNull(column="key")),
             ("frames_on_bucket_grid", gxe.ExpectColumnValuesToBeInSet(column="frame_start_off_grid_seconds",
@@ -203,28 +155,28 @@ def minute_partials_suite(config: PipelineConfig) -> Suite:
             *_partial_sign_checks(config),
         ]
 
-    return Suite(MINUTE_PARTIALS.name, "event_date", _samples(declared), declared, build)
+    return Suite(MINUTE_PARTIALS.name, "event_date", readable_columns(declared), declared, build)
 
 
 def daily_partials_suite(config: PipelineConfig) -> Suite:
     declared = declared_columns(DAILY_PARTIALS.name, config)
 
     def build() -> Pairs:
-        gxe = _gx()
+        gxe = gx_expectations()
         return [
             ("keys_not_null", gxe.ExpectColumnValuesToNotBeNull(column="key")),
             ("tiles_unique", gxe.ExpectCompoundColumnsToBeUnique(column_list=["key", "event_date"])),
             *_partial_sign_checks(config),
         ]
 
-    return Suite(DAILY_PARTIALS.name, "event_date", _samples(declared), declared, build)
+    return Suite(DAILY_PARTIALS.name, "event_date", readable_columns(declared), declared, build)
 
 
 def window_changes_suite(config: PipelineConfig) -> Suite:
     declared = declared_columns(WINDOW_CHANGES.name, config)
 
     def build() -> Pairs:
-        gxe = _gx()
+        gxe = gx_expectations()
         return [
             *_window_name_checks(config),
             ("window_ends_on_grid", gxe.ExpectColumnValuesToBeInSet(column="window_end_off_grid_seconds",
@@ -237,19 +189,19 @@ def window_changes_suite(config: PipelineConfig) -> Suite:
                 column_list=["key", "window", "window_end", "date"])),
             ("no_repeated_change_points", gxe.ExpectColumnValuesToBeInSet(column="repeats_previous_value",
                                                                           value_set=[False])),
-            *[("counts_non_negative", e) for e in _not_negative(["event_count", *_count_outputs(config)])],
+            *[("counts_non_negative", e) for e in not_negative(["event_count", *_count_outputs(config)])],
             *_value_checks(config),
             *_kind_checks(config),
         ]
 
-    return Suite(WINDOW_CHANGES.name, "date", _samples(declared), declared, build)
+    return Suite(WINDOW_CHANGES.name, "date", readable_columns(declared), declared, build)
 
 
 def window_snapshot_suite(config: PipelineConfig) -> Suite:
     declared = declared_columns(WINDOW_SNAPSHOT.name, config)
 
     def build() -> Pairs:
-        gxe = _gx()
+        gxe = gx_expectations()
         counts = ["event_count", *_fields_of(config, "count", invertible_only=True), *_count_outputs(config)]
         return [
             *_window_name_checks(config),
@@ -261,20 +213,20 @@ def window_snapshot_suite(config: PipelineConfig) -> Suite:
             ("snapshot_keys_not_empty", gxe.ExpectColumnValuesToNotBeNull(column="event_count")),
             ("snapshot_keys_unique", gxe.ExpectCompoundColumnsToBeUnique(
                 column_list=["key", "window", "date"])),
-            *[("counts_non_negative", e) for e in _not_negative(counts)],
+            *[("counts_non_negative", e) for e in not_negative(counts)],
             *[("sums_non_negative", e)
-              for e in _not_negative(_fields_of(config, "sum", invertible_only=True))],
+              for e in not_negative(_fields_of(config, "sum", invertible_only=True))],
             *_value_checks(config),
             *_kind_checks(config),
         ]
 
-    return Suite(WINDOW_SNAPSHOT.name, "date", _samples(declared), declared, build)
+    return Suite(WINDOW_SNAPSHOT.name, "date", readable_columns(declared), declared, build)
 
 
 def spine_values_suite(spine: SpineSpec) -> Suite:
 
     def build() -> Pairs:
-        gxe = _gx()
+        gxe = gx_expectations()
         return [("values_not_after_row_time", gxe.ExpectColumnValuesToBeInSet(column="read_after_row_time",
                                                                              value_set=[False]))]
 
@@ -384,161 +336,6 @@ def prepare_window_snapshot(snapshot: DataFrame, config: PipelineConfig, days: l
 
 
 # -- running a suite --------------------------------------------------------------------------------
-
-
-_BATCHES: list = []  # one ephemeral context per process: each new one makes a temporary folder
-
-
-def _batch_definition():
-    if not _BATCHES:
-        import great_expectations as gx
-        from great_expectations.data_context.types.base import ProgressBarsConfig
-
-        context = gx.get_context(mode="ephemeral")
-        context.variables.progress_bars = ProgressBarsConfig(globally=False)
-        source = context.data_sources.add_spark(name="panes", persist=False)  # the caller persists
-        asset = source.add_dataframe_asset(name="table")
-        _BATCHES.append(asset.add_batch_definition_whole_dataframe("whole"))
-    return _BATCHES[0]
-
-
-def _validate(frame: DataFrame, expectations: list, sample_columns: list[str], name: str,
-              detailed: bool = True) -> list:
-    """Great Expectations' results for these expectations on this DataFrame (a whole batch):
-    with unexpected counts and sample rows when ``detailed``, else only pass or fail."""
-    import great_expectations as gx
-
-    batch = _batch_definition().get_batch(batch_parameters={"dataframe": frame})
-    suite = gx.ExpectationSuite(name=name, expectations=expectations)
-    result_format = {
-        "result_format": "SUMMARY",
-        "partial_unexpected_count": SAMPLE_ROWS,
-        "unexpected_index_column_names": sample_columns,
-        "return_unexpected_index_query": False,
-    } if detailed and sample_columns else "BOOLEAN_ONLY" if not detailed else "SUMMARY"
-    return batch.validate(suite, result_format=result_format).results
-
-
-def json_safe(value: Any) -> Any:
-    """A JSON-friendly copy for Dagster metadata."""
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else str(value)
-    if isinstance(value, (bytes, bytearray)):
-        return f"<{len(value)} bytes>"
-    return value
-
-
-def _summaries(results: list) -> dict[str, dict[str, Any]]:
-    """Per check: passed, the unexpected row count, each expectation's result, sample rows."""
-    by_check: dict[str, dict[str, Any]] = {}
-    for r in results:
-        config = r.expectation_config
-        check = config.meta["check"]
-        summary = by_check.setdefault(check, {"passed": True, "unexpected_rows": 0, "expectations": [],
-                                              "sample_rows": []})
-        result = r.result or {}
-        error = (r.exception_info or {}).get("exception_message") if not r.success else None
-        item = {"expectation": config.type, **{k: json_safe(v) for k, v in config.kwargs.items()
-                                              if k not in ("batch_id", "result_format")},
-                "success": bool(r.success)}
-        if "unexpected_count" in result:
-            item["unexpected_count"] = result["unexpected_count"]
-        if "observed_value" in result:
-            item["observed_value"] = json_safe(result["observed_value"])
-        if error:
-            item["error"] = error
-        summary["expectations"].append(item)
-        if not r.success:
-            summary["passed"] = False
-            summary["unexpected_rows"] += int(result.get("unexpected_count") or 0)
-            room = SAMPLE_ROWS - len(summary["sample_rows"])
-            summary["sample_rows"] += json_safe(result.get("partial_unexpected_index_list") or [])[:room]
-    return by_check
-
-
-def _outcome(summary: dict[str, Any], rows: int, suite: Suite) -> Outcome:
-    metadata = {"rows_checked": rows, "great_expectations_suite": suite.name,
-                "expectations": summary["expectations"]}
-    if not summary["passed"]:
-        metadata["unexpected_rows"] = summary["unexpected_rows"]
-        if summary["sample_rows"]:
-            metadata["sample_rows"] = summary["sample_rows"]
-    return Outcome(summary["passed"], metadata)
-
-
-def run_suite(table: DataFrame, prepared: DataFrame, suite: Suite, days: list[date],
-              selected: set[str] | None = None) -> dict[str, dict[date, Outcome]]:
-    """Validate the range once; validate a failing check again per day to find the failing days.
-
-    ``table`` is the table as read (for the schema), ``prepared`` the same rows with the derived
-    columns. Returns ``{check: {day: Outcome}}`` for the selected checks (all when None).
-    """
-    logging.getLogger("great_expectations").setLevel(logging.WARNING)
-    pairs = [(c, e) for c, e in suite.build() if selected is None or c in selected]
-    outcomes: dict[str, dict[date, Outcome]] = {}
-    if selected is None or "schema_matches_declared" in selected:
-        outcome = schema_outcome(table, suite)
-        outcomes["schema_matches_declared"] = {d: outcome for d in days}
-    if not pairs:
-        return outcomes
-    for check, expectation in pairs:
-        expectation.meta = {"check": check}
-    prepared = prepared.persist()
-    try:
-        rows = {r[0]: r[1] for r in prepared.groupBy(suite.day_column).count().collect()}
-        # The range in one batch, asking only pass or fail: counts and samples cost Spark jobs
-        # per expectation, so they are asked for again only where something failed.
-        summaries = _summaries(_validate(prepared, [e for _, e in pairs], suite.sample_columns, suite.name,
-                                         detailed=False))
-        failing = {c for c, s in summaries.items() if not s["passed"]}
-        for check, summary in summaries.items():
-            outcomes[check] = {d: _outcome(summary, rows.get(d, 0), suite) for d in days}
-        for day in days if failing else []:  # one detailed batch per day, with the failing checks only
-            if not rows.get(day):  # no rows that day: nothing there can fail a row expectation
-                for check in failing:
-                    outcomes[check][day] = Outcome(True, {"rows_checked": 0,
-                                                          "great_expectations_suite": suite.name})
-                continue
-            again = [(c, e) for c, e in suite.build() if c in failing]
-            for check, e in again:
-                e.meta = {"check": check}
-            one_day = prepared if len(days) == 1 else prepared.where(F.col(suite.day_column) == F.lit(day))
-            day_summaries = _summaries(_validate(one_day, [e for _, e in again], suite.sample_columns,
-                                                 suite.name))
-            for check in failing:
-                outcomes[check][day] = _outcome(day_summaries[check], rows[day], suite)
-    finally:
-        prepared.unpersist()
-    return outcomes
-
-
-def schema_outcome(table: DataFrame, suite: Suite) -> Outcome:
-    """The table's columns, order and types against the declared ones (no data is read)."""
-    gxe = _gx()
-    present = set(table.columns)
-    expectations = [gxe.ExpectTableColumnsToMatchOrderedList(column_list=[n for n, _ in suite.declared])]
-    expectations += [gxe.ExpectColumnValuesToBeOfType(column=n, type_=_spark_type_name(t))
-                     for n, t in suite.declared if n in present]
-    for e in expectations:
-        e.meta = {"check": "schema_matches_declared"}
-    summary = _summaries(_validate(table.limit(0), expectations, [], suite.name))["schema_matches_declared"]
-    # Great Expectations compares type classes only: a decimal's precision and scale are compared here
-    actual = {f.name: f.dataType.simpleString() for f in table.schema.fields}
-    retyped = [n for n, t in suite.declared if n in actual and actual[n] != DataType.fromDDL(t).simpleString()]
-    summary["passed"] = summary["passed"] and not retyped
-    outcome = _outcome(summary, 0, suite)
-    outcome.metadata.pop("rows_checked")
-    outcome.metadata["declared"] = [f"{n} {t}" for n, t in suite.declared]
-    if not outcome.passed:
-        outcome.metadata["problem"] = "the table's columns differ from the declared ones"
-        outcome.metadata["actual"] = [f"{f.name} {f.dataType.simpleString()}" for f in table.schema.fields]
-    return outcome
 
 
 def prepare_spine_values(values: DataFrame, spine: SpineSpec, read: list[tuple[str, Reading]]) -> DataFrame:

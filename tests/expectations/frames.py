@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
 
+from windowing_core.aggregations import aggregation
+from windowing_core.config import PipelineConfig
+from windowing_core.window_spec import WindowSpec
+
 DAY = date(2025, 1, 28)
 NEXT = DAY + timedelta(days=1)
 BEFORE = DAY - timedelta(days=1)
+
+WINDOW = WindowSpec.of("1h", "1h", "30m")
+CONFIG = PipelineConfig(windows=(WINDOW,), aggregations=(aggregation("count"), aggregation("sum")))
+"""A 1h window sliding every 30 minutes, with a count and a sum: the window checks' tests."""
 
 _DEFAULTS = {"bigint": 1, "double": 1.0, "string": "x", "decimal(38,0)": 1, "binary": b"", "boolean": True}
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from expectations import suites
+from expectations import suites, validation
 from expectations.catalog import checks_of
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT, declared_columns,
@@ -53,8 +53,8 @@ def partials_results(spark):
     rows = [{**base, "key": "good"}, *[{**base, **change} for change in PARTIALS.values()],
             {**base, "key": "twice"}, {"key": "tomorrow", "frame_start": at(NEXT, 1), "event_date": NEXT}]
     frame = table(spark, declared_columns(MINUTE_PARTIALS.name, CONFIG), rows)
-    return suites.run_suite(frame, suites.prepare_minute_partials(frame, CONFIG),
-                            suites.minute_partials_suite(CONFIG), DAYS)
+    return validation.run_suite(frame, suites.prepare_minute_partials(frame, CONFIG),
+                                suites.minute_partials_suite(CONFIG), DAYS)
 
 
 @pytest.mark.parametrize("check, corrupted", [(c, PARTIALS[c]) for c in PARTIALS])
@@ -88,7 +88,7 @@ def tiles_results(spark):
     rows = [{"key": "good", "event_date": DAY}, *[{"event_date": DAY, **change} for change in TILES.values()],
             {"key": "twice", "event_date": DAY}, {"key": "tomorrow", "event_date": NEXT}]
     frame = table(spark, declared_columns(DAILY_PARTIALS.name, CONFIG), rows)
-    return suites.run_suite(frame, frame, suites.daily_partials_suite(CONFIG), DAYS)
+    return validation.run_suite(frame, frame, suites.daily_partials_suite(CONFIG), DAYS)
 
 
 @pytest.mark.parametrize("check, corrupted", [(c, TILES[c]) for c in TILES])
@@ -141,8 +141,8 @@ def changes_results(spark):
         {"key": "final", "window": "6h", "window_start": at(NEXT, 6), "window_end": at(NEXT, 12), "date": NEXT},
     ]
     frame = table(spark, declared_columns(WINDOW_CHANGES.name, CONFIG), rows)
-    return suites.run_suite(frame, suites.prepare_window_changes(frame, None, CONFIG),
-                            suites.window_changes_suite(CONFIG), DAYS)
+    return validation.run_suite(frame, suites.prepare_window_changes(frame, None, CONFIG),
+                                suites.window_changes_suite(CONFIG), DAYS)
 
 
 @pytest.mark.parametrize("check, corrupted", [(c, CHANGES[c]) for c in CHANGES])
@@ -181,8 +181,8 @@ def test_a_first_change_point_repeating_the_previous_snapshot_is_a_repetition(sp
         {**base, "key": "k1", "count": 2, "sum": 2}, {**base, "key": "k2", "count": 0, "sum": 0},
         {**base, "key": "k3", "count": 1, "sum": 1},
         {**base, "window": "2h", "window_start": at(DAY, 8, 15), "key": "k4", "count": 0, "sum": 0}])
-    result = suites.run_suite(changes, suites.prepare_window_changes(changes, snapshot, config, {"1h"}),
-                              suites.window_changes_suite(config), [DAY], {"no_repeated_change_points"})
+    result = validation.run_suite(changes, suites.prepare_window_changes(changes, snapshot, config, {"1h"}),
+                                  suites.window_changes_suite(config), [DAY], {"no_repeated_change_points"})
     outcome = result["no_repeated_change_points"][DAY]
     assert not outcome.passed
     assert keys_in(outcome) == {"k1", "k2"}
@@ -205,8 +205,8 @@ def test_session_rows_pass_the_change_checks_that_apply_and_skip_grid_length_and
         {**base, "window_start": at(DAY, 10, 11), "window_end": at(DAY, 11, 2, 30)},
         {**base, "key": "elsewhere", "window_start": at(DAY, 23, 50), "window_end": at(NEXT, 0, 20)},
     ])
-    result = suites.run_suite(changes, suites.prepare_window_changes(changes, None, config),
-                              suites.window_changes_suite(config), [DAY])
+    result = validation.run_suite(changes, suites.prepare_window_changes(changes, None, config),
+                                  suites.window_changes_suite(config), [DAY])
     failing = {check for check, by_day in result.items() if not by_day[DAY].passed}
     assert failing == {"window_ends_inside_partition"}
     assert keys_in(result["window_ends_inside_partition"][DAY]) == {"elsewhere"}
@@ -238,8 +238,8 @@ def snapshot_results(spark):
             {"key": "tomorrow", "window": "6h", "window_start": at(NEXT, 12), "as_of": at(NEXT, 18),
              "date": NEXT}]  # 6h tumbling: 18:00
     frame = table(spark, declared_columns(WINDOW_SNAPSHOT.name, CONFIG), rows)
-    return suites.run_suite(frame, suites.prepare_window_snapshot(frame, CONFIG, DAYS),
-                            suites.window_snapshot_suite(CONFIG), DAYS)
+    return validation.run_suite(frame, suites.prepare_window_snapshot(frame, CONFIG, DAYS),
+                                suites.window_snapshot_suite(CONFIG), DAYS)
 
 
 @pytest.mark.parametrize("check, corrupted", [(c, SNAPSHOT[c]) for c in SNAPSHOT])
@@ -269,8 +269,8 @@ def test_schema_matches_declared_fails_on_a_changed_schema(spark, change):
         "extra": [*declared[:-1], ("debug", "string"), declared[-1]],
     }[change]
     suite = suites.window_changes_suite(CONFIG)
-    assert suites.schema_outcome(table(spark, declared, []), suite).passed
-    outcome = suites.schema_outcome(table(spark, columns, []), suite)
+    assert validation.schema_outcome(table(spark, declared, []), suite).passed
+    outcome = validation.schema_outcome(table(spark, columns, []), suite)
     assert not outcome.passed
     assert outcome.metadata["actual"] == [f"{n} {t}" for n, t in columns]
 
@@ -279,8 +279,8 @@ def test_derived_columns_are_not_part_of_the_schema(spark):
     """The schema is judged on the table as read, not on the frame the row checks see."""
     frame = table(spark, declared_columns(MINUTE_PARTIALS.name, CONFIG),
                   [{"key": "a", "frame_start": at(DAY, 1), "event_date": DAY}])
-    result = suites.run_suite(frame, suites.prepare_minute_partials(frame, CONFIG),
-                              suites.minute_partials_suite(CONFIG), [DAY], {"schema_matches_declared"})
+    result = validation.run_suite(frame, suites.prepare_minute_partials(frame, CONFIG),
+                                  suites.minute_partials_suite(CONFIG), [DAY], {"schema_matches_declared"})
     assert result["schema_matches_declared"][DAY].passed
 
 
@@ -298,7 +298,8 @@ def test_values_not_after_row_time_fails_a_value_read_from_after_its_row(spark):
     row after that end fails; the rows that read at or before their ts pass."""
     from datetime import date, datetime
 
-    from expectations.suites import prepare_spine_values, run_suite, spine_values_suite
+    from expectations.suites import prepare_spine_values, spine_values_suite
+    from expectations.validation import run_suite
     from jobs.point_in_time_join import readings
     from windowing_core.spine import SpineSpec
     from windowing_core.window_spec import WindowSpec
@@ -358,10 +359,10 @@ def kind_results(spark, request):
                      "event_count": 0, "count": 0})
     frame = table(spark, declared_columns(request.param, KINDS_CONFIG), rows)
     if request.param == WINDOW_CHANGES.name:
-        return request.param, suites.run_suite(frame, suites.prepare_window_changes(frame, None, KINDS_CONFIG),
-                                               suites.window_changes_suite(KINDS_CONFIG), DAYS)
-    return request.param, suites.run_suite(frame, suites.prepare_window_snapshot(frame, KINDS_CONFIG, DAYS),
-                                           suites.window_snapshot_suite(KINDS_CONFIG), DAYS)
+        return request.param, validation.run_suite(frame, suites.prepare_window_changes(frame, None, KINDS_CONFIG),
+                                                   suites.window_changes_suite(KINDS_CONFIG), DAYS)
+    return request.param, validation.run_suite(frame, suites.prepare_window_snapshot(frame, KINDS_CONFIG, DAYS),
+                                               suites.window_snapshot_suite(KINDS_CONFIG), DAYS)
 
 
 @pytest.mark.parametrize("check", sorted(KIND_CORRUPTIONS))
@@ -385,8 +386,8 @@ def test_histograms_of_declared_fields_may_count_fewer_than_the_events(spark):
     base = {"window": "1h", "window_start": at(DAY, 11), "window_end": at(DAY, 12), "date": DAY, "event_count": 3}
     frame = table(spark, declared_columns(WINDOW_CHANGES.name, config), [
         {**base, "key": "missing_one", "pages": {"home": 2}}, {**base, "key": "over", "pages": {"home": 4}}])
-    result = suites.run_suite(frame, suites.prepare_window_changes(frame, None, config),
-                              suites.window_changes_suite(config), [DAY], {"histogram_counts_match_events"})
+    result = validation.run_suite(frame, suites.prepare_window_changes(frame, None, config),
+                                  suites.window_changes_suite(config), [DAY], {"histogram_counts_match_events"})
     assert keys_in(result["histogram_counts_match_events"][DAY]) == {"over"}
 
 
@@ -404,7 +405,7 @@ def test_quarantine_reasons_must_be_ones_ingest_gives_naming_the_field(spark):
             {"reason": "value_not_integer", "source_file": "old.json", "arrival_date": DAY},  # no field value
             {"reason": "page_not_string", "arrival_date": NEXT}, {"reason": "malformed_json", "arrival_date": NEXT}]
     frame = table(spark, declared_columns(QUARANTINE.name, TYPED), rows)
-    results = suites.run_suite(frame, frame, suites.quarantine_suite(TYPED), DAYS)
+    results = validation.run_suite(frame, frame, suites.quarantine_suite(TYPED), DAYS)
     assert not results["quarantine_reasons_known"][DAY].passed
     assert results["quarantine_reasons_known"][NEXT].passed
     assert {c.name for c in checks_of(TYPED, QUARANTINE.name)} == {"quarantine_reasons_known",
@@ -418,7 +419,7 @@ def test_a_count_of_a_field_above_the_window_event_count_fails(spark, table_name
             {"key": "good", "event_count": 2, "pages": 2, "date": NEXT}]
     frame = table(spark, declared_columns(table_name, TYPED), rows)
     suite = (suites.window_changes_suite if table_name == WINDOW_CHANGES.name else suites.window_snapshot_suite)(TYPED)
-    results = suites.run_suite(frame, frame, suite, DAYS, {"counts_within_event_count"})
+    results = validation.run_suite(frame, frame, suite, DAYS, {"counts_within_event_count"})
     assert not results["counts_within_event_count"][DAY].passed
     assert "over" in keys_in(results["counts_within_event_count"][DAY])
     assert results["counts_within_event_count"][NEXT].passed
@@ -430,10 +431,10 @@ def test_schema_matches_declared_tells_a_decimal_scale_and_a_field_type(spark):
     declared = declared_columns(WINDOW_CHANGES.name, TYPED)
     rescaled = [(n, "decimal(38,0)" if n == "revenue" else t) for n, t in declared]
     suite = suites.window_changes_suite(TYPED)
-    assert suites.schema_outcome(table(spark, declared, []), suite).passed
-    assert not suites.schema_outcome(table(spark, rescaled, []), suite).passed
+    assert validation.schema_outcome(table(spark, declared, []), suite).passed
+    assert not validation.schema_outcome(table(spark, rescaled, []), suite).passed
     events = declared_columns(EVENTS.name, TYPED)
     assert ("amount", "decimal(12,2)") in events and ("page", "string") in events
     retyped = [(n, "double" if n == "amount" else t) for n, t in events]
-    assert suites.schema_outcome(table(spark, events, []), suites.events_suite(TYPED)).passed
-    assert not suites.schema_outcome(table(spark, retyped, []), suites.events_suite(TYPED)).passed
+    assert validation.schema_outcome(table(spark, events, []), suites.events_suite(TYPED)).passed
+    assert not validation.schema_outcome(table(spark, retyped, []), suites.events_suite(TYPED)).passed
