@@ -8,7 +8,6 @@ import pytest
 from jobs import ingest_events, minute_partials, sliding_windows
 from jobs.storage import delta_io
 from jobs.tables import DAILY_PARTIALS, LATE_EVENTS, WINDOW_CHANGES
-from jobs.windows import window_inputs
 from windowing_core.config import PipelineConfig
 
 DAY = date(2025, 1, 30)
@@ -220,27 +219,3 @@ def test_daily_partials_are_written_only_where_a_window_slides_over_them(spark, 
     rows = window_rows(spark, tmp_path, config, [(at(0, 10), 1), (at(5, 0), 2)])
     assert [(r[1], r[2]) for r in rows] == [(1, 1), (2, 3)]  # the window ends at 01:00 and 06:00
     assert delta_io.table_exists(DAILY_PARTIALS.path(str(tmp_path / "lake"))) is kept
-
-
-@pytest.mark.parametrize("day", [date(2025, 1, 27) + timedelta(days=i) for i in range(8)])
-def test_a_weekly_cumulating_window_with_min_reads_day_tiles_not_the_week_of_frames(day):
-    # "this week's lowest value so far, every hour", weeks from Monday 2025-01-27 00:00 UTC: a
-    # daily run's ends merge the period before them, so the plan reads the period's whole days
-    # before the day holding the last end before the run (23:00) as day tiles, and frames only
-    # of that day and the run's: at most 6 tiles and 2 days of frames, never the week's frames.
-    #
-    #   run on Sun 2nd:  Mon  Tue  Wed  Thu  Fri  | Sat     | Sun
-    #                    [tile][tile][tile][tile][tile] frames  frames (the run)
-    #   run on Mon 3rd:  Mon .. Sat as 6 tiles | Sun frames (23:00 is the last week's end) | Mon frames
-    config = PipelineConfig.from_dict({"windows": {"week": {"length": "7d", "step": "1h",
-                                                            "align_to": "2025-01-27T00:00:00Z"}},
-                                       "aggregations": {"low": "min"}})
-    spec = config.windows[0]
-    plan = window_inputs.ReadPlan(spec, config, day, day)
-    frame_days = window_inputs.days_of(*plan.frame_ranges)
-    assert set(frame_days) == {(day - timedelta(days=1)).isoformat(), day.isoformat()}
-    before = day - timedelta(days=1)  # the day of the last end before the run
-    monday = before - timedelta(days=before.weekday())  # its week's start
-    tiles = [(monday + timedelta(days=i)).isoformat() for i in range((before - monday).days)]
-    assert plan.tile_days == tiles
-    assert len(plan.tile_days) <= 6
