@@ -11,8 +11,9 @@ from assets.keys import key
 from assets.partitions import daily_partitions, day_range
 from assets.resources import LakehouseResource
 from jobs import online_values, tables
-from jobs.errors import MissingInputError
-from jobs.online_values import OnlineStoreError, served_windows
+from jobs.errors import MissingInputError, OnlineStoreError
+from jobs.online.day_snapshot import served_windows
+from jobs.online.postgres import store_name
 from jobs.tables import WINDOW_SNAPSHOT, asset_group
 from windowing_core.config import PipelineConfig
 
@@ -49,7 +50,7 @@ def build_online_values_asset(config: PipelineConfig) -> dg.AssetsDefinition | N
             "loaded_day": last.isoformat(),
             "windows_loaded": ", ".join(loaded.windows) or "none",
             "windows_left": ", ".join(loaded.skipped) or "none (the store held no later day)",
-            "store": online_values.store_name(online),
+            "store": store_name(online),
         })
 
     return online_values_asset

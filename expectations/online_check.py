@@ -13,8 +13,8 @@ from datetime import timedelta
 import dagster as dg
 
 from jobs import online_values
-from jobs.errors import MissingInputError
-from jobs.online_values import OnlineStoreError
+from jobs.errors import MissingInputError, OnlineStoreError
+from jobs.online.postgres import store_name
 from jobs.tables import asset_key, op_name, root
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
@@ -57,7 +57,7 @@ def build_online_check(config: PipelineConfig, asset: str,
                           "superseded_rows": found.superseded, "differing_rows": found.differing_count,
                           "differing_examples": dg.MetadataValue.json(
                               [{"key": k, "window": w, "how": how} for k, w, how in found.differing]),
-                          "store": online_values.store_name(online)})
+                          "store": store_name(online)})
         assets_def = context.op_execution_context.assets_def  # the output a blocked downstream step waits on
         yield dg.Output(None, output_name=assets_def.get_output_name_for_asset_check_key(
             dg.AssetCheckKey(served, CHECK)))

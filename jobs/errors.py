@@ -54,6 +54,14 @@ class MissingJarsError(RuntimeError):
     """The jars are not in the local Maven repository: the setup did not run, or failed."""
 
 
+class OnlineStoreError(Exception):
+    """The online store cannot be reached, or a statement failed: one line, no credential."""
+
+
+class StoreMismatchError(OnlineStoreError):
+    """The store's table has columns this configuration does not write (another configuration's)."""
+
+
 # Spark's words for a data file it could not read: a file that is gone, or not Parquet any more.
 _FAILED_READ = re.compile(r"\[FAILED_READ_FILE\.(\w+)\] Encountered error while reading file (\S+?)\.(?=\s)")
 

@@ -21,282 +21,31 @@ configuration or the command line.
 
 from __future__ import annotations
 
-import io
-import json
-import math
-import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
-from decimal import Decimal
+from datetime import date
 from typing import Any
-from urllib.parse import urlsplit
 
 import psycopg2
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 from psycopg2 import sql
 
 from jobs.cli import EXIT_BAD_ARGUMENTS, EXIT_MISSING_INPUT, documented_parser, group_arguments, parsed
-from jobs.errors import MissingInputError, MissingTableError
-from jobs.storage import commits, delta_io
-from jobs.tables import WINDOW_SNAPSHOT
+from jobs.errors import MissingInputError, MissingTableError, OnlineStoreError, StoreMismatchError
+from jobs.online.day_snapshot import (
+    DaySnapshot, copy_csv, jsonb_text, read_snapshot, served_windows, stored_key, value_columns,
+)
+from jobs.online.postgres import (
+    connected, ensure_tables, first_line, held_marks, identifiers, marks_identifier, store_columns, store_name,
+    table_identifier,
+)
 from windowing_core.config import PipelineConfig
-from windowing_core.online import PASSWORD_VARIABLE, OnlineSpec
-from windowing_core.window_spec import WindowSpec, from_epoch_seconds, to_epoch_seconds
-
-DAY = timedelta(days=1)
-_POSTGRES_TYPES = {"bigint": "bigint", "int": "integer", "double": "double precision", "float": "real",
-                   "string": "text", "boolean": "boolean", "timestamp": "timestamp with time zone", "date": "date",
-                   "binary": "bytea"}
-
-
-class OnlineStoreError(Exception):
-    """The online store cannot be reached, or a statement failed: one line, no credential."""
-
-
-class StoreMismatchError(OnlineStoreError):
-    """The store's table has columns this configuration does not write (another configuration's)."""
-
-
-def postgres_type(ddl: str) -> str:
-    """The PostgreSQL type of a Spark DDL type: decimals keep their precision and scale, arrays
-    and maps are ``jsonb`` (an application reads them as JSON)."""
-    if ddl.startswith("decimal"):
-        return ddl.replace("decimal", "numeric").replace(" ", "")
-    if ddl.startswith(("array<", "map<", "struct<")):
-        return "jsonb"
-    return _POSTGRES_TYPES[ddl]
-
-
-def store_columns(config: PipelineConfig) -> list[tuple[str, str]]:
-    """The store's columns with their PostgreSQL types, in stored order: (key, window) is the
-    primary key; a composite key's fields follow ``key`` (its JSON array), one column each, for
-    an application's ``WHERE user_id = ... AND country = ...``."""
-    return [("key", "text"), *[(f, "text") for f in config.key_fields], ("window", "text"),
-            ("window_start", "timestamp with time zone"),
-            ("window_end", "timestamp with time zone"), ("as_of", "timestamp with time zone"),
-            ("event_count", "bigint"), *[(a.name, postgres_type(a.output_type)) for a in config.aggregations]]
-
-
-def served_windows(config: PipelineConfig) -> tuple[WindowSpec, ...]:
-    """The windows the store holds: every one with a snapshot (sliding, tumbling, cumulating)."""
-    return config.windows
-
-
-def day_as_of(spec: WindowSpec, day: date) -> datetime:
-    """The instant ``window_snapshot`` of ``day`` is of for this window: the day's last window end."""
-    midnight = to_epoch_seconds(datetime(day.year, day.month, day.day, tzinfo=timezone.utc) + DAY)
-    return from_epoch_seconds(spec.end_at_or_after(midnight) - spec.every)
+from windowing_core.online import OnlineSpec
 
 
 # -- the day's rows, as PostgreSQL's COPY reads them ----------------------------------------------
 
 
-@dataclass
-class DaySnapshot:
-    """A day's ``window_snapshot`` of the served windows: each row's key, window and values, and
-    per window the one window ``[window_start, as_of)`` every row of it is of (the day's last
-    window end: ``ends``). The times are per window, not per row, so they are not copied per row."""
-
-    day: date
-    rows: pa.Table
-    ends: dict[str, tuple[datetime, datetime]]
-
-    def of(self, windows: list[WindowSpec]) -> DaySnapshot:
-        names = pa.array([w.name for w in windows], pa.string())
-        return DaySnapshot(self.day, self.rows.filter(pc.is_in(self.rows["window"], value_set=names)),
-                           {w.name: self.ends[w.name] for w in windows})
-
-
-def value_columns(config: PipelineConfig) -> list[str]:
-    """The columns copied per row: the key, the window, a composite key's fields and the values."""
-    return ["key", "window", *config.key_fields, "event_count", *[a.name for a in config.aggregations]]
-
-
-def stored_key(config: PipelineConfig, text: str) -> str:
-    """A key as the store holds it: itself, or for a composite key its JSON array, as ingest
-    writes it (``["u00042","DE"]``, whatever spacing it is given in); a one-line ``ValueError``
-    for anything else."""
-    if not config.key_fields:
-        return text
-    fields = ", ".join(config.key_fields)
-    try:
-        values = json.loads(text)
-    except ValueError:
-        values = None
-    if not isinstance(values, list) or len(values) != len(config.key_fields) or not all(
-            isinstance(v, str) for v in values):
-        example = json.dumps([f"<{f}>" for f in config.key_fields], separators=(",", ":"))
-        raise ValueError(f"the key is {fields}: give it as a JSON array of {len(config.key_fields)} strings "
-                         f"({example}), got {text!r}")
-    return json.dumps(values, separators=(",", ":"), ensure_ascii=False)
-
-
-def read_snapshot(lakehouse: str, day: date, config: PipelineConfig) -> DaySnapshot:
-    """``window_snapshot`` of ``day``; a window with more than one ``(window_start, as_of)`` in
-    it is refused (panes writes one per window and day)."""
-    path = WINDOW_SNAPSHOT.path(lakehouse)
-    rows = delta_io.read_arrow(path, partition_filters=[("date", "=", day.isoformat())],
-                               columns=[*value_columns(config), "window_start", "as_of"])
-    if rows.num_rows == 0 and not commits.wrote_day(path, day):
-        # Loading a day never materialised would empty the store and mark it as of that day.
-        raise MissingInputError(f"window_snapshot holds no rows of {day} and no run wrote {day}: materialise the "
-                                f"windows of {day} first")
-    found = {r["window"]: r for r in rows.group_by("window").aggregate(
-        [(c, f) for c in ("window_start", "as_of") for f in ("min", "max")]).to_pylist()}
-    ends = {}
-    for w in served_windows(config):
-        if w.name not in found:  # no key holds events: the day's end all the same
-            as_of = day_as_of(w, day)
-            ends[w.name] = (from_epoch_seconds(w.window_start(to_epoch_seconds(as_of))), as_of)
-            continue
-        r = found[w.name]
-        if (r["window_start_min"], r["as_of_min"]) != (r["window_start_max"], r["as_of_max"]):
-            raise OnlineStoreError(f"window_snapshot of {day} holds rows of window {w.name} as of "
-                                   f"{r['as_of_min']} .. {r['as_of_max']}: not one day's snapshot as panes writes it")
-        ends[w.name] = (r["window_start_min"], r["as_of_min"])
-    return DaySnapshot(day, rows.select(value_columns(config)), ends).of(list(served_windows(config)))
-
-
-def _json(value: Any) -> str:
-    """JSON for jsonb: decimals as exact numbers, non-finite doubles as PostgreSQL's to_jsonb
-    spells them (``"NaN"``), times in ISO 8601, a map's keys as text."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, Decimal)):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else json.dumps("NaN" if math.isnan(value) else
-                                                                   ("Infinity" if value > 0 else "-Infinity"))
-    if isinstance(value, (datetime, date)):
-        return json.dumps(value.isoformat())
-    if isinstance(value, bytes):
-        return json.dumps(value.hex())
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{json.dumps(_text(k))}:{_json(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ",".join(_json(v) for v in value) + "]"
-    return json.dumps(value)
-
-
-def _text(key: Any) -> str:
-    """A map's key as a JSON object's: text (times in ISO 8601)."""
-    return key.isoformat() if isinstance(key, (datetime, date)) else str(key)
-
-
-def _copy_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """A column as COPY's CSV reads it: nested values as JSON, bytes as bytea's hex; the rest as
-    Arrow writes them (doubles in their shortest exact spelling, times with their zone)."""
-    kind = column.type
-    if pa.types.is_map(kind):  # Arrow gives a map as its (key, value) pairs
-        return pa.chunked_array([pa.array([None if v is None else _json({_text(k): x for k, x in v})
-                                           for v in column.to_pylist()], pa.string())])
-    if pa.types.is_list(kind) or pa.types.is_struct(kind) or pa.types.is_large_list(kind):
-        return pa.chunked_array([pa.array([None if v is None else _json(v) for v in column.to_pylist()],
-                                          pa.string())])
-    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-        return pa.chunked_array([pa.array([None if v is None else "\\x" + v.hex() for v in column.to_pylist()],
-                                          pa.string())])
-    return column
-
-
-def copy_csv(rows: pa.Table) -> io.BytesIO:
-    converted = pa.table({name: _copy_text(rows[name]) for name in rows.column_names})
-    buffer = io.BytesIO()
-    pacsv.write_csv(converted, buffer, pacsv.WriteOptions(include_header=False))
-    buffer.seek(0)
-    return buffer
-
-
 # -- the database ---------------------------------------------------------------------------------
-
-
-@contextmanager
-def connected(spec: OnlineSpec, password: str | None = None) -> Iterator[Any]:
-    """A connection to the store, with the password from ``PANES_ONLINE_PASSWORD``; an error
-    that cannot connect is one line without any credential."""
-    password = os.environ.get(PASSWORD_VARIABLE) if password is None else password
-    try:
-        connection = psycopg2.connect(spec.url, password=password or None, connect_timeout=10,
-                                      application_name="panes")
-    except psycopg2.OperationalError as err:
-        raise OnlineStoreError(f"cannot connect to the online store {store_name(spec)}: {_first_line(err)}") from None
-    try:
-        yield connection
-    finally:
-        connection.close()
-
-
-def store_name(spec: OnlineSpec) -> str:
-    """The store as messages and metadata name it: host, port, database and table; no user or password."""
-    parts = urlsplit(spec.url)
-    return f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'} table {spec.table}"
-
-
-def _first_line(err: Exception) -> str:
-    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-
-
-def _table(spec: OnlineSpec) -> sql.Composed:
-    schema, table = spec.schema_and_table
-    return sql.SQL(".").join([sql.Identifier(schema), sql.Identifier(table)]) if schema else sql.Identifier(table)
-
-
-def _names(columns: list[tuple[str, str]]) -> sql.Composed:
-    return sql.SQL(", ").join(sql.Identifier(c) for c, _ in columns)
-
-
-def marks_table(spec: OnlineSpec) -> str:
-    """The table beside the store that says, per window, the latest day loaded (its ``as_of``)."""
-    return f"{spec.table}_as_of"
-
-
-def _marks(spec: OnlineSpec) -> sql.Composed:
-    return _table(OnlineSpec(spec.url, marks_table(spec)))
-
-
-def ensure_tables(cursor: Any, spec: OnlineSpec, config: PipelineConfig) -> None:
-    """Create the store's tables where they are missing; refuse a store whose columns this
-    configuration does not write (another configuration's), before anything is written."""
-    columns = store_columns(config)
-    # Only where missing: CREATE, even IF NOT EXISTS, needs the right to create in the schema,
-    # which a user of tables an administrator made need not have.
-    cursor.execute("SELECT to_regclass(%s), to_regclass(%s)", [_table(spec).as_string(cursor),
-                                                               _marks(spec).as_string(cursor)])
-    table, marks = cursor.fetchone()
-    if table is None:
-        # Every row changes every day (its as_of at least): with half of each page free, the
-        # update of a row finds room beside it and leaves the index alone (a HOT update).
-        # Measured at 673,074 rows, four daily loads: the upsert took 4.6, 7.4, 9.0, 9.1 s at
-        # PostgreSQL's default fill and 3.1, 2.1, 2.2, 2.3 s at half (/work/scratch/prof_online2.py).
-        cursor.execute(sql.SQL("CREATE TABLE {} ({}, PRIMARY KEY (key, \"window\")) WITH (fillfactor = 50)").format(
-            _table(spec), sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t))
-                                             for c, t in columns)))
-    if marks is None:
-        cursor.execute(sql.SQL("CREATE TABLE {} (\"window\" text PRIMARY KEY, "
-                               "as_of timestamp with time zone NOT NULL, day date NOT NULL, "
-                               "loaded_at timestamp with time zone NOT NULL DEFAULT now())").format(_marks(spec)))
-    cursor.execute("SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
-                   "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-                   [_table(spec).as_string(cursor)])
-    held = [tuple(row) for row in cursor.fetchall()]
-    if sorted(held) != sorted(columns):
-        def spelled(cs: list[tuple[str, str]]) -> str:
-            return ", ".join(f"{c} {t}" for c, t in cs)
-        raise StoreMismatchError(f"online table {spec.table} has columns ({spelled(held)}) but this configuration "
-                                 f"writes ({spelled(columns)}): drop the table, or name another online.table, "
-                                 "and load the days again")
-
-
-def _held_marks(cursor: Any, spec: OnlineSpec) -> dict[str, datetime]:
-    cursor.execute(sql.SQL("SELECT \"window\", as_of FROM {}").format(_marks(spec)))
-    return dict(cursor.fetchall())
 
 
 @dataclass
@@ -326,7 +75,7 @@ def _staged(cursor: Any, name: str, spec: OnlineSpec, config: PipelineConfig, sn
     """A temporary table (dropped at commit) holding the snapshot's rows, loaded by COPY."""
     columns = sql.SQL(", ").join(sql.Identifier(c) for c in value_columns(config))
     cursor.execute(sql.SQL("CREATE TEMPORARY TABLE {} ON COMMIT DROP AS SELECT {} FROM {} WITH NO DATA").format(
-        sql.Identifier(name), columns, _table(spec)))
+        sql.Identifier(name), columns, table_identifier(spec)))
     cursor.copy_expert(sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv)").format(
         sql.Identifier(name), columns).as_string(cursor), copy_csv(snapshot.rows))
     cursor.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(name)))
@@ -341,7 +90,7 @@ def load(lakehouse: str, day: date, config: PipelineConfig, spec: OnlineSpec, *,
         raise OnlineStoreError("the online store serves sliding, tumbling and cumulating windows: none is configured")
     snapshot = read_snapshot(lakehouse, day, config)
     values = [c for c in value_columns(config) if c not in ("key", "window")]
-    target = _table(spec)
+    target = table_identifier(spec)
     with connected(spec, password) as connection:
         try:
             with connection, connection.cursor() as cursor:  # one transaction: committed whole or rolled back
@@ -349,7 +98,7 @@ def load(lakehouse: str, day: date, config: PipelineConfig, spec: OnlineSpec, *,
                 # marks; so the update and the insert below need no ON CONFLICT.
                 cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"panes.online:{spec.table}"])
                 ensure_tables(cursor, spec, config)
-                marks = _held_marks(cursor, spec)
+                marks = held_marks(cursor, spec)
                 windows = [w for w in served_windows(config)
                            if w.name not in marks or snapshot.ends[w.name][1] >= marks[w.name]]
                 skipped = [w.name for w in served_windows(config) if w not in windows]
@@ -383,10 +132,11 @@ def load(lakehouse: str, day: date, config: PipelineConfig, spec: OnlineSpec, *,
                 cursor.execute(sql.SQL(
                     "INSERT INTO {marks} (\"window\", as_of, day) SELECT \"window\", as_of, {day} FROM {ends} "
                     "ON CONFLICT (\"window\") DO UPDATE SET as_of = EXCLUDED.as_of, day = EXCLUDED.day, "
-                    "loaded_at = now()").format(marks=_marks(spec), day=sql.Literal(day), ends=_day_ends(loading)))
+                    "loaded_at = now()").format(marks=marks_identifier(spec), day=sql.Literal(day),
+                                                ends=_day_ends(loading)))
         except psycopg2.Error as err:
             raise OnlineStoreError(f"loading {day} into the online store {store_name(spec)} failed: "
-                                   f"{_first_line(err)} (a load is one transaction: the store holds the day "
+                                   f"{first_line(err)} (a load is one transaction: the store holds the day "
                                    "whole or not at all, and running it again converges)") from None
     return Loaded(day, loading.rows.num_rows, written, removed, [w.name for w in windows], skipped)
 
@@ -402,11 +152,11 @@ def lookup(spec: OnlineSpec, config: PipelineConfig, key: str | list[str], windo
     with connected(spec, password) as connection, connection.cursor() as cursor:
         try:
             cursor.execute(sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY key, \"window\"").format(
-                _names(columns), _table(spec), where), [keys, *([window] if window is not None else [])])
+                identifiers(columns), table_identifier(spec), where), [keys, *([window] if window is not None else [])])
         except psycopg2.errors.UndefinedTable:
             raise OnlineStoreError(f"the online store {store_name(spec)} has no table yet: load a day first") from None
         except psycopg2.Error as err:
-            raise OnlineStoreError(f"reading the online store {store_name(spec)} failed: {_first_line(err)}") from None
+            raise OnlineStoreError(f"reading the online store {store_name(spec)} failed: {first_line(err)}") from None
         return [dict(zip([c for c, _ in columns], row)) for row in cursor.fetchall()]
 
 
@@ -438,7 +188,7 @@ def compare(lakehouse: str, day: date, config: PipelineConfig, spec: OnlineSpec,
         try:
             with connection, connection.cursor() as cursor:
                 ensure_tables(cursor, spec, config)
-                marks = _held_marks(cursor, spec)
+                marks = held_marks(cursor, spec)
                 later = [w for w in served_windows(config)
                          if w.name in marks and marks[w.name] > snapshot.ends[w.name][1]]
                 windows = [w for w in served_windows(config) if w not in later]
@@ -464,12 +214,12 @@ def compare(lakehouse: str, day: date, config: PipelineConfig, spec: OnlineSpec,
                         " FROM states GROUP BY how").format(
                         t_values=sql.SQL(", ").join(sql.SQL("t.{}").format(sql.Identifier(c)) for c in compared),
                         d_values=sql.SQL(", ").join(sql.SQL("d.{}").format(sql.Identifier(c)) for c in compared),
-                        target=_table(spec), ends=_day_ends(expected), shown=sql.Literal(shown)))
+                        target=table_identifier(spec), ends=_day_ends(expected), shown=sql.Literal(shown)))
                     found = {how: (count, samples) for how, count, samples in cursor.fetchall()}
                 connection.rollback()  # nothing to keep: the staged rows go
         except psycopg2.Error as err:
             raise OnlineStoreError(f"comparing the online store {store_name(spec)} with {day}'s snapshot failed: "
-                                   f"{_first_line(err)}") from None
+                                   f"{first_line(err)}") from None
     bad = {how: v for how, v in found.items() if how != "equal"}
     differing = [(key, window, how) for how, (_, samples) in sorted(bad.items()) for key, window in samples][:shown]
     return Comparison(day, snapshot.rows.num_rows, found.get("equal", (0, []))[0], superseded, differing,
@@ -501,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as err:
                 parser.error(f"--get: {err}")
             for row in lookup(config.online, config, keys, args.window):
-                print(_json(row))
+                print(jsonb_text(row))
             return 0
         if args.lakehouse is None:
             parser.error("--date needs --lakehouse")

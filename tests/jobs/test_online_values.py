@@ -27,10 +27,10 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from jobs import online_values
-from jobs.errors import MissingInputError
-from jobs.online_values import (OnlineStoreError, StoreMismatchError, compare, day_as_of, load, lookup,
-                                 stored_key)
+from jobs.errors import MissingInputError, OnlineStoreError, StoreMismatchError
+from jobs.online.day_snapshot import day_as_of, stored_key
+from jobs.online.postgres import store_columns
+from jobs.online_values import compare, load, lookup
 from jobs.tables import WINDOW_SNAPSHOT
 from tests.postgres_server import free_port, new_database, server_or_skip
 from windowing_core.config import PipelineConfig
@@ -191,7 +191,7 @@ def same(a, b) -> bool:
 
 
 def held(spec: OnlineSpec, config: PipelineConfig) -> dict[tuple[str, str], dict]:
-    names = [c for c, _ in online_values.store_columns(config)]
+    names = [c for c, _ in store_columns(config)]
     with psycopg2.connect(spec.url) as connection, connection.cursor() as cursor:
         psycopg2.extras.register_default_jsonb(conn_or_curs=cursor, loads=lambda s: json.loads(
             s, parse_float=Decimal, parse_int=Decimal))
@@ -454,7 +454,7 @@ def test_a_day_never_materialised_is_refused_and_the_store_kept(store):
 
 def test_a_composite_key_is_given_as_its_json_array_as_ingest_writes_it():
     config = PipelineConfig.from_dict(COMPOSITE)
-    assert [c for c, _ in online_values.store_columns(config)][:4] == ["key", "user_id", "country", "window"]
+    assert [c for c, _ in store_columns(config)][:4] == ["key", "user_id", "country", "window"]
     assert stored_key(config, '[ "u1", "DE" ]') == '["u1","DE"]'
     assert stored_key(config, '["ü", "a \\"b\\", c"]') == '["ü","a \\"b\\", c"]'
     for bad in ("u1,DE", '["u1"]', '["u1", 2]', "{}"):
