@@ -5,6 +5,7 @@ import moved into a function hides a cycle from Python, not from the reader)."""
 from __future__ import annotations
 
 import ast
+import tomllib
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -57,3 +58,12 @@ def test_the_graph_sees_imports_inside_functions():
     graph = _graph()
     assert "jobs.runtime.progress" in graph["jobs.cli"]  # imported inside ``jobs.cli``'s functions only
     assert "windowing_core.config" in graph["jobs.sliding_windows"]
+
+
+def test_every_package_folder_is_installed():
+    """A folder split out of a package (``jobs/online``) must be in pyproject.toml's package
+    list too, or an install that is not editable leaves it out."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {".".join(p.parent.relative_to(ROOT).parts) for package in LAYER
+               for p in (ROOT / package).rglob("__init__.py")}
+    assert folders <= listed, sorted(folders - listed)
