@@ -16,7 +16,7 @@ from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource, job_days
 from assets.spark_work import SPARK_POOL
 from jobs import point_in_time_join, tables
-from jobs.point_in_time import Reading
+from jobs.as_of.reading import Reading
 from jobs.tables import MINUTE_PARTIALS, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT, asset_group
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig

@@ -44,7 +44,8 @@ from pyspark.sql import functions as F
 
 from bench import generate
 from jobs import minute_partials, point_in_time_join, sliding_windows
-from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
+from jobs.as_of.join import with_values_as_of
+from jobs.as_of.reading import AT, KEY, Reading
 from jobs.storage import delta_io, delta_write
 from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter
 from windowing_core.config import PipelineConfig

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from expectations.catalog import K_LIST_KINDS, VARIANCE_KINDS, counts_of_fields, has_mean_min_max, of_kinds
 from expectations.validation import Pairs, Suite, gx_expectations, not_negative, readable_columns
 from jobs.ingest.quarantine import quarantine_reasons
-from jobs.point_in_time import Reading
+from jobs.as_of.reading import Reading
 from jobs.tables import (
     DAILY_PARTIALS, EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
     declared_columns,

@@ -209,7 +209,7 @@ def read_events(spark: SparkSession, lakehouse: str, config: PipelineConfig, fir
 def accepted_events(spark: SparkSession, lakehouse: str, config: PipelineConfig, first: date, last: date) -> DataFrame:
     """The events of days ``first .. last`` exactly as the partials job folds them into frames
     (``key``, ``event_time``, ``event_date`` and what the aggregations read): for reads that
-    need the events inside a frame (``jobs.point_in_time_exact``)."""
+    need the events inside a frame (``jobs.as_of.exact``)."""
     unique, is_late = accepted_and_late(read_events(spark, lakehouse, config, first, last), config, first, last)
     return unique.where(~is_late)
 

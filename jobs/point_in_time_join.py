@@ -24,7 +24,7 @@ Where the tables cannot say (a window's first day, before the key's first change
 day, with frames before that day), event_count and the values are null: unknown, not empty.
 
 With ``precision: event`` (``--precision event``) a sliding or cumulating window holds exactly
-the events before ts, to the microsecond (``jobs.point_in_time_exact``): ``window_end`` and
+the events before ts, to the microsecond (``jobs.as_of.exact``): ``window_end`` and
 ``read_at`` are ts itself, and the partials and events of the days its windows reach are read.
 
 The window tables must be materialised for the days the spine reaches (``L``'s day and the day
@@ -53,8 +53,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampNTZType, TimestampType
 
 from jobs import errors, named_tables
+from jobs.as_of.join import with_values_as_of
+from jobs.as_of.reading import AT, KEY, Reading
 from jobs.errors import SpineError
-from jobs.point_in_time import AT, KEY, Reading, with_values_as_of
 from jobs.runtime import pipes
 from jobs.storage import delta_write
 from jobs.tables import SPINE_VALUES, day_filter, root

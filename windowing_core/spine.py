@@ -42,7 +42,7 @@ JOINED_FIELDS = {"path", "table", "format", "ts", "exclusive", "precision", "gro
 GROUP_FIELDS = {"key", "windows", "aggregations"}
 PRECISIONS = ("bucket", "event")
 """How a read places its instant: at the last window end before it (``bucket``), or exactly
-(``event``: ``jobs.point_in_time_exact``)."""
+(``event``: ``jobs.as_of.exact``)."""
 
 
 def read_at_instant(spec: WindowSpec | SessionSpec) -> bool:

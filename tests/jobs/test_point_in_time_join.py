@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from jobs import errors, ingest_events, minute_partials, point_in_time_join, sliding_windows
-from jobs.point_in_time import Reading, values_as_of
+from jobs.as_of.reading import Reading, read_end
+from jobs.point_in_time import values_as_of
 from jobs.storage import delta_io
 from orchestration.report import top_keys
 from tests.landing import ensure_days, random_landing, with_row_expressions
@@ -237,7 +238,6 @@ def test_the_end_read_in_spark_is_the_oracles_to_the_microsecond(spark):
     oracle's (``reference.as_of_end``, in integers), inclusive and exclusive."""
     from pyspark.sql import functions as F
 
-    from jobs.point_in_time import read_end
 
     spec = WindowSpec.of("w", "1h", "10m")
     noon = datetime(2025, 1, 28, 12, tzinfo=timezone.utc)

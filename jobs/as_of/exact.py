@@ -25,6 +25,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobs.as_of.reading import MICROS
 from jobs.minute_partials import accepted_events, merge_partials, to_partials
 from jobs.storage import delta_io
 from jobs.tables import MINUTE_PARTIALS, day_filter, partial_columns
@@ -32,7 +33,6 @@ from windowing_core.aggregations import Aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import WindowSpec
 
-MICROS = 1_000_000
 _LO, _HI, _WINDOW = "_pit_lo", "_pit_hi", "_pit_window"
 
 
