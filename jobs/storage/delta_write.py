@@ -35,6 +35,14 @@ from jobs.storage.schemas import check_compatible
 
 WRITER = "delta-spark"
 
+SMALL_WRITE_ROWS = 250_000
+"""A routed write of at most this many rows to a table gathers each partition's rows in one task
+first (``repartition`` by the partition columns), so a day is one file, not one per task of the
+computation: the demo's ingest (160,327 events over 13 days) wrote 80, 16 and 91 files and
+took 4.9 s in its three writes, 10, 8 and 18 files in 1.4 s with the shuffle. Above it, a
+partition's rows stay spread over the tasks that made them (one task writing a day of 10^7 rows
+would leave every other core idle)."""
+
 
 def replace_partitions(df: DataFrame, path: str, *, partition_by: list[str],
                        partition_filters: list[Filter]) -> dict:
@@ -85,9 +93,9 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
         opened = [_check_table(t, StructType([fields[c] for c in t.columns])) for t in resolved]
         df = df.persist()
         try:
-            _check_routes(df, route, resolved)
-            return {t.name: _write(df.where(df[route] == t.name).select(*t.columns), t, write,
-                                   append=_appends(t, table))
+            rows = _check_routes(df, route, resolved)
+            return {t.name: _write(_gathered(df.where(df[route] == t.name).select(*t.columns), t, rows[t.name]), t,
+                                   write, append=_appends(t, table))
                     for t, table in zip(resolved, opened, strict=True)}
         finally:
             df.unpersist()
@@ -129,14 +137,16 @@ def _check_table(target: _Target, schema: StructType) -> DeltaTable | None:
     return table
 
 
-def _check_routes(df: DataFrame, route: str, targets: list[_Target]) -> None:
-    """One pass: every row goes to a target, and lies inside that target's partitions."""
+def _check_routes(df: DataFrame, route: str, targets: list[_Target]) -> dict[str, int]:
+    """One pass: every row goes to a target, and lies inside that target's partitions; the rows
+    of each target."""
     names = [t.name for t in targets]
     outside = [F.sum(((F.col(route) == t.name) & ~F.coalesce(F.expr(sql_predicate([t.filters])), F.lit(False))
                       ).cast("long")).alias(str(i)) for i, t in enumerate(targets) if t.filters]
+    counts = [F.count(F.when(F.col(route) == t.name, F.lit(1))).alias(f"rows{i}") for i, t in enumerate(targets)]
     stray = F.collect_set(F.when(~F.col(route).isin(names) | F.col(route).isNull(),
                                  F.coalesce(F.col(route), F.lit("null"))))
-    result = df.agg(stray.alias("stray"), *outside).first()
+    result = df.agg(stray.alias("stray"), *outside, *counts).first()
     if result["stray"]:
         raise ValueError(f"rows routed by {route!r} to {sorted(result['stray'])[:5]}, which is no target of "
                          f"{names}: nothing was written")
@@ -144,6 +154,12 @@ def _check_routes(df: DataFrame, route: str, targets: list[_Target]) -> None:
         if t.filters and result[str(i)]:
             raise ValueError(f"{result[str(i)]} rows for {t.path} fall outside partition_filters {t.filters}: "
                              "nothing was written")
+    return {t.name: result[f"rows{i}"] for i, t in enumerate(targets)}
+
+
+def _gathered(rows: DataFrame, target: _Target, count: int) -> DataFrame:
+    """A small write's rows with each partition's in one task (``SMALL_WRITE_ROWS``)."""
+    return rows.repartition(*target.partition_by) if target.partition_by and count <= SMALL_WRITE_ROWS else rows
 
 
 def _appends(target: _Target, table: DeltaTable | None) -> bool:
