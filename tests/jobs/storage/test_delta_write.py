@@ -161,6 +161,23 @@ def test_a_routed_write_replaces_each_table_from_one_pass(spark, tmp_path):
     assert [tuple(r) for r in read_table(spark, str(tmp_path / "labels")).collect()] == [("x", "a")]
 
 
+@pytest.mark.parametrize("small_write_rows, files_per_day", [(delta_write.SMALL_WRITE_ROWS, 1), (0, 4)])
+def test_a_small_routed_write_gathers_each_day_into_one_file(spark, tmp_path, monkeypatch, small_write_rows,
+                                                            files_per_day):
+    """Rows of two days spread over four tasks: a small write gathers each day's rows in one
+    task (one file a day); above ``SMALL_WRITE_ROWS`` each task writes its own file of each day."""
+    monkeypatch.setattr(delta_write, "SMALL_WRITE_ROWS", small_write_rows)
+    rows = [(f"k{i}", i, None, day, "counts") for i in range(40) for day in (D1, D2)]
+    targets = routed_targets(tmp_path, [D1, D2])
+
+    delta_write.replace_partitions_routed(routed_frame(spark, rows).repartition(4, "key"), "dest", targets)
+
+    files = DeltaTable(str(tmp_path / "counts")).file_uris()
+    assert sorted(sum(f"event_date={day}" in f for f in files) for day in (D1, D2)) == [files_per_day] * 2
+    assert sorted(tuple(r) for r in read_table(spark, str(tmp_path / "counts")).collect()) == sorted(
+        (k, n, d) for k, n, _, d, _ in rows)
+
+
 def test_partitions_that_hold_no_file_are_appended_to_and_the_others_replaced(spark, tmp_path):
     """A replace of partitions holding no file is an append (Delta rebuilds no state to find
     files to remove): the tables end as replaces leave them, and every commit carries its write."""
