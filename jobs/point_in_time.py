@@ -1,8 +1,8 @@
 """Values as of an instant: what each window held for a key at a time ``t``, from the window tables.
 
 One definition serves every read: ``values_as_of`` (all keys at one instant, this module's
-command line) and ``jobs.point_in_time_join`` (each spine row at its own instant) both call
-``jobs.as_of.join.with_values_as_of`` on a frame of lookups ``(key, t)``.
+command line) and ``jobs.point_in_time_join`` (each spine row at its own instant) both join a
+frame of lookups ``(key, t)`` to the window tables' points (``jobs.as_of.join``).
 
 What a read at ``t`` gets (``exclusive``: ``<`` where ``<=`` is written):
 
@@ -53,8 +53,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs import errors
-from jobs.as_of.join import with_values_as_of
-from jobs.as_of.points import ReadReach, change_points, read_rows, snapshot_points
+from jobs.as_of.join import join_points
+from jobs.as_of.points import ReadReach, read_points, read_rows
 from jobs.as_of.reading import AT, KEY, Reading
 from jobs.cli import documented_parser, group_arguments, parsed
 from jobs.tables import MINUTE_PARTIALS, day_filter
@@ -65,23 +65,21 @@ from windowing_core.spine import PRECISIONS
 def values_as_of(spark: SparkSession, lakehouse: str, at: datetime, config: PipelineConfig,
                  keys: list[str] | None = None, precision: str = "bucket") -> DataFrame:
     """``key, window, window_end, event_count, <aggregations>`` of every non-empty key and window
-    at ``at``: ``with_values_as_of`` with one lookup per key (the keys given, or every key of
-    the rows read), keys with an empty or unknown value left out."""
+    at ``at``: the as-of join with one lookup per key (the keys given, or every key of the points
+    the join reads, read once for both), keys with an empty or unknown value left out."""
     reading = Reading.everything(config, precision)
-    plan = ReadReach(reading, config, at, at)
-    points = [p for p in (change_points(spark, lakehouse, plan, keys), snapshot_points(spark, lakehouse, plan, keys)[0])
-              if p is not None]
+    points = read_points(spark, lakehouse, ReadReach(reading, config, at, at), keys)
     if keys is not None:
         lookups = spark.createDataFrame([(k,) for k in keys], f"{KEY} string")
     else:
-        known = [p.select(KEY) for p in points]
+        known = [p.select(KEY) for p in points.rows]
         if reading.exact:  # a key whose only events came after the last window end has no point yet
             reach = at - timedelta(seconds=max(w.length for w in reading.exact))
             days = day_filter("event_date", reach.date(), at.date())
             known.append(read_rows(spark, MINUTE_PARTIALS.path(lakehouse), days, None).select(F.col("key").alias(KEY)))
         lookups = reduce(DataFrame.unionByName, known).distinct()
     lookups = lookups.withColumn(AT, F.lit(at).cast("timestamp"))
-    joined = with_values_as_of(spark, lakehouse, lookups, config, reading, at, at, keys)
+    joined = join_points(spark, lakehouse, lookups, points)
     answers = []
     for spec in reading.windows:
         end, _, count, *values = reading.columns(spec)

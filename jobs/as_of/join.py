@@ -19,9 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.as_of.exact import with_exact_values
-from jobs.as_of.points import (
-    EXCLUSIVE_RANK, INCLUSIVE_RANK, POINT, RANK, SORT, WINDOW, ReadReach, change_points, snapshot_points, unknown_days,
-)
+from jobs.as_of.points import EXCLUSIVE_RANK, INCLUSIVE_RANK, POINT, RANK, SORT, WINDOW, Points, ReadReach, read_points
 from jobs.as_of.reading import AT, KEY, MICROS, Reading, read_end, unix_day
 from windowing_core.config import PipelineConfig
 from windowing_core.count_windows import CountSpec
@@ -40,31 +38,36 @@ def with_values_as_of(spark: SparkSession, lakehouse: str, lookups: DataFrame, c
     ``earliest .. latest`` bound the lookups' instants (the days read follow from them);
     ``keys`` (optional) bounds their keys. See ``jobs.point_in_time``'s docstring for the definition.
     """
-    plan = ReadReach(reading, config, earliest, latest)
-    snapshots, not_carried = snapshot_points(spark, lakehouse, plan, keys)
-    unknown = unknown_days(lakehouse, plan, not_carried)
-    points = [p for p in (change_points(spark, lakehouse, plan, keys), snapshots) if p is not None]
+    points = read_points(spark, lakehouse, ReadReach(reading, config, earliest, latest), keys)
+    return join_points(spark, lakehouse, lookups, points)
+
+
+def join_points(spark: SparkSession, lakehouse: str, lookups: DataFrame, points: Points) -> DataFrame:
+    """``with_values_as_of`` from points already read: each lookup's instant must lie in
+    ``points.plan``'s range, and its key among the keys the points were read for."""
+    reading, plan = points.plan.reading, points.plan
     rank = EXCLUSIVE_RANK if reading.exclusive else INCLUSIVE_RANK
     asks = lookups.withColumns({SORT: F.unix_micros(AT), RANK: F.lit(rank)})
-    rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), [asks, *points])
+    rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), [asks, *points.rows])
     # One sort per key for every window: rows before a lookup are the points it may see.
     before = Window.partitionBy(KEY).orderBy(SORT, RANK, F.col(f"{POINT}.day")).rowsBetween(
         Window.unboundedPreceding, Window.currentRow)
     carried = [F.last(F.when(F.col(WINDOW) == i, F.col(POINT)), ignorenulls=True).over(before).alias(f"_pit_{i}")
                for i in range(len(reading.windows))]
-    if not points:  # nothing to read: every lookup carries no point
+    if not points.rows:  # nothing to read: every lookup carries no point
         nothing = F.lit(None).cast(_point_type(reading))
         carried = [nothing.alias(f"_pit_{i}") for i in range(len(reading.windows))]
     kept = lookups.columns
     answered = rows.select(*kept, RANK, *carried).where(F.col(RANK) == rank)
     exact = {spec.name for spec in reading.exact}
     outputs = [c for i, spec in enumerate(reading.windows) if spec.name not in exact
-               for c in _answer(F.col(f"_pit_{i}"), spec, reading, unknown.get(spec.name, []))]
+               for c in _answer(F.col(f"_pit_{i}"), spec, reading, points.unknown.get(spec.name, []))]
     answered = answered.select(*kept, *outputs)
     if exact:
         columns = {spec.name: reading.columns(spec) for spec in reading.exact}
-        answered = answered.join(with_exact_values(spark, lakehouse, lookups, KEY, AT, config, reading.exact,
-                                                   reading.aggregations, columns, earliest, latest), [KEY, AT], "left")
+        answered = answered.join(with_exact_values(spark, lakehouse, lookups, KEY, AT, plan.config, reading.exact,
+                                                   reading.aggregations, columns, plan.earliest, plan.latest),
+                                 [KEY, AT], "left")
     return answered.select(*kept, *[c for spec in reading.windows for c in reading.columns(spec)])
 
 

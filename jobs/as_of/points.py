@@ -122,6 +122,23 @@ def snapshot_points(spark: SparkSession, lakehouse: str, plan: ReadReach, keys: 
         point(plan.reading, F.unix_date("date") + 1, F.unix_micros("as_of")).alias(POINT)), not_carried
 
 
+@dataclass(frozen=True)
+class Points:
+    """Every point the reads of ``plan`` may see (``change_points`` and ``snapshot_points``, those
+    that exist), and per window the days whose earlier state is unknown (``unknown_days``)."""
+
+    plan: ReadReach
+    rows: list[DataFrame]
+    unknown: dict[str, list[date]]
+
+
+def read_points(spark: SparkSession, lakehouse: str, plan: ReadReach, keys: list[str] | None) -> Points:
+    """The points of ``plan``'s reads, of ``keys`` only where given."""
+    snapshots, not_carried = snapshot_points(spark, lakehouse, plan, keys)
+    rows = [p for p in (change_points(spark, lakehouse, plan, keys), snapshots) if p is not None]
+    return Points(plan, rows, unknown_days(lakehouse, plan, not_carried))
+
+
 def unknown_days(lakehouse: str, plan: ReadReach, not_carried: dict[str, list[date]]) -> dict[str, list[date]]:
     """The days whose state before a key's first change point is in no table: no snapshot of
     the day before holds the window, and frames lie in the window that state is of (the window
