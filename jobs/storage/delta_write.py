@@ -39,9 +39,12 @@ SMALL_WRITE_ROWS = 250_000
 """A routed write of at most this many rows to a table gathers each partition's rows in one task
 first (``repartition`` by the partition columns), so a day is one file, not one per task of the
 computation: the demo's ingest (160,327 events over 13 days) wrote 80, 16 and 91 files and
-took 4.9 s in its three writes, 10, 8 and 18 files in 1.4 s with the shuffle. Above it, a
-partition's rows stay spread over the tasks that made them (one task writing a day of 10^7 rows
-would leave every other core idle)."""
+took 4.9 s in its three writes, 10, 8 and 18 files in 1.4 s with the shuffle. Writing from one
+task with no shuffle (``coalesce(1)`` of the persisted rows) was measured too, in one session
+(``bench.pipeline``'s jobs on one day, best of 2 or 3): faster on a day of 2,000 events (windows
+2.4 s against 3.4 s), slower from 20,000 on (windows 5.2 against 3.5 s; at 150,000, 5.6 against
+4.5 s). Above the limit, a partition's rows stay spread over the tasks that made them (one task
+writing a day of 10^7 rows would leave every other core idle)."""
 
 
 def replace_partitions(df: DataFrame, path: str, *, partition_by: list[str],
