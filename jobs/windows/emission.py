@@ -41,12 +41,14 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     the day's last end, the last day its state holds before the key's next change.
     """
     by_key = Window.partitionBy("window", "key").orderBy("end")
+    lagged = [a.name for a in config.aggregations if not a.invertible]
+    if lagged:  # each lag once, as a column: every occurrence of a window function is evaluated apart
+        values = values.withColumns({f"__previous_{c}": F.lag(c).over(by_key) for c in ["end", *lagged]})
 
     def previous(a: Aggregation) -> Column:
         if a.invertible:
             return a.spark_finish([F.col(f"previous_{c}") for c in a.field_columns()])
-        return F.when(F.lag("end").over(by_key).isNull(), a.spark_empty_value()).otherwise(
-            F.lag(a.name).over(by_key))
+        return F.when(F.col("__previous_end").isNull(), a.spark_empty_value()).otherwise(F.col(f"__previous_{a.name}"))
 
     changed = reduce(lambda a, b: a | b, [~a.spark_comparable(F.col(a.name)).eqNullSafe(
         a.spark_comparable(previous(a).cast(a.output_type))) for a in config.aggregations])
@@ -58,6 +60,7 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     until = (F.when(next_end.isNull(), F.lit(last))
              .when(day_of(next_end) > day, F.date_sub(day_of(next_end), 1)))  # else null: not the day's last
     handed_on = [f"previous_{c}" for c in partial_columns(config, invertible=True)]  # next_end: final rows
+    handed_on += [f"__previous_{c}" for c in ["end", *lagged]] if lagged else []
     marks = [changed.alias("changed"), day.alias("date"), until.alias("until")]
     return values.select("*", *marks).drop(*handed_on)
 

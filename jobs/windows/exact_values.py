@@ -39,12 +39,14 @@ def running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column], 
         lists = [a.field_columns()[0] for a in aggregations if a.name in listed]
         rows = rows.select("*", F.posexplode_outer(F.arrays_zip(*[F.col(c) for c in lists])).alias("__pos", "__item"))
     first = F.col("__pos").isNull() | (F.col("__pos") == 0)
+    if scanned:  # each prefix once, as a column: every field taken from the window function would repeat it
+        rows = rows.withColumns({f"__prefix_{a.name}": F.last(F.when(~F.col("is_query"), F.struct(*a.field_columns())),
+                                                               ignorenulls=True).over(window) for a in scanned})
     merged = []
     for agg in aggregations:
         columns = agg.field_columns()
         if agg in scanned:
-            prefix = F.last(F.when(~F.col("is_query"), F.struct(*columns)), ignorenulls=True).over(window)
-            merged += [prefix[c].alias(c) for c in columns]
+            merged += [F.col(f"__prefix_{agg.name}")[c].alias(c) for c in columns]
         elif agg.name in listed:
             merged += [c.alias(n) for c, n in zip(agg.spark_merge_elements(F.col("__item")[columns[0]], window),
                                                   columns)]

@@ -50,13 +50,17 @@ def prefix_merged(rows: DataFrame, aggregations: list[Aggregation], by: list[str
     fixed order all the same: equal inputs give equal bits.
     """
     window = Window.partitionBy(*by).orderBy(*order)
+    columns = [c for agg in aggregations for c in agg.field_columns()]
     for p in range(max(most_rows - 1, 0).bit_length()):
+        # Each lag once, as a column: a combine names its operands several times, and Spark
+        # evaluates every occurrence of a window function as a window expression of its own.
+        rows = rows.withColumns({f"__earlier_{c}": F.lag(c, 2**p).over(window) for c in columns})
         merged = {}
         for agg in aggregations:
-            columns = agg.field_columns()
-            earlier = [F.lag(c, 2**p).over(window) for c in columns]
-            merged.update(zip(columns, agg.spark_combine(earlier, [F.col(c) for c in columns]), strict=True))
-        rows = rows.withColumns(merged)
+            own = agg.field_columns()
+            earlier = [F.col(f"__earlier_{c}") for c in own]
+            merged.update(zip(own, agg.spark_combine(earlier, [F.col(c) for c in own]), strict=True))
+        rows = rows.withColumns(merged).drop(*[f"__earlier_{c}" for c in columns])
     return rows
 
 
