@@ -131,14 +131,15 @@ def with_session_numbers(pieces: DataFrame, sessions: Windows) -> DataFrame:
     is the first event time of the session's next piece, for the state's last day.
     """
     by_key = Window.partitionBy("window", "key").orderBy("first")
-    previous = F.lag("last").over(by_key)
+    # the lag once, as a column: each of its occurrences would be a window expression of its own
+    pieces, previous = pieces.withColumn("__previous", F.lag("last").over(by_key)), F.col("__previous")
     apart = previous.isNull() | (F.col("first") - previous >= sessions.param(lambda s: s.gap * MICROS))
     starts = sessions.choose(_cut, lambda: apart | (_cell_end(F.col("first"), sessions) != _cell_end(previous, sessions)),
                              lambda: apart)
     numbered = (pieces.withColumn("starts", starts.cast("long"))
                 .withColumn("session", F.sum("starts").over(by_key.rowsBetween(Window.unboundedPreceding, 0))))
     next_first = F.lead("first").over(Window.partitionBy("window", "key", "session").orderBy("first"))
-    return numbered.withColumn("next_first", next_first).drop("starts")
+    return numbered.withColumn("next_first", next_first).drop("starts", "__previous")
 
 
 def with_sessions_so_far(numbered: DataFrame, config: PipelineConfig) -> DataFrame:
