@@ -2,7 +2,7 @@
 
 A partition replace is ``mode("overwrite")`` with ``replaceWhere`` on the partition predicate, so
 re-running a partition gives the same contents and a run killed part-way leaves the previous
-version readable; where the partitions hold no file yet (a day's first run), it is an append,
+version readable (a run below a day narrows it to its interval of a time column: ``row_filters``); where the partitions hold no file yet (a day's first run), it is an append,
 which gives the same table without Delta's search for files to remove (``_appends``). On a file
 system each write holds an exclusive lock on its table for its whole length (``_locked``; why,
 in ``jobs.storage.delta_io``'s docstring: delta-spark's log stores are atomic only inside one driver).
@@ -48,15 +48,19 @@ writing a day of 10^7 rows would leave every other core idle)."""
 
 
 def replace_partitions(df: DataFrame, path: str, *, partition_by: list[str],
-                       partition_filters: list[Filter]) -> dict:
-    """Replace every row matching ``partition_filters`` with ``df``, in one atomic commit.
+                       partition_filters: list[Filter], row_filters: list[Filter] = ()) -> dict:
+    """Replace every row matching ``partition_filters`` (and ``row_filters``) with ``df``, in one
+    atomic commit.
 
     Every row of ``df`` must fall inside the filters (an AND of partition-column filters; an
     empty list replaces the whole table): Delta checks each row against ``replaceWhere`` and
     a row outside aborts the write, committing nothing. An empty ``df`` empties the matching
-    partitions. The table is created, partitioned by ``partition_by``, if it does not exist.
+    partitions. ``row_filters`` narrow the replace to rows of data columns inside those
+    partitions (an hour's interval of a time column: ``filters.interval``); Delta then rewrites
+    the files that hold rows on both sides. The table is created, partitioned by
+    ``partition_by``, if it does not exist.
     """
-    target = _Target.of(None, path, df.columns, partition_by, partition_filters, df.columns)
+    target = _Target.of(None, path, df.columns, partition_by, partition_filters, df.columns, row_filters=row_filters)
     with _locked([target.path]):
         _check_table(target, df.select(*target.columns).schema)
         return _write(df.select(*target.columns), target, {"writeId": uuid.uuid4().hex})
@@ -73,6 +77,8 @@ class Target:
     # What the rows were made with that every row of the table must share (the frames' bucket):
     # each commit carries it, and a write whose stamp differs from the table's is refused.
     stamp: dict[str, str] = field(default_factory=dict)
+    # Filters on data columns narrowing the replace inside the partitions (``replace_partitions``).
+    row_filters: list[Filter] = field(default_factory=list)
 
 
 def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Target], *,
@@ -87,7 +93,8 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
     ``userMetadata`` (and the run's ``days``, first and last), so the tables of one run are
     recognisable as such, and a run killed between two commits shows (``require_whole_writes``).
     """
-    resolved = [_Target.of(name, t.path, t.columns, t.partition_by, t.partition_filters, df.columns, t.stamp)
+    resolved = [_Target.of(name, t.path, t.columns, t.partition_by, t.partition_filters, df.columns, t.stamp,
+                           row_filters=t.row_filters)
                 for name, t in targets.items()]
     write = {"writeId": uuid.uuid4().hex, **({"first": days[0].isoformat(), "last": days[1].isoformat()}
                                               if days else {})}
@@ -106,26 +113,37 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
 
 @dataclass(frozen=True)
 class _Target:
-    """A table one write replaces partitions of, validated: ``columns`` with partitions last."""
+    """A table one write replaces partitions of, validated: ``columns`` with partitions last;
+    ``filters`` what the write replaces, of which ``partitions`` are on partition columns."""
 
     name: str | None
     path: str
     columns: list[str]
     partition_by: list[str]
     filters: list[tuple]
+    partitions: list[tuple]
     stamp: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, name: str | None, path: str, columns: list[str], partition_by: list[str],
-           partition_filters: list[Filter], available: list[str], stamp: dict[str, str] | None = None) -> _Target:
+           partition_filters: list[Filter], available: list[str], stamp: dict[str, str] | None = None, *,
+           row_filters: list[Filter] = ()) -> _Target:
         missing = [c for c in [*columns, *partition_by] if c not in available]
         if missing:
             raise ValueError(f"columns {missing} of {path} are not columns of the data written")
-        filters = conjunction(partition_filters)
-        check_filter_columns(filters, partition_by, path)
+        partitions, rows = conjunction(partition_filters), conjunction(list(row_filters))
+        check_filter_columns(partitions, partition_by, path)
+        on_partitions = sorted({c for c, _, _ in rows} & set(partition_by))
+        if on_partitions:
+            raise ValueError(f"row filters on {on_partitions} for {path}: these are partition columns, "
+                             "filter them in partition_filters")
+        unknown = sorted({c for c, _, _ in rows} - set(columns))
+        if unknown:
+            raise ValueError(f"row filters on {unknown} for {path}, which are not columns it writes")
         # Spark puts partition columns last when it reads; writing them last keeps one column order.
         ordered = [c for c in columns if c not in partition_by] + list(partition_by)
-        return cls(name, path, ordered, list(partition_by), filters, {k: str(v) for k, v in (stamp or {}).items()})
+        return cls(name, path, ordered, list(partition_by), partitions + rows, partitions,
+                   {k: str(v) for k, v in (stamp or {}).items()})
 
 
 def _check_table(target: _Target, schema: StructType) -> DeltaTable | None:
@@ -155,7 +173,7 @@ def _check_routes(df: DataFrame, route: str, targets: list[_Target]) -> dict[str
                          f"{names}: nothing was written")
     for i, t in enumerate(targets):
         if t.filters and result[str(i)]:
-            raise ValueError(f"{result[str(i)]} rows for {t.path} fall outside partition_filters {t.filters}: "
+            raise ValueError(f"{result[str(i)]} rows for {t.path} fall outside the filters {t.filters}: "
                              "nothing was written")
     return {t.name: result[f"rows{i}"] for i, t in enumerate(targets)}
 
@@ -177,7 +195,7 @@ def _appends(target: _Target, table: DeltaTable | None) -> bool:
     ``replaceWhere`` would."""
     if table is None or not is_local(target.path):
         return False
-    return not table.file_uris(file_pruning_predicate=[target.filters] if target.filters else None)
+    return not table.file_uris(file_pruning_predicate=[target.partitions] if target.partitions else None)
 
 
 def _write(df: DataFrame, target: _Target, write: dict[str, str], *, append: bool = False) -> dict:
@@ -191,7 +209,7 @@ def _write(df: DataFrame, target: _Target, write: dict[str, str], *, append: boo
     except Exception as err:  # pyspark's captured JVM errors: match on Delta's names, not classes
         text = f"{type(err).__name__}: {err}"
         if "DELTA_REPLACE_WHERE_MISMATCH" in text:
-            raise ValueError(f"rows written to {target.path} fall outside partition_filters {target.filters}: "
+            raise ValueError(f"rows written to {target.path} fall outside the filters {target.filters}: "
                              "nothing was written") from None
         if "Concurrent" in type(err).__name__ or "DELTA_CONCURRENT" in text:
             raise ConcurrentWriteError(f"{target.path}: another write changed the partitions this one replaces "

@@ -53,6 +53,14 @@ def disjunction(filters: list[Filter] | list[list[Filter]] | None) -> list[list[
     return [conjunction(filters)]
 
 
+def interval(column: str, start: datetime, end: datetime) -> list[Filter]:
+    """The rows of ``column`` in ``[start, end)``: a sub-daily partition's rows (``row_filters``
+    of a write), half-open so that consecutive intervals share no row."""
+    if not start < end:
+        raise ValueError(f"interval of {column}: {start} is not before {end}")
+    return [(column, ">=", start), (column, "<", end)]
+
+
 def check_filter_columns(filters: list[tuple], partition_columns: list[str], path: str) -> None:
     outside = sorted({c for c, _, _ in filters} - set(partition_columns))
     if outside:

@@ -3,6 +3,8 @@ several tables, stamps, and what is refused before anything is committed."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -13,7 +15,8 @@ from jobs import errors
 from jobs.storage import commits, delta_io, delta_write
 from jobs.storage.delta_io import read_table, table_exists, table_version
 from jobs.storage.delta_write import replace_partitions
-from tests.jobs.storage.delta_tables import D1, D2, D3, SCHEMA, contents, expected, frame, row, write
+from jobs.storage.filters import interval
+from tests.jobs.storage.delta_tables import D1, D2, D3, SCHEMA, contents, expected, frame, row, ts, write
 
 
 def test_replacing_one_partition_leaves_the_others_untouched(spark, tmp_path):
@@ -88,7 +91,7 @@ def test_rows_outside_the_filters_abort_the_write(spark, tmp_path):
     path = str(tmp_path / "t")
     write(frame(spark, [row("a", D1)]), path, [D1])
 
-    with pytest.raises(ValueError, match=r"rows written to .* fall outside partition_filters"):
+    with pytest.raises(ValueError, match=r"rows written to .* fall outside the filters"):
         write(frame(spark, [row("b", D1), row("c", D2)]), path, [D1])
 
     # Delta's own check, in the tasks: files a task wrote before it failed stay uncommitted,
@@ -253,3 +256,73 @@ def test_a_routed_target_must_name_columns_the_data_has(spark, tmp_path):
     targets = {"counts": delta_write.Target(str(tmp_path / "counts"), ["key", "missing"], [], [])}
     with pytest.raises(ValueError, match=r"columns \['missing'\] of .*counts are not columns"):
         delta_write.replace_partitions_routed(routed_frame(spark, []), "dest", targets)
+
+
+def hourly(spark, rows):
+    """(key, n, event_time, event_date, dest) rows, partitioned by day, replaced an hour at a time."""
+    return spark.createDataFrame(rows, "key string, n long, event_time timestamp, event_date date, dest string")
+
+
+def hour_target(path, hour):
+    start = ts(D1, hour)
+    return delta_write.Target(path, ["key", "n", "event_time", "event_date"], ["event_date"],
+                              [("event_date", "=", D1)], row_filters=interval("event_time", start,
+                                                                                start + timedelta(hours=1)))
+
+
+@pytest.mark.parametrize("hour", [0, 13, 23])
+def test_an_hours_replace_leaves_the_other_hours_of_its_day_in_one_commit(spark, tmp_path, hour):
+    """A sub-daily partition's run replaces its interval of the time column inside its day,
+    atomically: the day's other hours (and other days) keep their rows, and a re-run of the
+    hour gives the same table."""
+    path = str(tmp_path / "hourly")
+    day = [(f"k{h}", h, ts(D1, h), D1, "t") for h in range(24)]  # on each hour's first instant
+    delta_write.replace_partitions(hourly(spark, [*day, ("next", 1, ts(D2, 0), D2, "t")]).drop("dest"), path,
+                                   partition_by=["event_date"], partition_filters=[])
+    version = table_version(path)
+    new = [(f"new{i}", 100 + i, ts(D1, hour) + timedelta(hours=1, microseconds=-1 - i), D1, "t") for i in range(2)]
+
+    for rerun in range(2):
+        written = delta_write.replace_partitions_routed(hourly(spark, new), "dest", {"t": hour_target(path, hour)})
+        assert written["t"]["table_version"] == version + 1 + rerun  # one commit a run
+
+    rows = sorted((r.key, r.n) for r in read_table(spark, path).collect())
+    kept = [(f"k{h}", h) for h in range(24) if h != hour]
+    assert rows == sorted([*kept, ("next", 1), *((k, n) for k, n, *_ in new)])
+    operations = [c["operation"] for c in DeltaTable(path).history(limit=2)]
+    assert operations == ["WRITE", "WRITE"]
+
+
+def test_a_row_outside_the_hour_aborts_the_write(spark, tmp_path):
+    path = str(tmp_path / "hourly")
+    delta_write.replace_partitions_routed(hourly(spark, [("a", 1, ts(D1, 13), D1, "t")]), "dest",
+                                          {"t": hour_target(path, 13)})
+    version = table_version(path)
+
+    with pytest.raises(ValueError, match=r"1 rows for .*hourly fall outside the filters .*event_time"):
+        delta_write.replace_partitions_routed(hourly(spark, [("b", 2, ts(D1, 13), D1, "t"),
+                                                             ("c", 3, ts(D1, 14), D1, "t")]), "dest",
+                                              {"t": hour_target(path, 13)})
+    with pytest.raises(ValueError, match=r"rows written to .*hourly fall outside the filters"):
+        delta_write.replace_partitions(hourly(spark, [("c", 3, ts(D1, 14), D1, "t")]).drop("dest"), path,
+                                       partition_by=["event_date"], partition_filters=[("event_date", "=", D1)],
+                                       row_filters=interval("event_time", ts(D1, 13), ts(D1, 14)))
+    assert table_version(path) == version
+    assert [r.key for r in read_table(spark, path).collect()] == ["a"]
+
+
+@pytest.mark.parametrize("row_filters, message", [
+    ([("event_date", "=", D1)], r"row filters on \['event_date'\] for .*: these are partition columns"),
+    ([("missing", ">=", D1)], r"row filters on \['missing'\] for .*, which are not columns it writes"),
+])
+def test_row_filters_on_partition_or_unknown_columns_are_refused(spark, tmp_path, row_filters, message):
+    target = delta_write.Target(str(tmp_path / "t"), ["key", "n", "event_time", "event_date"], ["event_date"],
+                                [("event_date", "=", D1)], row_filters=row_filters)
+    with pytest.raises(ValueError, match=message):
+        delta_write.replace_partitions_routed(hourly(spark, []), "dest", {"t": target})
+    assert not table_exists(str(tmp_path / "t"))
+
+
+def test_an_interval_must_be_non_empty():
+    with pytest.raises(ValueError, match="interval of event_time: .* is not before"):
+        interval("event_time", ts(D1, 13), ts(D1, 13))
