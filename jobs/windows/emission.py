@@ -41,9 +41,10 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     the day's last end, the last day its state holds before the key's next change.
     """
     by_key = Window.partitionBy("window", "key").orderBy("end")
-    lagged = [a.name for a in config.aggregations if not a.invertible]
+    non_invertible = [a.name for a in config.aggregations if not a.invertible]
+    lagged = {f"__previous_{c}": c for c in ["end", *non_invertible]} if non_invertible else {}
     if lagged:  # each lag once, as a column: every occurrence of a window function is evaluated apart
-        values = values.withColumns({f"__previous_{c}": F.lag(c).over(by_key) for c in ["end", *lagged]})
+        values = values.withColumns({name: F.lag(c).over(by_key) for name, c in lagged.items()})
 
     def previous(a: Aggregation) -> Column:
         if a.invertible:
@@ -60,7 +61,7 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     until = (F.when(next_end.isNull(), F.lit(last))
              .when(day_of(next_end) > day, F.date_sub(day_of(next_end), 1)))  # else null: not the day's last
     handed_on = [f"previous_{c}" for c in partial_columns(config, invertible=True)]  # next_end: final rows
-    handed_on += [f"__previous_{c}" for c in ["end", *lagged]] if lagged else []
+    handed_on += list(lagged)
     marks = [changed.alias("changed"), day.alias("date"), until.alias("until")]
     return values.select("*", *marks).drop(*handed_on)
 
