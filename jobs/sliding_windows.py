@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
@@ -38,6 +38,7 @@ from pyspark.sql import functions as F
 
 from jobs.runtime import pipes
 from jobs.storage import commits, delta_write
+from jobs.storage.filters import interval as interval_filter
 from jobs.tables import (
     COUNT_STATE,
     MINUTE_PARTIALS,
@@ -135,7 +136,8 @@ def window_values(inputs: _Inputs, baseline: DataFrame, windows: Windows, stop: 
 
 
 def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
-                    config: PipelineConfig, clock: str = "event") -> tuple[DataFrame | None, dict]:
+                    config: PipelineConfig, clock: str = "event",
+                    interval: tuple[int, int] | None = None) -> tuple[DataFrame | None, dict]:
     """The rows of both tables (``table_rows``) of every configured window, for days ``first .. last``.
 
     All windows come from one read of the minute partials, the union of the frames each needs
@@ -143,12 +145,13 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     through one plan (``jobs.windows.window_grid``). The rows are None for a configuration without
     sliding windows. ``info["baseline"]`` says per window whether it continued from the snapshot
     of the day before ``first`` or was bootstrapped; ``info["persisted"]`` lists what the caller
-    unpersists once the rows are written.
+    unpersists once the rows are written. ``interval`` narrows a one-day run to the ends in
+    ``[from, until)`` epoch seconds (``ReadPlan``).
     """
     commits.require_stamp(MINUTE_PARTIALS.path(lakehouse), frame_stamp(config))
     if not config.windows:  # only session windows (jobs.windows.session_windows)
         return None, {"baseline": {}, "persisted": []}
-    plans = {spec.name: ReadPlan(spec, config, first, last) for spec in config.windows}
+    plans = {spec.name: ReadPlan(spec, config, first, last, interval) for spec in config.windows}
     continued = continued_windows(spark, lakehouse, first - timedelta(days=1), config)
     previous = read_snapshot(spark, lakehouse, first - timedelta(days=1), continued)
     ranges = [r for p in plans.values() for r in p.frame_ranges]
@@ -176,7 +179,7 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
         if bootstrapped:
             at = inputs.frames_of(bootstrapped, lambda s: [plans[s.name].baseline_window])
             baselines.append(baseline_from_frames(at, bootstrapped, config, plans))
-        stop = day_start(last) + DAY_SECONDS
+        stop = interval[1] if interval else day_start(last) + DAY_SECONDS
         values = window_values(inputs, reduce(DataFrame.unionByName, baselines), windows, stop)
         rows = table_rows(with_emission_marks(values, config, first, last), windows, config, plans)
     except BaseException:  # the caller unpersists only what it is handed
@@ -194,13 +197,19 @@ def by_clock(config: PipelineConfig, clock: str) -> PipelineConfig | None:
     return replace(config, windows=windows, sessions=(), counts=()) if windows else None
 
 
-def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
+def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig, *,
+        interval: tuple[datetime, datetime] | None = None) -> dict:
     """Compute days ``first .. last`` and replace both tables' partitions, from one pass; with
     session or count windows configured, their rows and ``session_state`` or ``count_state`` join
-    the same write (``jobs.windows.session_windows``, ``jobs.windows.count_windows``)."""
+    the same write (``jobs.windows.session_windows``, ``jobs.windows.count_windows``).
+
+    ``interval`` (``[from, until)`` within the one day ``first``) runs part of a day: it replaces
+    the change points whose ``window_end`` lies in it, and a window's snapshot of the day where
+    the interval holds the day's last end (``ReadPlan``). Sliding windows of event time only."""
+    seconds = _interval_seconds(interval, first, last, config)
     commits.require_whole_writes([t.path(lakehouse) for t in written_together(WINDOW_CHANGES, config)], first, last)
     event = by_clock(config, "event")
-    rows, info = (sliding_windows(spark, lakehouse, first, last, event) if event
+    rows, info = (sliding_windows(spark, lakehouse, first, last, event, interval=seconds) if event
                   else (None, {"baseline": {}, "persisted": []}))
     if config.arrival_windows:  # ``time: arrival``: the same job over the frames by arrival time
         arrival_rows, arrival_info = sliding_windows(spark, lakehouse, first, last, by_clock(config, "arrival"),
@@ -213,8 +222,11 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     rows = with_key_columns(reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
                                    [r for r in (rows, sessions, counts) if r is not None]), config)
     days = day_filter("date", first, last)
+    within = {WINDOW_CHANGES.name: "window_end", WINDOW_SNAPSHOT.name: "as_of"}
     targets = {t.name: delta_write.Target(t.path(lakehouse), [c for c, _ in declared_columns(t.name, config)],
-                                       list(t.partition_by), days) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
+                                       list(t.partition_by), days,
+                                       row_filters=interval_filter(within[t.name], *interval) if interval else [])
+               for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
     if config.sessions:
         targets[SESSION_STATE.name] = session_windows.state_target(lakehouse, first, last, config)
     if config.counts:
@@ -232,6 +244,21 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
             **({"session_state": written[SESSION_STATE.name], "session_watermark": session_info["watermark"]}
                if config.sessions else {}),
             **({"count_state": written[COUNT_STATE.name]} if config.counts else {})}
+
+
+def _interval_seconds(interval: tuple[datetime, datetime] | None, first: date, last: date,
+                      config: PipelineConfig) -> tuple[int, int] | None:
+    """A run's ``interval`` in epoch seconds, refused in one line where it does not apply."""
+    if interval is None:
+        return None
+    if config.sessions or config.counts or config.arrival_windows:
+        raise ValueError("a run below a day computes sliding windows of event time only: this configuration has "
+                         "session, count or arrival-time windows")
+    start, until = (int(t.replace(tzinfo=t.tzinfo or UTC).timestamp()) for t in interval)
+    if first != last or not day_start(first) <= start < until <= day_start(first) + DAY_SECONDS:
+        raise ValueError(f"a run below a day lies within its one day: {interval[0]} .. {interval[1]} is not "
+                         f"within {first}")
+    return start, until
 
 
 def with_key_columns(rows: DataFrame, config: PipelineConfig) -> DataFrame:

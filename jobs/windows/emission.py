@@ -85,17 +85,19 @@ def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plan
     elements are longs for both tables: ends in epoch seconds, or days since 1970.
     """
     end, is_change = F.col("end"), F.col(TABLE_COLUMN) == WINDOW_CHANGES.name
-    every, after = windows.param(lambda s: s.every), windows.param(lambda s: plans[s.name].after)
+    every, first_end = windows.param(lambda s: s.every), windows.param(lambda s: plans[s.name].first_end)
     # ``final``: every end from this one to the key's next, within the run
-    first = F.greatest(end, after + every)
+    first = F.greatest(end, first_end)
     last = F.coalesce(F.col("next_end") - every, windows.param(lambda s: plans[s.name].last_end))
     def final(s: WindowSpec) -> bool:
         return s.emit == "final"
 
     emitted = windows.choose(final, lambda: (F.col("event_count") > 0) & (first <= last),
-                             lambda: (end > after) & F.col("changed"))
+                             lambda: (end >= first_end) & F.col("changed"))
     change_ends = windows.choose(final, lambda: F.sequence(first, last, every), lambda: F.array(end))
     held = F.col("until").isNotNull() & (F.col("event_count") > 0)
+    if not all(plans[s.name].ends_day for s in windows.specs):  # a run below a day: snapshots where it ends the day
+        held = held & windows.param(lambda s: plans[s.name].ends_day)
     tagged = (marked.select("*", F.explode(F.array(F.lit(WINDOW_CHANGES.name), F.lit(WINDOW_SNAPSHOT.name)))
                             .alias(TABLE_COLUMN))
               .where(F.when(is_change, emitted).otherwise(held)))

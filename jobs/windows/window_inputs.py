@@ -35,12 +35,27 @@ def in_ranges(column: Column, ranges: list[tuple[int, int]]) -> Column:
 
 
 class ReadPlan:
-    """One window's time arithmetic for days ``first .. last``: which ends, which frames."""
+    """One window's time arithmetic for days ``first .. last``: which ends, which frames.
 
-    def __init__(self, spec: WindowSpec, config: PipelineConfig, first: date, last: date) -> None:
+    A run below a day (``interval``, epoch seconds ``[from, until)`` within the one day) still
+    continues from the day before's snapshot: it computes the day's ends up to ``until`` and
+    emits those from ``from`` on, so an hour late in the day reads the day's frames so far."""
+
+    def __init__(self, spec: WindowSpec, config: PipelineConfig, first: date, last: date,
+                 interval: tuple[int, int] | None = None) -> None:
         start, self.stop = day_start(first), day_start(last) + DAY_SECONDS
-        self.after = spec.end_at_or_after(start) - spec.every  # the last end before the first day
+        day_last_end = spec.end_at_or_before(self.stop - 1)
+        if interval is not None:
+            if not (first == last and start <= interval[0] < interval[1] <= self.stop):
+                raise ValueError(f"an interval of a run lies within its one day: {interval} for {first} .. {last}")
+            if spec.every > DAY_SECONDS:  # a day without an end: its snapshot's as_of lies before it
+                raise ValueError(f"window {spec.name!r} ends less often than daily: it runs by whole days")
+            start, self.stop = interval[0], interval[1]
+        self.after = spec.end_at_or_after(day_start(first)) - spec.every  # the last end before the first day
         self.last_end = spec.end_at_or_before(self.stop - 1)
+        self.first_end = spec.end_at_or_after(start)  # the first end the run emits
+        # Whether the run emits its last day's last end: only then does it write snapshots.
+        self.ends_day = interval is None or self.first_end <= day_last_end == self.last_end
         length = spec.length
         # Frames entering in (after, stop) start in [after, last_end); frames leaving there
         # start one window length earlier. A cumulating window's leave together (period_leaves).

@@ -140,7 +140,9 @@ def assert_rows_equal(actual, expected, config, lead):
             assert want[i] is None or got[i] == pytest.approx(want[i], rel=1e-9, abs=1e-12), (i, got, want)
 
 
-def run_pipeline(spark, landing, lakehouse, config, *, window_days, day_by_day):
+def run_pipeline(spark, landing, lakehouse, config, *, window_days, day_by_day, cuts=()):
+    """Ingest, partials and windows, the windows as one range or day by day; ``cuts`` (hours)
+    split the second day's windows run into runs of the intervals between them."""
     last_arrival = FIRST + timedelta(days=EVENT_DAYS - 1 + 3)
     ensure_days(landing, FIRST, last_arrival)
     ingest = ingest_events.ingest(spark, str(landing), lakehouse, FIRST, last_arrival, config)
@@ -149,7 +151,13 @@ def run_pipeline(spark, landing, lakehouse, config, *, window_days, day_by_day):
     if day_by_day:
         day = first
         while day <= last:
-            sliding_windows.run(spark, lakehouse, day, day, config)
+            if day == FIRST + timedelta(days=1) and cuts:
+                midnight = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+                bounds = [midnight + timedelta(hours=h) for h in (0, *cuts, 24)]
+                for interval in zip(bounds, bounds[1:]):
+                    sliding_windows.run(spark, lakehouse, day, day, config, interval=interval)
+            else:
+                sliding_windows.run(spark, lakehouse, day, day, config)
             day += timedelta(days=1)
     else:
         sliding_windows.run(spark, lakehouse, first, last, config)
@@ -208,6 +216,10 @@ CASES = [
 # (the others evaluate interpreted: tests/conftest.py).
 GENERATED_CODE = {2}
 
+# Day-by-day cases whose second day runs in parts below a day (issue 45), cut at these hours:
+# change points of each part, and the snapshot where a part holds a window's last end of the day.
+CUTS = {1: (6, 13), 7: (5, 17)}
+
 
 @pytest.mark.parametrize("seed, windows, day_by_day, aggregations, time", CASES)
 def test_every_table_equals_the_oracle(spark, request, tmp_path, seed, windows, day_by_day, aggregations, time):
@@ -221,7 +233,7 @@ def test_every_table_equals_the_oracle(spark, request, tmp_path, seed, windows, 
     window_days = (FIRST, FIRST + timedelta(days=EVENT_DAYS + 2))
 
     ingest = run_pipeline(spark, tmp_path / "landing", lakehouse, config,
-                          window_days=window_days, day_by_day=day_by_day)
+                          window_days=window_days, day_by_day=day_by_day, cuts=CUTS.get(seed, ()))
 
     # Re-sent copies may land a day after the last arrival day ingested: never read, never counted.
     last_arrival = FIRST + timedelta(days=EVENT_DAYS - 1 + 3)
@@ -460,6 +472,20 @@ def test_range_run_equals_day_by_day_runs(spark, tmp_path):
         ]
     assert tables[True] == tables[False]
     assert tables[True][0], "the case must produce change points to compare"
+
+
+@pytest.mark.parametrize("config, interval, message", [
+    (PipelineConfig(sessions=(SessionSpec.of("s30m", "30m"),)), (6, 7),
+     "a run below a day computes sliding windows of event time only: this configuration has session"),
+    (PipelineConfig(), (23, 25), "a run below a day lies within its one day: 2025-01-28 23:00:00[+]00:00 .. "
+                                 "2025-01-29 01:00:00[+]00:00 is not within 2025-01-28"),
+    (PipelineConfig(), (7, 7), "is not within"),
+])
+def test_a_run_below_a_day_refuses_what_it_cannot_run_in_one_line(config, interval, message):
+    midnight = datetime(FIRST.year, FIRST.month, FIRST.day, tzinfo=timezone.utc)
+    with pytest.raises(ValueError, match=message):  # before any Spark work: no session is needed
+        sliding_windows.run(None, "unused", FIRST, FIRST, config,
+                            interval=tuple(midnight + timedelta(hours=h) for h in interval))
 
 
 def test_rerunning_a_partition_gives_identical_tables(spark, tmp_path):

@@ -103,3 +103,41 @@ def test_a_weekly_cumulating_window_with_min_reads_day_tiles_not_the_week_of_fra
     tiles = [(monday + timedelta(days=i)).isoformat() for i in range((before - monday).days)]
     assert plan.tile_days == tiles
     assert len(plan.tile_days) <= 6
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_a_day_cut_into_parts_emits_each_of_its_ends_once_and_its_snapshot_once(seed):
+    """Runs of a day's parts (``interval``, cut at random buckets) together emit exactly the ends
+    of the day's run, each once, from the same baseline; exactly one part writes a window's
+    snapshot of the day, the one holding its last end; each part reads frames only up to its
+    own last end."""
+    rng = random.Random(f"cuts {seed}")
+    spec = random_window(rng)
+    aggregations = rng.choice([INVERTIBLE, WITH_MIN])
+    config = PipelineConfig(windows=(spec,), aggregations=aggregations, bucket=spec.bucket)
+    day = date(2025, 1, 20) + timedelta(days=rng.randrange(20))
+    whole = window_inputs.ReadPlan(spec, config, day, day)
+    start = day_start(day)
+    if spec.every > DAY_SECONDS:
+        with pytest.raises(ValueError, match="ends less often than daily: it runs by whole days"):
+            window_inputs.ReadPlan(spec, config, day, day, (start, start + DAY_SECONDS))
+        return
+    cuts = sorted(rng.sample(range(spec.bucket, DAY_SECONDS, spec.bucket), rng.randrange(1, 5)))
+    bounds = [start, *(start + c for c in cuts), start + DAY_SECONDS]
+    parts = [window_inputs.ReadPlan(spec, config, day, day, (a, b)) for a, b in zip(bounds, bounds[1:])]
+
+    emitted = [e for p in parts for e in range(p.first_end, p.last_end + 1, spec.every)]
+    assert emitted == list(range(whole.first_end, whole.last_end + 1, spec.every)), (spec, cuts)
+    assert all(p.after == whole.after and p.baseline_window == whole.baseline_window for p in parts)
+    assert [p.ends_day for p in parts].count(True) == 1 and whole.ends_day
+    assert all(stop <= p.last_end for p in parts for _, stop in p.delta_ranges + p.exact_ranges)
+
+
+def test_an_interval_outside_its_day_is_refused():
+    spec = WindowSpec.of("1h", "1h", "10m")
+    config = PipelineConfig(windows=(spec,))
+    day = date(2025, 1, 20)
+    with pytest.raises(ValueError, match="an interval of a run lies within its one day"):
+        window_inputs.ReadPlan(spec, config, day, day, (day_start(day) - 60, day_start(day) + 60))
+    with pytest.raises(ValueError, match="an interval of a run lies within its one day"):
+        window_inputs.ReadPlan(spec, config, day, day + timedelta(days=1), (day_start(day), day_start(day) + 60))
