@@ -25,6 +25,7 @@ from jobs.runtime import pipes
 from jobs.tables import root
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
+from windowing_core.run_interval import RunInterval
 
 FIRST_DAY = date(1970, 1, 1)
 """Event times before 1970 are quarantined (``timestamp_out_of_range``): no partition before it."""
@@ -44,6 +45,19 @@ def _day(text: str) -> date:
     return day
 
 
+def _time(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a time (YYYY-MM-DDTHH:MM, UTC unless it has an offset): "
+                                         f"{text!r}") from None
+
+
+def _day_or_time(text: str) -> date:
+    """A day (``--date``'s range) or, where it holds a time of day, a time (``--from``'s end)."""
+    return _time(text) if len(text) > len("YYYY-MM-DD") else _day(text)
+
+
 def documented_parser(doc: str | None, *, prog: str | None = None) -> argparse.ArgumentParser:
     """A parser whose ``--help`` is the module's docstring: its first line, then the rest."""
     summary, _, rest = (doc or "").partition("\n")
@@ -51,15 +65,21 @@ def documented_parser(doc: str | None, *, prog: str | None = None) -> argparse.A
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
-def job_arguments(doc: str | None, *, landing: bool = False) -> argparse.ArgumentParser:
+def job_arguments(doc: str | None, *, landing: bool = False, below_a_day: bool = False) -> argparse.ArgumentParser:
     parser = documented_parser(doc)
     if landing:
         parser.add_argument("--landing", default=None,
                             help="folder holding <arrival date>/ folders (unless the configuration names a source:)")
     parser.add_argument("--lakehouse", required=True, help="root folder (or URI) of the Delta tables")
-    parser.add_argument("--date", required=True, type=_day, help="the partition's day, YYYY-MM-DD")
-    parser.add_argument("--until", type=_day, default=None,
-                        help="last day of a range run (YYYY-MM-DD, included); default: --date")
+    when = parser.add_mutually_exclusive_group(required=True)
+    when.add_argument("--date", type=_day, help="the partition's day, YYYY-MM-DD")
+    if below_a_day:
+        when.add_argument("--from", dest="start", type=_time,
+                          help="a run below a day: its start, YYYY-MM-DDTHH:MM (UTC unless it has an offset); "
+                               "with --until, its end (excluded), on the same day or the next midnight")
+    parser.add_argument("--until", type=_day_or_time, default=None,
+                        help="last day of a range run (YYYY-MM-DD, included); default: --date"
+                             + ("; with --from: a time" if below_a_day else ""))
     parser.add_argument("--config", default=None, help="pipeline configuration YAML (default: 7d window)")
     group_arguments(parser, ingest=landing)
     return parser
@@ -103,15 +123,23 @@ def parsed(parser: argparse.ArgumentParser, argv: list[str] | None, *,
         parser.error(f"bad configuration: {err}")
 
 
-def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = None, *,
-            landing: bool = False) -> int:
+def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = None, *, landing: bool = False,
+            below_a_day: Callable[[PipelineConfig, RunInterval], None] | None = None) -> int:
     """Parse the shared flags, load the configuration, run ``job(spark, config, args, first, last)``
     and print its one-line summary, or a one-line error. Its progress goes to stderr
-    (``jobs.runtime.progress``)."""
+    (``jobs.runtime.progress``). A job that runs part of a day passes ``below_a_day``, its check
+    of an interval against the configuration (a ValueError refuses it): ``--from/--until`` then
+    sets ``args.interval`` (a ``RunInterval``; else None), and its day is ``first`` and ``last``."""
     from jobs.runtime import progress  # Spark and Delta load only once a job runs, not for --help
 
-    parser = job_arguments(doc, landing=landing)
+    parser = job_arguments(doc, landing=landing, below_a_day=below_a_day is not None)
     args, config = parsed(parser, argv, ingest=landing)
+    args.interval = _interval(parser, args)
+    try:
+        if args.interval is not None:
+            below_a_day(config, args.interval)
+    except ValueError as err:
+        parser.error(str(err))
     last = args.until or args.date
     if last < args.date:
         parser.error(f"--until {args.until} is before --date {args.date}")
@@ -123,6 +151,25 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
         parser.error(str(err))
     with pipes.session():  # where Dagster launched the job through Pipes; else nothing
         return _run(parser, job, args, config, last, every)
+
+
+def _interval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RunInterval | None:
+    """``--from/--until`` as a ``RunInterval``, its day made ``--date`` (and ``--until``); a bad
+    pair exits in one line."""
+    start = getattr(args, "start", None)
+    if start is None:
+        if isinstance(args.until, datetime):
+            parser.error(f"--until {args.until:%Y-%m-%dT%H:%M} is a time: with --date it is a day (YYYY-MM-DD)")
+        return None
+    if not isinstance(args.until, datetime):
+        parser.error("--from needs --until, a time (YYYY-MM-DDTHH:MM)")
+    try:
+        interval = RunInterval(start, args.until)
+        _day(interval.day.isoformat())
+    except (ValueError, argparse.ArgumentTypeError) as err:
+        parser.error(str(err))
+    args.date = args.until = interval.day
+    return interval
 
 
 LOG_DIR_ENV = "PANES_LOG_DIR"
@@ -180,8 +227,8 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
                      f"{SPARK_DEFAULTS['spark.driver.extraJavaOptions']} {log4j_options(log)}"}
     spark = get_spark(overrides, roots=[args.lakehouse, getattr(args, "landing", None) or ""])
     try:
-        with table_files_checked(), progress.reported(spark, f"{_name(job)} {args.date} .. {last}", _to_stderr,
-                                                      every):
+        label = f"{_name(job)} {args.interval or f'{args.date} .. {last}'}"
+        with table_files_checked(), progress.reported(spark, label, _to_stderr, every):
             summary = job(spark, config, args, args.date, last)
     except (MissingInputError, MissingTableError, DamagedTableError, IncompleteWriteError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)

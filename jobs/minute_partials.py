@@ -20,6 +20,9 @@ Under ``late_policy: drop`` the events behind the watermark at their arrival go 
 ``windowing_core.watermark``'s, computed here in Spark without sorting all events on one task.
 
     python -m jobs.minute_partials --lakehouse DIR --date YYYY-MM-DD
+    python -m jobs.minute_partials --lakehouse DIR --from 2025-01-27T13:00 --until 2025-01-27T14:00
+
+The second replaces the frames of part of a day (on the bucket grid) and refolds its tile.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.runtime import pipes
-from jobs.storage import delta_io, delta_write
+from jobs.storage import commits, delta_io, delta_write
+from jobs.storage.filters import interval as interval_filter
 from jobs.tables import (
     ARRIVAL_PARTIALS,
     DAILY_PARTIALS,
@@ -51,6 +55,7 @@ from jobs.tables import (
 from jobs.windows import arrival_frames
 from jobs.windows.partial_merges import merges
 from windowing_core.config import PipelineConfig, reads_day_tiles
+from windowing_core.run_interval import RunInterval
 
 BEHIND_WATERMARK = "behind_watermark"
 SELECTED = "selected"
@@ -177,11 +182,12 @@ def minute_partials(events: DataFrame, config: PipelineConfig, first: date,
     return partials, late
 
 
-def accepted_and_late(events: DataFrame, config: PipelineConfig, first: date,
-                      last: date) -> tuple[DataFrame, Column]:
+def accepted_and_late(events: DataFrame, config: PipelineConfig, first: date, last: date,
+                      interval: RunInterval | None = None) -> tuple[DataFrame, Column]:
     """The events of event days ``first .. last`` the partials fold, before the late policy: each
     event id once (the copy that arrived first), with its computed fields, where the filter
-    selects it; and which of them are late (behind the watermark, under ``drop``)."""
+    selects it; and which of them are late (behind the watermark, under ``drop``). ``interval``
+    keeps those of part of the day, chosen after the day's deduplication as a daily run's."""
     events = events.transform(with_computed_columns, config)
     selected = [SELECTED] if config.where is not None else []
     if config.late_policy == "drop":  # the watermark runs over every arrival, whatever its day
@@ -197,6 +203,9 @@ def accepted_and_late(events: DataFrame, config: PipelineConfig, first: date,
     unique = events.transform(filter_event_days, first, last).transform(deduplicate_across_arrivals, carried)
     if selected:  # the filter judges the copy that won, and late or not, the others are not this group's
         unique = unique.where(F.col(SELECTED)).drop(SELECTED)
+    if interval is not None:
+        time = F.col("event_time")
+        unique = unique.where((time >= F.lit(interval.start)) & (time < F.lit(interval.until)))
     return unique, is_late
 
 
@@ -214,11 +223,11 @@ def accepted_events(spark: SparkSession, lakehouse: str, config: PipelineConfig,
     return unique.where(~is_late)
 
 
-def frame_sets(events: DataFrame, config: PipelineConfig, first: date,
-               last: date) -> tuple[DataFrame, DataFrame, DataFrame | None]:
+def frame_sets(events: DataFrame, config: PipelineConfig, first: date, last: date,
+               interval: RunInterval | None = None) -> tuple[DataFrame, DataFrame, DataFrame | None]:
     """``minute_partials``' two results, and where a window is by arrival time the same
     accepted events' frames by arrival time (``jobs.windows.arrival_frames``), else None."""
-    unique, is_late = accepted_and_late(events, config, first, last)
+    unique, is_late = accepted_and_late(events, config, first, last, interval)
     partials = (
         unique.where(~is_late)
         .transform(with_frame_start, config.bucket)
@@ -240,22 +249,31 @@ def arrival_days(first: date, last: date, config: PipelineConfig) -> tuple[date,
     return first, last + timedelta(days=config.allowed_lateness_days)
 
 
-def write_tables(lakehouse: str, tables: list[tuple[Table, DataFrame, list]],
+def write_tables(lakehouse: str, tables: list[tuple[Table, DataFrame, list, list]],
                  config: PipelineConfig) -> dict[str, dict]:
-    """Replace each ``(table, rows, partition filters)``'s partitions, all from one Spark write."""
+    """Replace each ``(table, rows, partition filters, row filters)``'s rows, all from one Spark write."""
     rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
-                  [df.withColumn(TABLE_COLUMN, F.lit(t.name)) for t, df, _ in tables])
+                  [df.withColumn(TABLE_COLUMN, F.lit(t.name)) for t, df, _, _ in tables])
     targets = {t.name: delta_write.Target(t.path(lakehouse), df.columns, list(t.partition_by), filters,
-                                       stamp=frame_stamp(config) if t == MINUTE_PARTIALS else {})
-               for t, df, filters in tables}
+                                       stamp=frame_stamp(config) if t == MINUTE_PARTIALS else {}, row_filters=rows_in)
+               for t, df, filters, rows_in in tables}
     return delta_write.replace_partitions_routed(rows, TABLE_COLUMN, targets)
 
 
-def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig) -> dict:
+def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig, *,
+        interval: RunInterval | None = None) -> dict:
     """Compute event days ``first .. last``; replace their partitions of minute_partials,
-    daily_partials (where kept) and (behind the watermark) late_events in one routed write."""
-    partials, late, arrival = frame_sets(read_events(spark, lakehouse, config, first, last), config, first, last)
+    daily_partials (where kept) and (behind the watermark) late_events in one routed write.
+
+    ``interval`` (within the one day ``first == last``, on the bucket grid) runs part of a day:
+    it replaces the frames starting in it and the late events of it, and refolds the day's tile
+    from its frames as they then stand (``day_so_far``)."""
+    refuse_below_a_day(config, interval, first, last)
+    partials, late, arrival = frame_sets(read_events(spark, lakehouse, config, first, last), config, first, last,
+                                         interval)
     days = day_filter("event_date", first, last)
+    frame_rows, late_rows = ([interval_filter(c, interval.start, interval.until) for c in ("frame_start", "event_time")]
+                             if interval else ([], []))
     late_days = [*days, ("reason", "=", BEHIND_WATERMARK)]
     late_path = LATE_EVENTS.path(lakehouse)
     write_late = (config.late_policy == "drop" or not delta_io.table_exists(late_path)
@@ -264,15 +282,16 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     # reuses the shuffle both branches share, so the events are read, deduplicated and grouped
     # once, and AQE still merges small partitions (a persisted plan keeps all 8): 0.87 s against
     # 1.46 s at 10^4 events, and level at 10^7, 7.91 s against 7.70 s (``bench/variants.py``).
-    tables = [(MINUTE_PARTIALS, partials, days)]
+    tables = [(MINUTE_PARTIALS, partials, days, frame_rows)]
     if reads_day_tiles(config):
-        tables.append((DAILY_PARTIALS, to_daily_partials(partials, config), days))
+        day_frames = day_so_far(spark, lakehouse, partials, config, interval) if interval else partials
+        tables.append((DAILY_PARTIALS, to_daily_partials(day_frames, config), days, []))
     if arrival is not None:  # every arrival frame the event days hold, whatever its own day
-        tables.append((ARRIVAL_PARTIALS, arrival, days))
+        tables.append((ARRIVAL_PARTIALS, arrival, days, []))
     if write_late:
         # Under ``include`` nothing is late: written only to create the table, or to empty
         # what an earlier ``drop`` run kept there (the Delta log says, without a Spark job).
-        tables.append((LATE_EVENTS, late, late_days))
+        tables.append((LATE_EVENTS, late, late_days, late_rows))
     written = write_tables(lakehouse, tables, config)
 
     def rows(table: Table) -> int | None:  # None: not kept under this configuration
@@ -283,15 +302,43 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
             "late_rows_written": rows(LATE_EVENTS) or 0}
 
 
+def refuse_below_a_day(config: PipelineConfig, interval: RunInterval | None, first: date | None = None,
+                       last: date | None = None) -> None:
+    """A run below a day, refused in one line where it does not apply (before Spark starts, on
+    the command line)."""
+    if interval is None:
+        return
+    if config.places_by_arrival:
+        raise ValueError("a run below a day computes frames by event time only: this configuration has "
+                         "arrival-time windows")
+    interval.require_grid(config.bucket, "bucket")
+    if first is not None:
+        interval.require_day(first, last)
+
+
+def day_so_far(spark: SparkSession, lakehouse: str, partials: DataFrame, config: PipelineConfig,
+               interval: RunInterval) -> DataFrame:
+    """The day's frames as a run of part of it leaves them: its own, and the rest of the day's
+    as written (read at the version before this run's commit)."""
+    path = MINUTE_PARTIALS.path(lakehouse)
+    if not delta_io.table_exists(path):
+        return partials
+    commits.require_stamp(path, frame_stamp(config))
+    written = delta_io.read_table(spark, path, partition_filters=day_filter("event_date", interval.day, interval.day),
+                                  columns=partials.columns)
+    outside = (F.col("frame_start") < F.lit(interval.start)) | (F.col("frame_start") >= F.lit(interval.until))
+    return partials.unionByName(written.where(outside))
+
+
 def main(argv: list[str] | None = None) -> int:
     from jobs.cli import run_job
 
     def job(spark, config, args, first, last):
-        result = run(spark, args.lakehouse, first, last, config)
+        result = run(spark, args.lakehouse, first, last, config, interval=args.interval)
         pipes.report("minute_partials", result)
-        return f"wrote {result['rows_written']} minute partials for {first} .. {last}"
+        return f"wrote {result['rows_written']} minute partials for {args.interval or f'{first} .. {last}'}"
 
-    return run_job(__doc__, job, argv)
+    return run_job(__doc__, job, argv, below_a_day=refuse_below_a_day)
 
 if __name__ == "__main__":
     raise SystemExit(main())

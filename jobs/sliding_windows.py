@@ -24,13 +24,18 @@ frames of all keys combined (``running_state.with_all_keys``); ``final`` emissio
 state at every end.
 
     python -m jobs.sliding_windows --lakehouse DIR --date YYYY-MM-DD
+    python -m jobs.sliding_windows --lakehouse DIR --from 2025-01-27T13:00 --until 2025-01-27T14:00
+
+The second runs part of a day (sliding windows of event time only): it replaces the change
+points ending in ``[from, until)``, continuing from the day before's snapshot over the day's
+frames so far.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
@@ -67,6 +72,7 @@ from jobs.windows.window_inputs import (
 )
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
+from windowing_core.run_interval import RunInterval
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
 
@@ -137,7 +143,7 @@ def window_values(inputs: _Inputs, baseline: DataFrame, windows: Windows, stop: 
 
 def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
                     config: PipelineConfig, clock: str = "event",
-                    interval: tuple[int, int] | None = None) -> tuple[DataFrame | None, dict]:
+                    interval: RunInterval | None = None) -> tuple[DataFrame | None, dict]:
     """The rows of both tables (``table_rows``) of every configured window, for days ``first .. last``.
 
     All windows come from one read of the minute partials, the union of the frames each needs
@@ -145,8 +151,8 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     through one plan (``jobs.windows.window_grid``). The rows are None for a configuration without
     sliding windows. ``info["baseline"]`` says per window whether it continued from the snapshot
     of the day before ``first`` or was bootstrapped; ``info["persisted"]`` lists what the caller
-    unpersists once the rows are written. ``interval`` narrows a one-day run to the ends in
-    ``[from, until)`` epoch seconds (``ReadPlan``).
+    unpersists once the rows are written. ``interval`` narrows a one-day run to the ends in it
+    (``ReadPlan``).
     """
     commits.require_stamp(MINUTE_PARTIALS.path(lakehouse), frame_stamp(config))
     if not config.windows:  # only session windows (jobs.windows.session_windows)
@@ -179,7 +185,7 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
         if bootstrapped:
             at = inputs.frames_of(bootstrapped, lambda s: [plans[s.name].baseline_window])
             baselines.append(baseline_from_frames(at, bootstrapped, config, plans))
-        stop = interval[1] if interval else day_start(last) + DAY_SECONDS
+        stop = next(iter(plans.values())).stop  # the same for every window: the run's end
         values = window_values(inputs, reduce(DataFrame.unionByName, baselines), windows, stop)
         rows = table_rows(with_emission_marks(values, config, first, last), windows, config, plans)
     except BaseException:  # the caller unpersists only what it is handed
@@ -198,18 +204,18 @@ def by_clock(config: PipelineConfig, clock: str) -> PipelineConfig | None:
 
 
 def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig, *,
-        interval: tuple[datetime, datetime] | None = None) -> dict:
+        interval: RunInterval | None = None) -> dict:
     """Compute days ``first .. last`` and replace both tables' partitions, from one pass; with
     session or count windows configured, their rows and ``session_state`` or ``count_state`` join
     the same write (``jobs.windows.session_windows``, ``jobs.windows.count_windows``).
 
-    ``interval`` (``[from, until)`` within the one day ``first``) runs part of a day: it replaces
+    ``interval`` (within the one day ``first == last``) runs part of a day: it replaces
     the change points whose ``window_end`` lies in it, and a window's snapshot of the day where
     the interval holds the day's last end (``ReadPlan``). Sliding windows of event time only."""
-    seconds = _interval_seconds(interval, first, last, config)
+    refuse_below_a_day(config, interval, first, last)
     commits.require_whole_writes([t.path(lakehouse) for t in written_together(WINDOW_CHANGES, config)], first, last)
     event = by_clock(config, "event")
-    rows, info = (sliding_windows(spark, lakehouse, first, last, event, interval=seconds) if event
+    rows, info = (sliding_windows(spark, lakehouse, first, last, event, interval=interval) if event
                   else (None, {"baseline": {}, "persisted": []}))
     if config.arrival_windows:  # ``time: arrival``: the same job over the frames by arrival time
         arrival_rows, arrival_info = sliding_windows(spark, lakehouse, first, last, by_clock(config, "arrival"),
@@ -225,7 +231,8 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     within = {WINDOW_CHANGES.name: "window_end", WINDOW_SNAPSHOT.name: "as_of"}
     targets = {t.name: delta_write.Target(t.path(lakehouse), [c for c, _ in declared_columns(t.name, config)],
                                        list(t.partition_by), days,
-                                       row_filters=interval_filter(within[t.name], *interval) if interval else [])
+                                       row_filters=interval_filter(within[t.name], interval.start, interval.until)
+                                       if interval else [])
                for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
     if config.sessions:
         targets[SESSION_STATE.name] = session_windows.state_target(lakehouse, first, last, config)
@@ -246,19 +253,20 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
             **({"count_state": written[COUNT_STATE.name]} if config.counts else {})}
 
 
-def _interval_seconds(interval: tuple[datetime, datetime] | None, first: date, last: date,
-                      config: PipelineConfig) -> tuple[int, int] | None:
-    """A run's ``interval`` in epoch seconds, refused in one line where it does not apply."""
+def refuse_below_a_day(config: PipelineConfig, interval: RunInterval | None, first: date | None = None,
+                       last: date | None = None) -> None:
+    """A run below a day, refused in one line where it does not apply (before Spark starts, on
+    the command line)."""
     if interval is None:
-        return None
+        return
     if config.sessions or config.counts or config.arrival_windows:
         raise ValueError("a run below a day computes sliding windows of event time only: this configuration has "
                          "session, count or arrival-time windows")
-    start, until = (int(t.replace(tzinfo=t.tzinfo or UTC).timestamp()) for t in interval)
-    if first != last or not day_start(first) <= start < until <= day_start(first) + DAY_SECONDS:
-        raise ValueError(f"a run below a day lies within its one day: {interval[0]} .. {interval[1]} is not "
-                         f"within {first}")
-    return start, until
+    for spec in config.windows:
+        if spec.every > DAY_SECONDS:  # a day without an end: its snapshot's as_of lies before it
+            raise ValueError(f"window {spec.name!r} ends less often than daily: it runs by whole days")
+    if first is not None:
+        interval.require_day(first, last)
 
 
 def with_key_columns(rows: DataFrame, config: PipelineConfig) -> DataFrame:
@@ -274,13 +282,13 @@ def main(argv: list[str] | None = None) -> int:
     from jobs.cli import run_job
 
     def job(spark, config, args, first, last):
-        result = run(spark, args.lakehouse, first, last, config)
+        result = run(spark, args.lakehouse, first, last, config, interval=args.interval)
         pipes.report("sliding_windows", result)
         return (f"wrote {result['changes']['rows_written']} change points and "
-                f"{result['snapshots']['rows_written']} snapshot rows for {first} .. {last} "
+                f"{result['snapshots']['rows_written']} snapshot rows for {args.interval or f'{first} .. {last}'} "
                 f"(baseline: {', '.join(f'{w} {b}' for w, b in result['baseline'].items())})")
 
-    return run_job(__doc__, job, argv)
+    return run_job(__doc__, job, argv, below_a_day=refuse_below_a_day)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -19,6 +19,7 @@ from jobs.windows import arrival_frames
 from jobs.windows.window_grid import seconds_of, utc_midnight
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
+from windowing_core.run_interval import RunInterval
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec, slides_over_day_tiles, tile_size
 
 EPOCH = date(1970, 1, 1)
@@ -37,20 +38,16 @@ def in_ranges(column: Column, ranges: list[tuple[int, int]]) -> Column:
 class ReadPlan:
     """One window's time arithmetic for days ``first .. last``: which ends, which frames.
 
-    A run below a day (``interval``, epoch seconds ``[from, until)`` within the one day) still
-    continues from the day before's snapshot: it computes the day's ends up to ``until`` and
-    emits those from ``from`` on, so an hour late in the day reads the day's frames so far."""
+    A run below a day (``interval``, within the one day) still continues from the day before's
+    snapshot: it computes the day's ends up to ``until`` and emits those from ``from`` on, so an
+    hour late in the day reads the day's frames so far."""
 
     def __init__(self, spec: WindowSpec, config: PipelineConfig, first: date, last: date,
-                 interval: tuple[int, int] | None = None) -> None:
+                 interval: RunInterval | None = None) -> None:
         start, self.stop = day_start(first), day_start(last) + DAY_SECONDS
         day_last_end = spec.end_at_or_before(self.stop - 1)
-        if interval is not None:
-            if not (first == last and start <= interval[0] < interval[1] <= self.stop):
-                raise ValueError(f"an interval of a run lies within its one day: {interval} for {first} .. {last}")
-            if spec.every > DAY_SECONDS:  # a day without an end: its snapshot's as_of lies before it
-                raise ValueError(f"window {spec.name!r} ends less often than daily: it runs by whole days")
-            start, self.stop = interval[0], interval[1]
+        if interval is not None:  # within the one day first == last (sliding_windows.refuse_below_a_day)
+            start, self.stop = interval.seconds
         self.after = spec.end_at_or_after(day_start(first)) - spec.every  # the last end before the first day
         self.last_end = spec.end_at_or_before(self.stop - 1)
         self.first_end = spec.end_at_or_after(start)  # the first end the run emits

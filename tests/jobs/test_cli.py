@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from jobs import ingest_events, minute_partials, sliding_windows
+from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT
 
 JOBS = {"jobs.ingest_events": ingest_events, "jobs.minute_partials": minute_partials,
         "jobs.sliding_windows": sliding_windows}
@@ -17,6 +18,7 @@ def test_help_exits_zero(module):
     done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True)
     assert done.returncode == 0
     assert "--lakehouse" in done.stdout and "--date" in done.stdout
+    assert ("--from" in done.stdout) == (module != "jobs.ingest_events")  # a run below a day: not ingest yet
 
 
 @pytest.mark.parametrize("module", sorted(JOBS))
@@ -68,6 +70,18 @@ def test_jobs_run_alone_end_to_end(spark, tmp_path, capsys):
     assert "jobs.minute_partials 2025-01-30 .. 2025-01-30: done in " in err  # progress: on stderr
     assert "wrote 1 change points and 1 snapshot rows" in out
 
+    # An hour of the day again: its one frame and its one change point (10:01) replaced, the
+    # day's snapshot kept.
+    hour = ["--lakehouse", lake, "--from", "2025-01-30T10:00", "--until", "2025-01-30T11:00"]
+    assert minute_partials.main(hour) == 0 and sliding_windows.main(hour) == 0
+    out, err = capsys.readouterr()
+    assert "wrote 1 minute partials for 2025-01-30T10:00:00 .. 2025-01-30T11:00:00" in out
+    assert "wrote 1 change points and 0 snapshot rows for 2025-01-30T10:00:00 .. 2025-01-30T11:00:00" in out
+    assert "jobs.sliding_windows 2025-01-30T10:00:00 .. 2025-01-30T11:00:00: done in " in err
+    tables = {t.name: spark.read.format("delta").load(t.path(lake)) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
+    assert [str(r.window_end) for r in tables[WINDOW_CHANGES.name].collect()] == ["2025-01-30 10:01:00"]
+    assert tables[WINDOW_SNAPSHOT.name].count() == 1
+
     config = tmp_path / "panes.yaml"
     config.write_text("bucket: 5m\nwindows:\n  7d: {length: 7d, slide: 5m}\n")
     assert sliding_windows.main(["--lakehouse", lake, "--date", "2025-01-30", "--config", str(config)]) == 2
@@ -98,3 +112,44 @@ def test_a_hostile_configuration_is_one_line_and_exit_two(tmp_path, capsys, text
     line = _one_error_line(capsys.readouterr().err)
     assert f"configuration file {config}" in line or message.startswith("unknown")
     assert message in line
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--from", "2025-01-30T10:00"], "--from needs --until, a time (YYYY-MM-DDTHH:MM)"),
+    (["--from", "2025-01-30T10:00", "--until", "2025-01-30"], "--from needs --until, a time"),
+    (["--from", "10:00", "--until", "11:00"], "argument --from: not a time (YYYY-MM-DDTHH:MM, UTC unless it has"),
+    (["--from", "2025-01-30T23:00", "--until", "2025-01-31T01:00"],
+     "a run below a day lies within its one day: 2025-01-30T23:00:00 .. 2025-01-31T01:00:00 is not within 2025-01-30"),
+    (["--from", "2025-01-30T11:00", "--until", "2025-01-30T10:00"], "is not within 2025-01-30"),
+    (["--from", "1969-12-31T10:00", "--until", "1969-12-31T11:00"], "1969-12-31 is outside 1970-01-01 .. "),
+    (["--date", "2025-01-30", "--until", "2025-01-30T10:00"],
+     "--until 2025-01-30T10:00 is a time: with --date it is a day (YYYY-MM-DD)"),
+    (["--date", "2025-01-30", "--from", "2025-01-30T10:00", "--until", "2025-01-30T11:00"],
+     "argument --from: not allowed with argument --date"),
+])
+def test_a_bad_run_below_a_day_is_a_one_line_error(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        sliding_windows.main(["--lakehouse", "y", *argv])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err.splitlines()[-1]
+
+
+@pytest.mark.parametrize("module, yaml, start, message", [
+    ("jobs.sliding_windows", "windows:\n  s: {gap: 30m}\n", "10:00",
+     "a run below a day computes sliding windows of event time only: this configuration has session"),
+    ("jobs.sliding_windows", "windows:\n  w: {length: 14d, slide: 2d}\n", "10:00",
+     "window 'w' ends less often than daily: it runs by whole days"),
+    ("jobs.minute_partials", "bucket: 5m\nwindows:\n  w: {length: 1h, slide: 5m}\n", "10:01",
+     "a run below a day starts and ends on whole buckets (300 s): 2025-01-30T10:01:00 .. 2025-01-30T11:00:00 does not"),
+    ("jobs.minute_partials", "windows:\n  w: {length: 1h, slide: 1m, time: arrival}\n", "10:00",
+     "a run below a day computes frames by event time only: this configuration has arrival-time windows"),
+])
+def test_a_run_below_a_day_the_configuration_cannot_take_is_refused_before_spark(module, yaml, start, message,
+                                                                                   tmp_path, capsys):
+    config = tmp_path / "panes.yaml"
+    config.write_text(yaml)
+    with pytest.raises(SystemExit) as exit_:
+        JOBS[module].main(["--lakehouse", "y", "--config", str(config), "--from", f"2025-01-30T{start}",
+                           "--until", "2025-01-30T11:00"])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err.splitlines()[-1]

@@ -34,6 +34,7 @@ from windowing_core.aggregations import AGGREGATIONS, ApproxDistinct, Custom, Mo
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
 from windowing_core.reference import session_rows
+from windowing_core.run_interval import RunInterval
 from windowing_core.sessions import SessionSpec
 from windowing_core.source import SourceSpec
 from windowing_core.spine import SpineGroup, SpineSpec
@@ -142,20 +143,30 @@ def assert_rows_equal(actual, expected, config, lead):
 
 def run_pipeline(spark, landing, lakehouse, config, *, window_days, day_by_day, cuts=()):
     """Ingest, partials and windows, the windows as one range or day by day; ``cuts`` (hours)
-    split the second day's windows run into runs of the intervals between them."""
+    split the second day's partials run, and its windows run where they run day by day, into
+    runs of the intervals between them."""
     last_arrival = FIRST + timedelta(days=EVENT_DAYS - 1 + 3)
     ensure_days(landing, FIRST, last_arrival)
     ingest = ingest_events.ingest(spark, str(landing), lakehouse, FIRST, last_arrival, config)
-    minute_partials.run(spark, lakehouse, FIRST, FIRST + timedelta(days=EVENT_DAYS - 1), config)
+    cut_day = FIRST + timedelta(days=1)
+    midnight = datetime(cut_day.year, cut_day.month, cut_day.day, tzinfo=timezone.utc)
+    bounds = [midnight + timedelta(hours=h) for h in (0, *cuts, 24)]
+    parts = [RunInterval(a, b) for a, b in zip(bounds, bounds[1:])] if cuts else []
+    if parts:  # the day's parts in order, each refolding the day's tile from the frames so far
+        minute_partials.run(spark, lakehouse, FIRST, FIRST, config)
+        for part in parts:
+            minute_partials.run(spark, lakehouse, cut_day, cut_day, config, interval=part)
+        minute_partials.run(spark, lakehouse, cut_day + timedelta(days=1), FIRST + timedelta(days=EVENT_DAYS - 1),
+                            config)
+    else:
+        minute_partials.run(spark, lakehouse, FIRST, FIRST + timedelta(days=EVENT_DAYS - 1), config)
     first, last = window_days
     if day_by_day:
         day = first
         while day <= last:
-            if day == FIRST + timedelta(days=1) and cuts:
-                midnight = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
-                bounds = [midnight + timedelta(hours=h) for h in (0, *cuts, 24)]
-                for interval in zip(bounds, bounds[1:]):
-                    sliding_windows.run(spark, lakehouse, day, day, config, interval=interval)
+            if day == cut_day and parts:
+                for part in parts:
+                    sliding_windows.run(spark, lakehouse, day, day, config, interval=part)
             else:
                 sliding_windows.run(spark, lakehouse, day, day, config)
             day += timedelta(days=1)
@@ -216,9 +227,10 @@ CASES = [
 # (the others evaluate interpreted: tests/conftest.py).
 GENERATED_CODE = {2}
 
-# Day-by-day cases whose second day runs in parts below a day (issue 45), cut at these hours:
-# change points of each part, and the snapshot where a part holds a window's last end of the day.
-CUTS = {1: (6, 13), 7: (5, 17)}
+# Cases whose second day runs in parts below a day, cut at these hours: its partials (frames,
+# late events, the day's tile refolded), and where the windows run day by day, its change points
+# of each part and the snapshot where a part holds a window's last end of the day.
+CUTS = {1: (6, 13), 2: (9, 20), 7: (5, 17)}
 
 
 @pytest.mark.parametrize("seed, windows, day_by_day, aggregations, time", CASES)
@@ -474,18 +486,17 @@ def test_range_run_equals_day_by_day_runs(spark, tmp_path):
     assert tables[True][0], "the case must produce change points to compare"
 
 
-@pytest.mark.parametrize("config, interval, message", [
+@pytest.mark.parametrize("config, hours, message", [
     (PipelineConfig(sessions=(SessionSpec.of("s30m", "30m"),)), (6, 7),
      "a run below a day computes sliding windows of event time only: this configuration has session"),
-    (PipelineConfig(), (23, 25), "a run below a day lies within its one day: 2025-01-28 23:00:00[+]00:00 .. "
-                                 "2025-01-29 01:00:00[+]00:00 is not within 2025-01-28"),
-    (PipelineConfig(), (7, 7), "is not within"),
+    (PipelineConfig(), (30, 31), "a run below a day lies within its one day: 2025-01-29T06:00:00 .. "
+                                 "2025-01-29T07:00:00 is not within 2025-01-28 .. 2025-01-28"),
 ])
-def test_a_run_below_a_day_refuses_what_it_cannot_run_in_one_line(config, interval, message):
+def test_a_run_below_a_day_refuses_what_it_cannot_run_in_one_line(config, hours, message):
     midnight = datetime(FIRST.year, FIRST.month, FIRST.day, tzinfo=timezone.utc)
+    interval = RunInterval(*(midnight + timedelta(hours=h) for h in hours))
     with pytest.raises(ValueError, match=message):  # before any Spark work: no session is needed
-        sliding_windows.run(None, "unused", FIRST, FIRST, config,
-                            interval=tuple(midnight + timedelta(hours=h) for h in interval))
+        sliding_windows.run(None, "unused", FIRST, FIRST, config, interval=interval)
 
 
 def test_rerunning_a_partition_gives_identical_tables(spark, tmp_path):

@@ -9,10 +9,12 @@ from datetime import date, timedelta
 
 import pytest
 
+from jobs import sliding_windows
 from jobs.windows import window_inputs
 from windowing_core.aggregations import aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
+from windowing_core.run_interval import RunInterval
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
 INVERTIBLE = (aggregation("count"), aggregation("sum"))
@@ -120,24 +122,15 @@ def test_a_day_cut_into_parts_emits_each_of_its_ends_once_and_its_snapshot_once(
     start = day_start(day)
     if spec.every > DAY_SECONDS:
         with pytest.raises(ValueError, match="ends less often than daily: it runs by whole days"):
-            window_inputs.ReadPlan(spec, config, day, day, (start, start + DAY_SECONDS))
+            sliding_windows.refuse_below_a_day(config, RunInterval.of_seconds(start, start + DAY_SECONDS))
         return
     cuts = sorted(rng.sample(range(spec.bucket, DAY_SECONDS, spec.bucket), rng.randrange(1, 5)))
     bounds = [start, *(start + c for c in cuts), start + DAY_SECONDS]
-    parts = [window_inputs.ReadPlan(spec, config, day, day, (a, b)) for a, b in zip(bounds, bounds[1:])]
+    parts = [window_inputs.ReadPlan(spec, config, day, day, RunInterval.of_seconds(a, b))
+             for a, b in zip(bounds, bounds[1:])]
 
     emitted = [e for p in parts for e in range(p.first_end, p.last_end + 1, spec.every)]
     assert emitted == list(range(whole.first_end, whole.last_end + 1, spec.every)), (spec, cuts)
     assert all(p.after == whole.after and p.baseline_window == whole.baseline_window for p in parts)
     assert [p.ends_day for p in parts].count(True) == 1 and whole.ends_day
     assert all(stop <= p.last_end for p in parts for _, stop in p.delta_ranges + p.exact_ranges)
-
-
-def test_an_interval_outside_its_day_is_refused():
-    spec = WindowSpec.of("1h", "1h", "10m")
-    config = PipelineConfig(windows=(spec,))
-    day = date(2025, 1, 20)
-    with pytest.raises(ValueError, match="an interval of a run lies within its one day"):
-        window_inputs.ReadPlan(spec, config, day, day, (day_start(day) - 60, day_start(day) + 60))
-    with pytest.raises(ValueError, match="an interval of a run lies within its one day"):
-        window_inputs.ReadPlan(spec, config, day, day + timedelta(days=1), (day_start(day), day_start(day) + 60))
