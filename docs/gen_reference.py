@@ -131,6 +131,10 @@ TABLE_ABOUT = {
                     "Each key's events that a count window still to fire holds (at most count - 1), with their "
                     "numbers among the key's events and the fields the aggregations read, and one marker row "
                     "(null key) per window saying the day was materialised under this `count` and `slide`."),
+    "interval_state": ("the windows job run below a day (`--from/--until`)", "a windows run below a day ran",
+                       "Each key's state at its last change within a run below a day, for the next run of the day "
+                       "to continue from, and one marker row (null key) per window and run saying which end it "
+                       "reached ([Running the jobs alone](../guides/running-jobs.md#part-of-a-day))."),
     "arrival_partials": ("the partials job", "a window with `time: arrival` is configured",
                          "Frames of arrival time, partitioned by the event day of the run and the frame's own day."),
     "spine_values": ("the point-in-time join (`jobs.point_in_time_join`)", "`spine:` is configured",

@@ -27,8 +27,9 @@ state at every end.
     python -m jobs.sliding_windows --lakehouse DIR --from 2025-01-27T13:00 --until 2025-01-27T14:00
 
 The second runs part of a day (sliding windows of event time only): it replaces the change
-points ending in ``[from, until)``, continuing from the day before's snapshot over the day's
-frames so far.
+points ending in ``[from, until)``, continuing from the state an earlier run of the day left at
+the end before it (``interval_state``, ``window_inputs.carried_windows``), or else from the day
+before's snapshot over the day's frames so far.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from jobs.storage import commits, delta_write
 from jobs.storage.filters import interval as interval_filter
 from jobs.tables import (
     COUNT_STATE,
+    INTERVAL_STATE,
     MINUTE_PARTIALS,
     SESSION_STATE,
     TABLE_COLUMN,
@@ -68,7 +70,8 @@ from jobs.windows.running_state import (
 )
 from jobs.windows.window_grid import Windows, seconds_of
 from jobs.windows.window_inputs import (
-    ReadPlan, continued_windows, days_of, in_ranges, read_day_tiles, read_frames, read_snapshot, require_partials,
+    ReadPlan, carried_state, carried_windows, continued_windows, days_of, in_ranges, read_day_tiles, read_frames,
+    read_snapshot, require_partials,
 )
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
@@ -157,8 +160,9 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     commits.require_stamp(MINUTE_PARTIALS.path(lakehouse), frame_stamp(config))
     if not config.windows:  # only session windows (jobs.windows.session_windows)
         return None, {"baseline": {}, "persisted": []}
-    plans = {spec.name: ReadPlan(spec, config, first, last, interval) for spec in config.windows}
     continued = continued_windows(spark, lakehouse, first - timedelta(days=1), config)
+    carried = carried_windows(spark, lakehouse, config, interval, continued) if interval else set()
+    plans = {spec.name: ReadPlan(spec, config, first, last, interval, spec.name in carried) for spec in config.windows}
     previous = read_snapshot(spark, lakehouse, first - timedelta(days=1), continued)
     ranges = [r for p in plans.values() for r in p.frame_ranges]
     ranges += [p.baseline_window for name, p in plans.items() if name not in continued]
@@ -178,23 +182,45 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
         inputs = _Inputs(spark, lakehouse, frames, config, plans, clock)
         windows = Windows(config.windows)
         baselines = []
-        if continued:
-            kept = windows.where(lambda s: s.name in continued)
+        kept = windows.where(lambda s: s.name in continued and s.name not in carried)
+        if kept:
             baselines.append(baseline_from_snapshot(previous, kept, config, kept.param(lambda s: plans[s.name].after)))
+        if carried:  # a later run of the day: from the state at the last end before it
+            kept = windows.where(lambda s: s.name in carried)
+            after = kept.param(lambda s: plans[s.name].after)
+            state = carried_state(spark, lakehouse, first, kept, after, previous, state_columns(config))
+            baselines.append(baseline_from_snapshot(state, kept, config, after))
         bootstrapped = windows.where(lambda s: s.name not in continued)
         if bootstrapped:
             at = inputs.frames_of(bootstrapped, lambda s: [plans[s.name].baseline_window])
             baselines.append(baseline_from_frames(at, bootstrapped, config, plans))
         stop = next(iter(plans.values())).stop  # the same for every window: the run's end
         values = window_values(inputs, reduce(DataFrame.unionByName, baselines), windows, stop)
-        rows = table_rows(with_emission_marks(values, config, first, last), windows, config, plans)
+        rows = table_rows(with_emission_marks(values, config, first, last), windows, config, plans,
+                          below_a_day=interval is not None)
+        if interval is not None:
+            rows = rows.unionByName(reached_marks(spark, windows, plans, first), allowMissingColumns=True)
     except BaseException:  # the caller unpersists only what it is handed
         for df in persisted:
             df.unpersist()
         raise
-    info = {"baseline": {name: "snapshot" if name in continued else "bootstrap" for name in plans},
+    info = {"baseline": {name: "carried" if name in carried else "snapshot" if name in continued else "bootstrap"
+                         for name in plans},
             "persisted": persisted}
     return rows, info
+
+
+def reached_marks(spark: SparkSession, windows: Windows, plans: dict[str, ReadPlan], day: date) -> DataFrame:
+    """``interval_state``'s marker rows of a run below a day (null key): which end each window
+    reached, for the next run of the day to continue from. No marker for a window without an
+    end in the run: the state at its last end is an earlier run's."""
+    reached = [(s.name, plans[s.name].last_end, s.window_start(plans[s.name].last_end)) for s in windows.specs
+               if plans[s.name].first_end <= plans[s.name].last_end]
+    marks = spark.createDataFrame(reached, "window string, as_of long, window_start long")
+    return marks.select(F.lit(None).cast("string").alias("key"), "window",
+                        F.timestamp_seconds("window_start").alias("window_start"),
+                        F.timestamp_seconds("as_of").alias("as_of"), F.lit(0).cast("bigint").alias("event_count"),
+                        F.lit(day).alias("date"), F.lit(INTERVAL_STATE.name).alias(TABLE_COLUMN))
 
 
 def by_clock(config: PipelineConfig, clock: str) -> PipelineConfig | None:
@@ -213,7 +239,8 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     the change points whose ``window_end`` lies in it, and a window's snapshot of the day where
     the interval holds the day's last end (``ReadPlan``). Sliding windows of event time only."""
     refuse_below_a_day(config, interval, first, last)
-    commits.require_whole_writes([t.path(lakehouse) for t in written_together(WINDOW_CHANGES, config)], first, last)
+    written_with = [*written_together(WINDOW_CHANGES, config), *([INTERVAL_STATE] if interval else [])]
+    commits.require_whole_writes([t.path(lakehouse) for t in written_with], first, last)
     event = by_clock(config, "event")
     rows, info = (sliding_windows(spark, lakehouse, first, last, event, interval=interval) if event
                   else (None, {"baseline": {}, "persisted": []}))
@@ -234,6 +261,11 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
                                        row_filters=interval_filter(within[t.name], interval.start, interval.until)
                                        if interval else [])
                for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
+    if interval:
+        targets[INTERVAL_STATE.name] = delta_write.Target(
+            INTERVAL_STATE.path(lakehouse), [c for c, _ in declared_columns(INTERVAL_STATE.name, config)],
+            list(INTERVAL_STATE.partition_by), days,
+            row_filters=interval_filter("as_of", interval.start, interval.until))
     if config.sessions:
         targets[SESSION_STATE.name] = session_windows.state_target(lakehouse, first, last, config)
     if config.counts:
@@ -250,7 +282,8 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
             "baseline": {**info["baseline"], **session_info["baseline"], **count_info["baseline"]},
             **({"session_state": written[SESSION_STATE.name], "session_watermark": session_info["watermark"]}
                if config.sessions else {}),
-            **({"count_state": written[COUNT_STATE.name]} if config.counts else {})}
+            **({"count_state": written[COUNT_STATE.name]} if config.counts else {}),
+            **({"interval_state": written[INTERVAL_STATE.name]} if interval else {})}
 
 
 def refuse_below_a_day(config: PipelineConfig, interval: RunInterval | None, first: date | None = None,

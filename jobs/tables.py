@@ -35,6 +35,9 @@ WINDOW_CHANGES = Table("window_changes", ("date",))
 WINDOW_SNAPSHOT = Table("window_snapshot", ("date",))
 SESSION_STATE = Table("session_state", ("date",))  # open sessions carried to the next day
 COUNT_STATE = Table("count_state", ("date",))  # each key's events count windows still to fire hold
+# A windows run below a day: the state at its last end of the keys it changed, for the next run
+# of the day to continue from (jobs.windows.window_inputs.carried_state).
+INTERVAL_STATE = Table("interval_state", ("date",))
 # Frames by arrival time, for ``time: arrival`` windows: written by the partials job of the
 # events' event days (so partitioned by it), and read by the day of the arrival frame.
 ARRIVAL_PARTIALS = Table("arrival_partials", ("event_date", "frame_date"))
@@ -43,7 +46,7 @@ ARRIVAL_PARTIALS = Table("arrival_partials", ("event_date", "frame_date"))
 SPINE_VALUES = Table("spine_values", ("date",))
 
 ALL_TABLES = (EVENTS, QUARANTINE, LATE_EVENTS, MINUTE_PARTIALS, DAILY_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT,
-              SESSION_STATE, COUNT_STATE, ARRIVAL_PARTIALS, SPINE_VALUES)
+              SESSION_STATE, COUNT_STATE, INTERVAL_STATE, ARRIVAL_PARTIALS, SPINE_VALUES)
 SOURCE_ASSET = "event_source"
 """The asset of a table source (``source:``): upstream of ``events`` in Dagster's lineage."""
 INGEST_ASSETS = frozenset({EVENTS.name, QUARANTINE.name, SOURCE_ASSET})
@@ -200,6 +203,11 @@ def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]
         return [("key", "string"), *key_columns(config), ("window", "string"), ("window_start", "timestamp"),
                 ("as_of", "timestamp"), ("event_count", "bigint"),
                 *_fields(a for a in config.aggregations if a.invertible), *_outputs(config), ("date", "date")]
+    if table == INTERVAL_STATE.name:
+        # Per sliding window and day: the state at a run's last end of the keys it changed, and
+        # one row with a null key per window and run saying which end it reached.
+        return [("key", "string"), ("window", "string"), ("window_start", "timestamp"), ("as_of", "timestamp"),
+                ("event_count", "bigint"), *_fields(a for a in config.aggregations if a.invertible), ("date", "date")]
     if table == ARRIVAL_PARTIALS.name:
         return [("key", "string"), ("frame_start", "timestamp"),
                 *[(c, "timestamp") for c in frame_times(config, "arrival")], ("event_count", "bigint"),
@@ -283,6 +291,9 @@ def column_notes(table: str, config: PipelineConfig) -> dict[str, str]:
         notes[name] = f"the key's field {name} (item {i + 1} of key; null in a non-keyed window's rows)"
     if config.key_fields:
         notes["key"] = f"the key: the values of {', '.join(config.key_fields)} as a JSON array of strings"
+    if table == INTERVAL_STATE.name:
+        notes["as_of"] = ("the state is of [window_start, as_of): the last end a run below a day reached, of "
+                          "each key it changed since its baseline (a marker row: of the run)")
     for a in config.aggregations:
         notes[a.name] = a.description
         own = a.partial_notes()

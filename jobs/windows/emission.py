@@ -9,7 +9,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.tables import TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT, partial_columns
+from jobs.tables import INTERVAL_STATE, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT, partial_columns
 from jobs.windows.window_grid import Windows, floor_to, utc_midnight
 from jobs.windows.window_inputs import ReadPlan
 from windowing_core.aggregations import Aggregation
@@ -66,8 +66,11 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     return values.select("*", *marks).drop(*handed_on)
 
 
-def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plans: dict[str, ReadPlan]) -> DataFrame:
-    """Both tables' rows of one window from one pass over its marks, tagged by ``TABLE_COLUMN``.
+def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plans: dict[str, ReadPlan],
+               below_a_day: bool = False) -> DataFrame:
+    """Both tables' rows of one window from one pass over its marks, tagged by ``TABLE_COLUMN``;
+    for a run ``below_a_day`` also ``interval_state``'s: the state at the run's last end of each
+    key that changed since the run's baseline.
 
     ``window_changes``: the change points, or for ``final`` emission one row per key and window
     end whose window holds events (as Flink and Bytewax emit). A key's state holds from one of
@@ -85,6 +88,7 @@ def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plan
     elements are longs for both tables: ends in epoch seconds, or days since 1970.
     """
     end, is_change = F.col("end"), F.col(TABLE_COLUMN) == WINDOW_CHANGES.name
+    is_state = F.col(TABLE_COLUMN) == INTERVAL_STATE.name
     every, first_end = windows.param(lambda s: s.every), windows.param(lambda s: plans[s.name].first_end)
     # ``final``: every end from this one to the key's next, within the run
     first = F.greatest(end, first_end)
@@ -98,14 +102,18 @@ def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plan
     held = F.col("until").isNotNull() & (F.col("event_count") > 0)
     if not all(plans[s.name].ends_day for s in windows.specs):  # a run below a day: snapshots where it ends the day
         held = held & windows.param(lambda s: plans[s.name].ends_day)
-    tagged = (marked.select("*", F.explode(F.array(F.lit(WINDOW_CHANGES.name), F.lit(WINDOW_SNAPSHOT.name)))
-                            .alias(TABLE_COLUMN))
-              .where(F.when(is_change, emitted).otherwise(held)))
-    days = tagged.select("*", F.explode(F.when(is_change, change_ends).otherwise(
+    tables = [WINDOW_CHANGES.name, WINDOW_SNAPSHOT.name, *([INTERVAL_STATE.name] if below_a_day else [])]
+    # Each key's state after its last change since the run's baseline: the state at the run's
+    # last end, which a later run of the day continues from.
+    changed_last = (end > windows.param(lambda s: plans[s.name].after)) & F.col("next_end").isNull()
+    tagged = (marked.select("*", F.explode(F.array(*map(F.lit, tables))).alias(TABLE_COLUMN))
+              .where(F.when(is_change, emitted).when(is_state, changed_last).otherwise(held)))
+    days = tagged.select("*", F.explode(F.when(is_change, change_ends).when(is_state, F.array(end)).otherwise(
         F.sequence(F.unix_date("date").cast("long"), F.unix_date("until").cast("long")))).alias("at"))
-    at = F.col("at")
-    day = F.when(is_change, _utc_date(at)).otherwise(F.date_from_unix_date(at.cast("int")))
-    as_of = windows.end_at_or_after(utc_midnight(day) + DAY_SECONDS) - every
+    at, at_end = F.col("at"), is_change | is_state  # ``at``: an end, or a snapshot's day
+    day = F.when(at_end, _utc_date(at)).otherwise(F.date_from_unix_date(at.cast("int")))
+    as_of = F.when(is_state, windows.param(lambda s: plans[s.name].last_end)).otherwise(
+        windows.end_at_or_after(utc_midnight(day) + DAY_SECONDS) - every)
     return days.select(
         "key",
         "window",

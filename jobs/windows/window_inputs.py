@@ -14,9 +14,11 @@ from pyspark.sql import functions as F
 
 from jobs.errors import MissingInputError
 from jobs.storage import delta_io
-from jobs.tables import DAILY_PARTIALS, EVENTS, LATE_EVENTS, MINUTE_PARTIALS, WINDOW_SNAPSHOT, day_filter, ingest_root
+from jobs.tables import (
+    DAILY_PARTIALS, EVENTS, INTERVAL_STATE, LATE_EVENTS, MINUTE_PARTIALS, WINDOW_SNAPSHOT, day_filter, ingest_root,
+)
 from jobs.windows import arrival_frames
-from jobs.windows.window_grid import seconds_of, utc_midnight
+from jobs.windows.window_grid import Windows, seconds_of, utc_midnight
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
 from windowing_core.run_interval import RunInterval
@@ -38,12 +40,13 @@ def in_ranges(column: Column, ranges: list[tuple[int, int]]) -> Column:
 class ReadPlan:
     """One window's time arithmetic for days ``first .. last``: which ends, which frames.
 
-    A run below a day (``interval``, within the one day) still continues from the day before's
-    snapshot: it computes the day's ends up to ``until`` and emits those from ``from`` on, so an
-    hour late in the day reads the day's frames so far."""
+    A run below a day (``interval``, within the one day) emits the ends in it. It continues
+    from the state at the last end before it where an earlier run of the day wrote that state
+    (``carried``: ``interval_state``); otherwise from the day before's snapshot, computing the
+    day's ends from midnight, so that it reads the day's frames so far."""
 
     def __init__(self, spec: WindowSpec, config: PipelineConfig, first: date, last: date,
-                 interval: RunInterval | None = None) -> None:
+                 interval: RunInterval | None = None, carried: bool = False) -> None:
         start, self.stop = day_start(first), day_start(last) + DAY_SECONDS
         day_last_end = spec.end_at_or_before(self.stop - 1)
         if interval is not None:  # within the one day first == last (sliding_windows.refuse_below_a_day)
@@ -51,6 +54,8 @@ class ReadPlan:
         self.after = spec.end_at_or_after(day_start(first)) - spec.every  # the last end before the first day
         self.last_end = spec.end_at_or_before(self.stop - 1)
         self.first_end = spec.end_at_or_after(start)  # the first end the run emits
+        if carried:
+            self.after = self.first_end - spec.every
         # Whether the run emits its last day's last end: only then does it write snapshots.
         self.ends_day = interval is None or self.first_end <= day_last_end == self.last_end
         length = spec.length
@@ -186,6 +191,41 @@ def continued_windows(spark: SparkSession, lakehouse: str, day: date, config: Pi
         if held.get(spec.name) == ((start, start), (as_of, as_of)):
             continued.add(spec.name)
     return continued
+
+
+def carried_windows(spark: SparkSession, lakehouse: str, config: PipelineConfig, interval: RunInterval,
+                    continued: set[str]) -> set[str]:
+    """The windows a run of ``interval`` continues from the state at their last end before it:
+    where that end lies within the day and an earlier run of the day reached it under the same
+    definition (its marker row in ``interval_state``). Only windows the day before's snapshot
+    continues, which holds the state of the keys the day has not changed; the others compute
+    the day's ends from midnight (``ReadPlan``)."""
+    wanted = {}
+    for spec in config.windows:
+        plan = ReadPlan(spec, config, interval.day, interval.day, interval)
+        before = plan.first_end - spec.every
+        if spec.name in continued and before > plan.after:
+            wanted[spec.name] = (spec.window_start(before), before)
+    path = INTERVAL_STATE.path(lakehouse)
+    if not wanted or not delta_io.table_exists(path):
+        return set()
+    marks = (delta_io.read_table(spark, path, partition_filters=day_filter("date", interval.day, interval.day))
+             .where(F.col("key").isNull() & F.col("window").isin(sorted(wanted)))
+             .select("window", F.col("window_start").cast("long"), F.col("as_of").cast("long")))
+    held = {tuple(r) for r in marks.collect()}
+    return {name for name, (start, end) in wanted.items() if (name, start, end) in held}
+
+
+def carried_state(spark: SparkSession, lakehouse: str, day: date, windows: Windows, after: Column,
+                  snapshot: DataFrame, columns: list[str]) -> DataFrame:
+    """Each key's state at its window's ``after`` within ``day``: its latest ``interval_state``
+    row at or before it, else its row in the day before's ``snapshot``."""
+    state = (delta_io.read_table(spark, INTERVAL_STATE.path(lakehouse), partition_filters=day_filter("date", day, day))
+             .where(F.col("key").isNotNull() & windows.filter() & (F.col("as_of").cast("long") <= after)))
+    rows = snapshot.where(windows.filter()).select("window", "key", "as_of", *columns).unionByName(
+        state.select("window", "key", "as_of", *columns))
+    return (rows.groupBy("window", "key").agg(F.max_by(F.struct(*columns), "as_of").alias("state"))
+            .select("window", "key", "state.*"))
 
 
 def _held_windows(spark: SparkSession, lakehouse: str, day: date) -> dict[str, tuple[tuple[int, int], ...]]:

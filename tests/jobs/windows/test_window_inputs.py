@@ -134,3 +134,11 @@ def test_a_day_cut_into_parts_emits_each_of_its_ends_once_and_its_snapshot_once(
     assert all(p.after == whole.after and p.baseline_window == whole.baseline_window for p in parts)
     assert [p.ends_day for p in parts].count(True) == 1 and whole.ends_day
     assert all(stop <= p.last_end for p in parts for _, stop in p.delta_ranges + p.exact_ranges)
+    # Continuing from the state the part before left at its last end (``carried``): the same
+    # ends, from the end just before the part, reading frames only from one window before it.
+    for k, (part, (a, b)) in enumerate(zip(parts, zip(bounds, bounds[1:]))):
+        carried = window_inputs.ReadPlan(spec, config, day, day, RunInterval.of_seconds(a, b), carried=True)
+        assert (carried.first_end, carried.last_end, carried.ends_day) == (part.first_end, part.last_end, part.ends_day)
+        emitted_before = [p.last_end for p in parts[:k] if p.first_end <= p.last_end]
+        assert carried.after == max(emitted_before, default=whole.after), (spec, cuts, k)
+        assert all(start >= carried.after - spec.length for start, _ in carried.delta_ranges)

@@ -1,0 +1,106 @@
+"""``python -m bench hourly``: a day run as hourly parts against the same day run whole (issue 45).
+
+    python -m bench hourly                          # 10^6 events, 24 parts, ~15 min
+    python -m bench hourly --events 10000 --parts 4
+
+Both figures come from one Spark session and one lakehouse: the days before D and D's ingest are
+set up once (``bench.pipeline.prepare``); then D's partials and windows run whole, best of
+``--reps``; then D's partials and windows run per part in order, each part's windows continuing
+from the state the part before left (``interval_state``). The tables of D are compared after
+both, row for row (a hash of every row), so the ratio is of the same result. The floor printed
+beside it is the parts' fixed cost: ``parts`` times the cheapest part, which does the least work.
+The target is the hourly day within 2x the whole day at 10^6 events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from datetime import UTC, datetime, timedelta
+from functools import reduce
+from pathlib import Path
+
+from bench.pipeline import DAY, keys_for, prepare
+
+TARGET = 2.0
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench hourly", description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--events", type=int, default=1_000_000, help="events of the day (default 10^6)")
+    parser.add_argument("--keys", type=int, default=None, help="distinct keys (default: as bench.pipeline)")
+    parser.add_argument("--parts", type=int, default=24, help="parts of the day, dividing 24 hours (default 24)")
+    parser.add_argument("--reps", type=int, default=2, help="whole-day rounds, best of (default 2)")
+    parser.add_argument("--work", default="bench/.work", help="scratch folder for the landing files and lakehouses")
+    args = parser.parse_args(argv)
+    if args.events < 1 or args.reps < 1 or args.parts < 1 or 86400 % args.parts or (86400 // args.parts) % 60:
+        parser.error("--events and --reps must be positive, and --parts divide a day into whole minutes")
+    return args
+
+
+def fingerprint(spark, lakehouse: str) -> dict[str, tuple[int, int]]:
+    """Each of D's window tables as (rows, sum of a hash of every row): equal for equal tables."""
+    from pyspark.sql import functions as F
+
+    from jobs.storage import delta_io
+    from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter
+
+    prints = {}
+    for table in (WINDOW_CHANGES, WINDOW_SNAPSHOT):
+        rows = delta_io.read_table(spark, table.path(lakehouse), partition_filters=day_filter("date", DAY, DAY))
+        row = rows.select(F.count(F.lit(1)), F.sum(F.xxhash64(*rows.columns).cast("decimal(38,0)"))).first()
+        prints[table.name] = (row[0], int(row[1] or 0))
+    return prints
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from jobs import ingest_events, minute_partials, sliding_windows
+    from jobs.runtime.spark_session import get_spark
+    from windowing_core.config import PipelineConfig
+    from windowing_core.run_interval import RunInterval
+
+    keys = args.keys or keys_for(args.events)
+    spark = get_spark()
+    config = PipelineConfig()
+    ds = prepare(spark, Path(args.work) / "hourly", args.events, keys, 7, True, config)
+    ingest_events.ingest(spark, ds.landing, ds.lakehouse, DAY, DAY, config)
+    print(f"set up {args.events:,} events a day, {keys:,} keys in {ds.setup_s:.1f} s")
+
+    whole = []
+    for _ in range(args.reps):
+        started = time.perf_counter()
+        minute_partials.run(spark, ds.lakehouse, DAY, DAY, config)
+        sliding_windows.run(spark, ds.lakehouse, DAY, DAY, config)
+        whole.append(time.perf_counter() - started)
+    expected = fingerprint(spark, ds.lakehouse)
+
+    midnight = datetime(DAY.year, DAY.month, DAY.day, tzinfo=UTC)
+    step = timedelta(days=1) / args.parts
+    parts, baselines = [], set()
+    for i in range(args.parts):
+        interval = RunInterval(midnight + i * step, midnight + (i + 1) * step)
+        started = time.perf_counter()
+        minute_partials.run(spark, ds.lakehouse, DAY, DAY, config, interval=interval)
+        result = sliding_windows.run(spark, ds.lakehouse, DAY, DAY, config, interval=interval)
+        parts.append(time.perf_counter() - started)
+        baselines |= {(i > 0, b) for b in result["baseline"].values()}
+        print(f"  part {interval}: {parts[-1]:.1f} s ({', '.join(result['baseline'].values())})", flush=True)
+    got = fingerprint(spark, ds.lakehouse)
+    spark.stop()
+
+    if got != expected:
+        print(f"the parts wrote other rows than the whole day: {got} against {expected}")
+        return 1
+    if baselines != {(False, "snapshot"), (True, "carried")}:
+        print(f"the parts did not continue one from another: {sorted(baselines)}")
+        return 1
+    day, hourly = min(whole), reduce(float.__add__, parts)
+    floor = args.parts * min(parts)
+    print(f"\nthe whole day {day:.1f} s (best of {args.reps}); {args.parts} parts {hourly:.1f} s "
+          f"(mean {hourly / args.parts:.1f} s, cheapest {min(parts):.1f} s); same rows in window_changes and "
+          f"window_snapshot")
+    print(f"parts / whole day: {hourly / day:.2f}x (target <= {TARGET:.0f}x); "
+          f"{args.parts} x the cheapest part / whole day: {floor / day:.2f}x (the parts' fixed cost)")
+    return 0
