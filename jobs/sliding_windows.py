@@ -43,7 +43,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.runtime import pipes
-from jobs.storage import commits, delta_write
+from jobs.storage import commits, delta_io, delta_write
 from jobs.storage.filters import interval as interval_filter
 from jobs.tables import (
     COUNT_STATE,
@@ -61,6 +61,7 @@ from jobs.tables import (
 )
 from jobs.tables import days as day_range
 from jobs.windows import count_windows, session_windows
+from jobs.windows.carried_state import day_marks
 from jobs.windows.emission import table_rows, with_emission_marks
 from jobs.windows.exact_values import exact_cumulating_values, exact_values, tiles_of
 from jobs.windows.partial_merges import with_finished_values
@@ -161,8 +162,10 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     if not config.windows:  # only session windows (jobs.windows.session_windows)
         return None, {"baseline": {}, "persisted": []}
     continued = continued_windows(spark, lakehouse, first - timedelta(days=1), config)
-    carried = carried_windows(spark, lakehouse, config, interval, continued) if interval else set()
-    plans = {spec.name: ReadPlan(spec, config, first, last, interval, spec.name in carried) for spec in config.windows}
+    plans = {spec.name: ReadPlan(spec, config, first, last, interval) for spec in config.windows}
+    carried = carried_windows(spark, lakehouse, config, interval, plans, continued) if interval else set()
+    plans.update({spec.name: ReadPlan(spec, config, first, last, interval, carried=True)
+                  for spec in config.windows if spec.name in carried})
     previous = read_snapshot(spark, lakehouse, first - timedelta(days=1), continued)
     ranges = [r for p in plans.values() for r in p.frame_ranges]
     ranges += [p.baseline_window for name, p in plans.items() if name not in continued]
@@ -198,29 +201,29 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
         values = window_values(inputs, reduce(DataFrame.unionByName, baselines), windows, stop)
         rows = table_rows(with_emission_marks(values, config, first, last), windows, config, plans,
                           below_a_day=interval is not None)
-        if interval is not None:
-            rows = rows.unionByName(reached_marks(spark, windows, plans, first), allowMissingColumns=True)
+        marks = reached_marks(spark, windows, plans, first) if interval is not None else None
+        if marks is not None:
+            rows = rows.unionByName(marks, allowMissingColumns=True)
     except BaseException:  # the caller unpersists only what it is handed
         for df in persisted:
             df.unpersist()
         raise
     info = {"baseline": {name: "carried" if name in carried else "snapshot" if name in continued else "bootstrap"
                          for name in plans},
-            "persisted": persisted}
+            "persisted": persisted, "ends_day": any(p.ends_day for p in plans.values())}
     return rows, info
 
 
-def reached_marks(spark: SparkSession, windows: Windows, plans: dict[str, ReadPlan], day: date) -> DataFrame:
-    """``interval_state``'s marker rows of a run below a day (null key): which end each window
-    reached, for the next run of the day to continue from. No marker for a window without an
-    end in the run: the state at its last end is an earlier run's."""
-    reached = [(s.name, plans[s.name].last_end, s.window_start(plans[s.name].last_end)) for s in windows.specs
-               if plans[s.name].first_end <= plans[s.name].last_end]
-    marks = spark.createDataFrame(reached, "window string, as_of long, window_start long")
-    return marks.select(F.lit(None).cast("string").alias("key"), "window",
-                        F.timestamp_seconds("window_start").alias("window_start"),
-                        F.timestamp_seconds("as_of").alias("as_of"), F.lit(0).cast("bigint").alias("event_count"),
-                        F.lit(day).alias("date"), F.lit(INTERVAL_STATE.name).alias(TABLE_COLUMN))
+def reached_marks(spark: SparkSession, windows: Windows, plans: dict[str, ReadPlan], day: date) -> DataFrame | None:
+    """``interval_state``'s marker rows of a run below a day (``carried_state.day_marks``): which
+    end each window reached, for the next run of the day to continue from. No marker for a
+    window without an end in the run: the state at its last end is an earlier run's."""
+    reached = windows.where(lambda s: plans[s.name].first_end <= plans[s.name].last_end)
+    if not reached:
+        return None
+    ends = {"window_start": lambda s: s.window_start(plans[s.name].last_end), "as_of": lambda s: plans[s.name].last_end}
+    marks = day_marks(spark, INTERVAL_STATE, reached, ends, day, day, F.lit(0).cast("bigint").alias("event_count"))
+    return marks.withColumns({c: F.timestamp_seconds(c) for c in ends})
 
 
 def by_clock(config: PipelineConfig, clock: str) -> PipelineConfig | None:
@@ -239,8 +242,8 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     the change points whose ``window_end`` lies in it, and a window's snapshot of the day where
     the interval holds the day's last end (``ReadPlan``). Sliding windows of event time only."""
     refuse_below_a_day(config, interval, first, last)
-    written_with = [*written_together(WINDOW_CHANGES, config), *([INTERVAL_STATE] if interval else [])]
-    commits.require_whole_writes([t.path(lakehouse) for t in written_with], first, last)
+    commits.require_whole_writes([t.path(lakehouse) for t in written_together(WINDOW_CHANGES, config)], first, last,
+                                 str(interval) if interval else None)
     event = by_clock(config, "event")
     rows, info = (sliding_windows(spark, lakehouse, first, last, event, interval=interval) if event
                   else (None, {"baseline": {}, "persisted": []}))
@@ -255,17 +258,20 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     rows = with_key_columns(reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
                                    [r for r in (rows, sessions, counts) if r is not None]), config)
     days = day_filter("date", first, last)
-    within = {WINDOW_CHANGES.name: "window_end", WINDOW_SNAPSHOT.name: "as_of"}
+    # A run below a day replaces the rows ending in its interval: change points by window_end,
+    # state by as_of; the snapshot only in the part holding the day's last end (none ends earlier).
+    # A run of whole days empties their interval_state: a later part continues from its snapshot.
+    within = {WINDOW_CHANGES: "window_end", WINDOW_SNAPSHOT: "as_of", INTERVAL_STATE: "as_of"}
+    parts_run = delta_io.table_exists(INTERVAL_STATE.path(lakehouse))
+    if interval is None:
+        written_by_run = (WINDOW_CHANGES, WINDOW_SNAPSHOT, *((INTERVAL_STATE,) if parts_run else ()))
+    else:
+        written_by_run = (WINDOW_CHANGES, *((WINDOW_SNAPSHOT,) if info.get("ends_day", True) else ()), INTERVAL_STATE)
     targets = {t.name: delta_write.Target(t.path(lakehouse), [c for c, _ in declared_columns(t.name, config)],
                                        list(t.partition_by), days,
-                                       row_filters=interval_filter(within[t.name], interval.start, interval.until)
+                                       row_filters=interval_filter(within[t], interval.start, interval.until)
                                        if interval else [])
-               for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
-    if interval:
-        targets[INTERVAL_STATE.name] = delta_write.Target(
-            INTERVAL_STATE.path(lakehouse), [c for c, _ in declared_columns(INTERVAL_STATE.name, config)],
-            list(INTERVAL_STATE.partition_by), days,
-            row_filters=interval_filter("as_of", interval.start, interval.until))
+               for t in written_by_run}
     if config.sessions:
         targets[SESSION_STATE.name] = session_windows.state_target(lakehouse, first, last, config)
     if config.counts:
@@ -274,11 +280,13 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         declared = {c: t for name in targets for c, t in declared_columns(name, config)}
         rows = rows.select("*", *[F.lit(None).cast(declared[c]).alias(c) for c in declared if c not in rows.columns])
     try:
-        written = delta_write.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last))
+        written = delta_write.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last),
+                                                        interval=str(interval) if interval else None)
     finally:
         for df in info["persisted"]:
             df.unpersist()
-    return {"changes": written[WINDOW_CHANGES.name], "snapshots": written[WINDOW_SNAPSHOT.name],
+    return {"changes": written[WINDOW_CHANGES.name],
+            "snapshots": written.get(WINDOW_SNAPSHOT.name, {"rows_written": 0, "files_written": 0}),
             "baseline": {**info["baseline"], **session_info["baseline"], **count_info["baseline"]},
             **({"session_state": written[SESSION_STATE.name], "session_watermark": session_info["watermark"]}
                if config.sessions else {}),

@@ -93,11 +93,12 @@ def written_together(table: Table, config: PipelineConfig) -> tuple[Table, ...]:
     """The tables one run of ``table``'s job commits one after the other, all carrying its write
     id (``commits.unfinished_write`` tells a run stopped between them): ingest's events and
     quarantine (late_events has a second writer, the partials job), the windows job's change
-    points, snapshot and, with session or count windows, session_state or count_state."""
+    points, snapshot and, with session or count windows, session_state or count_state, and a run
+    below a day's interval_state (each write names which of them it commits)."""
     if table in (EVENTS, QUARANTINE):
         return EVENTS, QUARANTINE
-    if table in (WINDOW_CHANGES, WINDOW_SNAPSHOT, SESSION_STATE, COUNT_STATE):
-        return window_tables(config)
+    if table in (WINDOW_CHANGES, WINDOW_SNAPSHOT, SESSION_STATE, COUNT_STATE, INTERVAL_STATE):
+        return (*window_tables(config), INTERVAL_STATE)
     return (table,)
 
 

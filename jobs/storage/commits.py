@@ -51,15 +51,20 @@ def wrote_day(path: str, day: date) -> bool:
 @dataclass(frozen=True)
 class UnfinishedWrite:
     """A routed write that committed some of its tables and not the others: ``reached`` hold
-    its rows of days ``first .. last``, ``missed`` an earlier run's (table names)."""
+    its rows of days ``first .. last`` (of ``interval`` within them, for a run below a day),
+    ``missed`` an earlier run's (table names)."""
 
     reached: tuple[str, ...]
     missed: tuple[str, ...]
     first: str | None
     last: str | None
+    interval: str | None = None
 
-    def covered_by(self, first: date, last: date) -> bool:
-        """Whether a run of ``first .. last`` rewrites every day of this write, in every table."""
+    def covered_by(self, first: date, last: date, interval: str | None = None) -> bool:
+        """Whether a run of ``first .. last`` (of ``interval`` within them) rewrites every row of
+        this write, in every table: a run of its days, or of its own interval."""
+        if interval is not None:
+            return interval == self.interval
         return bool(self.first and self.last and first.isoformat() <= self.first and self.last <= last.isoformat())
 
     def holds(self, day: date) -> bool:
@@ -68,48 +73,61 @@ class UnfinishedWrite:
 
     def __str__(self) -> str:
         days = f"days {self.first} .. {self.last}" if self.first else "its days"
+        if self.interval:
+            days = f"{self.interval} (or its day)"
         return (f"{', '.join(self.reached)} holds a write whose {', '.join(self.missed)} commit never landed (a run "
                 f"stopped between its commits): run {days} again, alone or in a range that covers them, before "
                 "other days")
 
 
 def unfinished_write(paths: list[str]) -> UnfinishedWrite | None:
-    """The write that reached only some of the tables at ``paths``, or None where their newest
-    write ids agree (or a table is not made yet, or carries none).
+    """The write that reached only some of the tables at ``paths``, or None where every write
+    newest in one of them reached all of its tables (or a table carries no write id).
 
     A job writing several tables commits them one after the other; killed between two commits,
-    it leaves them from different runs. The newest of the differing writes is the unfinished
-    one. Answered from the last 50 commits of each log: no data is read.
+    it leaves them from different runs. A write names the tables it commits (``tables``; a run
+    below a day leaves the day's snapshot alone): it is unfinished where one of those holds an
+    older write than it, or none. A write naming none (an older layout) is judged against every
+    table made. Answered from the last 50 commits of each log: no data is read.
     """
     newest = {}
     for path in paths:
         if not table_exists(path):
-            return None
+            continue
         for commit in open_table(path).history(limit=50):
             meta = user_metadata(commit)
             if "writeId" in meta:
-                newest[path] = (commit.get("timestamp") or 0, meta)
+                newest[_name(path)] = (commit.get("timestamp") or 0, meta)
                 break
         else:
             return None
-    if len({meta["writeId"] for _, meta in newest.values()}) <= 1:
+    held = {name: meta["writeId"] for name, (_, meta) in newest.items()}
+
+    def missed(at: int, meta: dict) -> tuple[str, ...]:
+        tables = meta.get("tables", list(newest))
+        return tuple(sorted(t for t in tables if t in map(_name, paths) and (
+            t not in newest or held[t] != meta["writeId"] and newest[t][0] < at)))
+
+    torn = [(at, meta) for at, meta in newest.values() if missed(at, meta)]
+    if not torn:
         return None
-    _, unfinished = max(newest.values(), key=lambda pair: pair[0])
-
-    def names(reached: bool) -> tuple[str, ...]:
-        return tuple(sorted(os.path.basename(p.rstrip("/")) for p, (_, m) in newest.items()
-                            if (m["writeId"] == unfinished["writeId"]) == reached))
-
-    return UnfinishedWrite(names(True), names(False), unfinished.get("first"), unfinished.get("last"))
+    at, unfinished = max(torn, key=lambda pair: pair[0])
+    reached = tuple(sorted(t for t, write in held.items() if write == unfinished["writeId"]))
+    return UnfinishedWrite(reached, missed(at, unfinished), unfinished.get("first"), unfinished.get("last"),
+                           unfinished.get("interval"))
 
 
-def require_whole_writes(paths: list[str], first: date, last: date) -> None:
+def _name(path: str) -> str:
+    return os.path.basename(path.rstrip("/"))
+
+
+def require_whole_writes(paths: list[str], first: date, last: date, interval: str | None = None) -> None:
     """Refuse to run days ``first .. last`` over tables one routed write reached only in part
     (``unfinished_write``): a next run reading them would continue from stale state (the window
     changes of a day beside the day before's snapshot) with exit 0. Only a run whose days cover
-    the unfinished write's days, which rewrites them all, may go on."""
+    the unfinished write's days (or, below a day, its interval), which rewrites them all, may go on."""
     torn = unfinished_write(paths)
-    if torn is not None and not torn.covered_by(first, last):
+    if torn is not None and not torn.covered_by(first, last, interval):
         raise IncompleteWriteError(str(torn))
 
 

@@ -83,7 +83,7 @@ class Target:
 
 
 def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Target], *,
-                              days: tuple[date, date] | None = None) -> dict[str, dict]:
+                              days: tuple[date, date] | None = None, interval: str | None = None) -> dict[str, dict]:
     """``replace_partitions`` of several tables, each row to the target its ``route`` column names.
 
     A job whose tables are all cut from one expensive result writes them this way: ``df`` is
@@ -91,14 +91,16 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
     pass over the persisted rows first checks that every row goes to a target and falls inside
     its partitions, so a bad row commits no table. A target no row reaches has its matching
     partitions emptied. Every commit of one call carries the same ``writeId`` in its
-    ``userMetadata`` (and the run's ``days``, first and last), so the tables of one run are
+    ``userMetadata`` (the tables it commits, the run's ``days``, first and last, and the
+    ``interval`` of a run below a day), so the tables of one run are
     recognisable as such, and a run killed between two commits shows (``require_whole_writes``).
     """
     resolved = [_Target.of(name, t.path, t.columns, t.partition_by, t.partition_filters, df.columns, t.stamp,
                            row_filters=t.row_filters)
                 for name, t in targets.items()]
-    write = {"writeId": uuid.uuid4().hex, **({"first": days[0].isoformat(), "last": days[1].isoformat()}
-                                              if days else {})}
+    write = {"writeId": uuid.uuid4().hex, "tables": [os.path.basename(t.path.rstrip("/")) for t in resolved],
+             **({"first": days[0].isoformat(), "last": days[1].isoformat()} if days else {}),
+             **({"interval": interval} if interval else {})}
     with _locked([t.path for t in resolved]):
         fields = {f.name: f for f in df.schema.fields}
         opened = [_check_table(t, StructType([fields[c] for c in t.columns])) for t in resolved]
@@ -199,7 +201,7 @@ def _appends(target: _Target, table: DeltaTable | None) -> bool:
     return not table.file_uris(file_pruning_predicate=[target.partitions] if target.partitions else None)
 
 
-def _write(df: DataFrame, target: _Target, write: dict[str, str], *, append: bool = False) -> dict:
+def _write(df: DataFrame, target: _Target, write: dict, *, append: bool = False) -> dict:
     user_metadata = json.dumps({**write, **target.stamp})  # finds the commit, and stamps it
     writer = (df.write.format("delta").mode("append" if append else "overwrite")
               .option("userMetadata", user_metadata))

@@ -194,26 +194,38 @@ def continued_windows(spark: SparkSession, lakehouse: str, day: date, config: Pi
 
 
 def carried_windows(spark: SparkSession, lakehouse: str, config: PipelineConfig, interval: RunInterval,
-                    continued: set[str]) -> set[str]:
+                    plans: dict[str, ReadPlan], continued: set[str]) -> set[str]:
     """The windows a run of ``interval`` continues from the state at their last end before it:
     where that end lies within the day and an earlier run of the day reached it under the same
     definition (its marker row in ``interval_state``). Only windows the day before's snapshot
     continues, which holds the state of the keys the day has not changed; the others compute
-    the day's ends from midnight (``ReadPlan``)."""
+    the day's ends from midnight (``plans``, not carried)."""
     wanted = {}
     for spec in config.windows:
-        plan = ReadPlan(spec, config, interval.day, interval.day, interval)
-        before = plan.first_end - spec.every
-        if spec.name in continued and before > plan.after:
+        before = plans[spec.name].first_end - spec.every
+        if spec.name in continued and before > plans[spec.name].after:
             wanted[spec.name] = (spec.window_start(before), before)
     path = INTERVAL_STATE.path(lakehouse)
     if not wanted or not delta_io.table_exists(path):
         return set()
-    marks = (delta_io.read_table(spark, path, partition_filters=day_filter("date", interval.day, interval.day))
-             .where(F.col("key").isNull() & F.col("window").isin(sorted(wanted)))
-             .select("window", F.col("window_start").cast("long"), F.col("as_of").cast("long")))
-    held = {tuple(r) for r in marks.collect()}
+    held = _reached_ends(spark, path, interval.day, sorted(wanted))
     return {name for name, (start, end) in wanted.items() if (name, start, end) in held}
+
+
+def _reached_ends(spark: SparkSession, path: str, day: date, windows: list[str]) -> set[tuple[str, int, int]]:
+    """``(window, window_start, as_of)`` of ``windows``' rows in ``interval_state`` of ``day``,
+    in epoch seconds. A run writes one ``as_of`` and ``window_start`` per window (its last end),
+    marker and keys alike, so where each file holds one window the Delta log's statistics
+    answer, without a Spark job (``_held_windows``); otherwise one query of the markers does."""
+    days = day_filter("date", day, day)
+    files = delta_io.file_ranges(path, ["window", "window_start", "as_of"], partition_filters=days)
+    if all(f is not None and all(low == high for low, high in f.values()) for f in files):
+        return {(f["window"][0], int(f["window_start"][0].timestamp()), int(f["as_of"][0].timestamp()))
+                for f in files if f["window"][0] in windows}
+    marks = (delta_io.read_table(spark, path, partition_filters=days)
+             .where(F.col("key").isNull() & F.col("window").isin(windows))
+             .select("window", seconds_of("window_start"), seconds_of("as_of")))
+    return {tuple(r) for r in marks.collect()}
 
 
 def carried_state(spark: SparkSession, lakehouse: str, day: date, windows: Windows, after: Column,
