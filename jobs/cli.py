@@ -40,8 +40,12 @@ def _day(text: str) -> date:
         day = date.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+    return _partitioned(day)
+
+
+def _partitioned(day: date) -> date:
     if not FIRST_DAY <= day <= LAST_DAY:
-        raise argparse.ArgumentTypeError(f"{text} is outside {FIRST_DAY} .. {LAST_DAY}, the days panes partitions")
+        raise argparse.ArgumentTypeError(f"{day} is outside {FIRST_DAY} .. {LAST_DAY}, the days panes partitions")
     return day
 
 
@@ -165,7 +169,7 @@ def _interval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RunI
         parser.error("--from needs --until, a time (YYYY-MM-DDTHH:MM)")
     try:
         interval = RunInterval(start, args.until)
-        _day(interval.day.isoformat())
+        _partitioned(interval.day)
     except (ValueError, argparse.ArgumentTypeError) as err:
         parser.error(str(err))
     args.date = args.until = interval.day
