@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from jobs import ingest_events
-from jobs.ingest import parse, quarantine
+from jobs.ingest import landing_files, parse, quarantine
 from jobs.storage import delta_io
 from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE
 from windowing_core.config import PipelineConfig
@@ -135,9 +135,11 @@ def test_a_day_of_unreadable_files_is_quarantined_whole(spark, tmp_path):
     assert delta_io.read_table(spark, EVENTS.path(lake)).count() == 0
 
 
-def test_a_range_run_checks_every_days_compressed_files_at_once_and_counts_each_on_its_own_day(spark, tmp_path):
+def test_a_range_run_checks_every_days_compressed_files_at_once_and_counts_each_on_its_own_day(spark, tmp_path,
+                                                                                              monkeypatch):
     """One check of the compressed files for all the run's days (``landing_files.read_folders``):
-    each refused file is still its own day's record, and each day's good files are read."""
+    each refused file is still its own day's record, and each day's good files are read. Checked
+    on the driver (a small day) or in Spark tasks, the records are the same to the byte."""
     first, second = DAY, DAY + timedelta(days=1)
     for day, broken in ((first, "a.json.gz"), (second, "b.json.gz")):
         folder = tmp_path / "landing" / day.isoformat()
@@ -154,6 +156,12 @@ def test_a_range_run_checks_every_days_compressed_files_at_once_and_counts_each_
                    delta_io.read_table(spark, QUARANTINE.path(lake)).collect()}
     assert quarantined == {("a.json.gz", first), ("b.json.gz", second), ("c.json.gz", second)}
     assert result.reconciles
+    monkeypatch.setattr(landing_files, "DRIVER_CHECKED_BYTES", 0)  # any compressed byte: Spark's tasks check
+    in_tasks = str(tmp_path / "lake-tasks")
+    assert ingest_events.ingest(spark, str(tmp_path / "landing"), in_tasks, first, second, PipelineConfig()) == result
+    for table in (QUARANTINE, EVENTS):
+        assert sorted(delta_io.read_table(spark, table.path(in_tasks)).collect()) == \
+            sorted(delta_io.read_table(spark, table.path(lake)).collect()), table.name
 
 
 def test_every_file_a_landing_folder_can_hold_is_read_or_counted_never_stops_the_day(spark, tmp_path):
