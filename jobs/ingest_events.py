@@ -184,14 +184,19 @@ def _result(classified: DataFrame, lakehouse: str, written: dict[str, int],
     """The input records, from the persisted lines, against the rows written and the duplicates,
     for the range and for each arrival day. A day's rows written are its partition's rows after
     the replace, counted from the Delta log (no data read); they add up to the write's counts."""
-    lines = {r["arrival_date"]: r for r in classified.groupBy("arrival_date").agg(
-        F.count(F.lit(1)).alias("input_records"),
-        F.count_distinct("source_file").alias("files"),  # a file lies in its arrival day's folder
-    ).collect()}
+    # One pass: records and files per (day, reason); a day's files are the union of its sets (a
+    # file lies in its arrival day's folder, and may hold records of several reasons).
+    lines: dict[date, dict] = {}
     reasons: dict[date, dict[str, int]] = {}
-    for r in (classified.where(F.col("reason").isNotNull()).groupBy("arrival_date", "reason")
-              .agg(F.count(F.lit(1)).alias("n")).collect()):
-        reasons.setdefault(r["arrival_date"], {})[r["reason"]] = r["n"]
+    for r in classified.groupBy("arrival_date", "reason").agg(
+            F.count(F.lit(1)).alias("n"), F.collect_set("source_file").alias("files")).collect():
+        day = lines.setdefault(r["arrival_date"], {"input_records": 0, "files": set()})
+        day["input_records"] += r["n"]
+        day["files"].update(r["files"])
+        if r["reason"] is not None:
+            reasons.setdefault(r["arrival_date"], {})[r["reason"]] = r["n"]
+    for day in lines.values():
+        day["files"] = len(day["files"])
 
     def rows(table: Table, day: date, *more: tuple[str, str, object]) -> int:
         return delta_io.row_count(table.path(lakehouse),
