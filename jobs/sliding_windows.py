@@ -160,7 +160,7 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     """
     commits.require_stamp(MINUTE_PARTIALS.path(lakehouse), frame_stamp(config))
     if not config.windows:  # only session windows (jobs.windows.session_windows)
-        return None, {"baseline": {}, "persisted": []}
+        return None, {"baseline": {}, "persisted": [], "ends_day": True}
     continued = continued_windows(spark, lakehouse, first - timedelta(days=1), config)
     plans = {spec.name: ReadPlan(spec, config, first, last, interval) for spec in config.windows}
     carried = carried_windows(spark, lakehouse, config, interval, plans, continued) if interval else set()
@@ -218,7 +218,7 @@ def reached_marks(spark: SparkSession, windows: Windows, plans: dict[str, ReadPl
     """``interval_state``'s marker rows of a run below a day (``carried_state.day_marks``): which
     end each window reached, for the next run of the day to continue from. No marker for a
     window without an end in the run: the state at its last end is an earlier run's."""
-    reached = windows.where(lambda s: plans[s.name].first_end <= plans[s.name].last_end)
+    reached = windows.where(lambda s: plans[s.name].emits)
     if not reached:
         return None
     ends = {"window_start": lambda s: s.window_start(plans[s.name].last_end), "as_of": lambda s: plans[s.name].last_end}
@@ -246,13 +246,13 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
                                  str(interval) if interval else None)
     event = by_clock(config, "event")
     rows, info = (sliding_windows(spark, lakehouse, first, last, event, interval=interval) if event
-                  else (None, {"baseline": {}, "persisted": []}))
+                  else (None, {"baseline": {}, "persisted": [], "ends_day": True}))
     if config.arrival_windows:  # ``time: arrival``: the same job over the frames by arrival time
         arrival_rows, arrival_info = sliding_windows(spark, lakehouse, first, last, by_clock(config, "arrival"),
                                                      clock="arrival")
         rows = arrival_rows if rows is None else rows.unionByName(arrival_rows)
         info = {"baseline": {**info["baseline"], **arrival_info["baseline"]},
-                "persisted": info["persisted"] + arrival_info["persisted"]}
+                "persisted": info["persisted"] + arrival_info["persisted"], "ends_day": info["ends_day"]}
     sessions, session_info = session_windows.session_windows(spark, lakehouse, first, last, config)
     counts, count_info = count_windows.count_windows(spark, lakehouse, first, last, config)
     rows = with_key_columns(reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
@@ -266,7 +266,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     if interval is None:
         written_by_run = (WINDOW_CHANGES, WINDOW_SNAPSHOT, *((INTERVAL_STATE,) if parts_run else ()))
     else:
-        written_by_run = (WINDOW_CHANGES, *((WINDOW_SNAPSHOT,) if info.get("ends_day", True) else ()), INTERVAL_STATE)
+        written_by_run = (WINDOW_CHANGES, *((WINDOW_SNAPSHOT,) if info["ends_day"] else ()), INTERVAL_STATE)
     targets = {t.name: delta_write.Target(t.path(lakehouse), [c for c, _ in declared_columns(t.name, config)],
                                        list(t.partition_by), days,
                                        row_filters=interval_filter(within[t], interval.start, interval.until)

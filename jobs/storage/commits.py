@@ -97,7 +97,7 @@ def unfinished_write(paths: list[str]) -> UnfinishedWrite | None:
         for commit in open_table(path).history(limit=50):
             meta = user_metadata(commit)
             if "writeId" in meta:
-                newest[_name(path)] = (commit.get("timestamp") or 0, meta)
+                newest[table_name(path)] = (commit.get("timestamp") or 0, meta)
                 break
         else:
             return None
@@ -105,7 +105,7 @@ def unfinished_write(paths: list[str]) -> UnfinishedWrite | None:
 
     def missed(at: int, meta: dict) -> tuple[str, ...]:
         tables = meta.get("tables", list(newest))
-        return tuple(sorted(t for t in tables if t in map(_name, paths) and (
+        return tuple(sorted(t for t in tables if t in map(table_name, paths) and (
             t not in newest or held[t] != meta["writeId"] and newest[t][0] < at)))
 
     torn = [(at, meta) for at, meta in newest.values() if missed(at, meta)]
@@ -117,7 +117,8 @@ def unfinished_write(paths: list[str]) -> UnfinishedWrite | None:
                            unfinished.get("interval"))
 
 
-def _name(path: str) -> str:
+def table_name(path: str) -> str:
+    """A table's name as a routed write's commits list it (``tables``): the last part of its path."""
     return os.path.basename(path.rstrip("/"))
 
 

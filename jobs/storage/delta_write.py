@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from jobs.errors import ConcurrentWriteError
-from jobs.storage.commits import require_stamp
+from jobs.storage.commits import require_stamp, table_name
 from jobs.storage.delta_io import open_table, table_exists, table_version
 from jobs.storage.filters import Filter, check_filter_columns, conjunction, sql_predicate
 from jobs.storage.locations import is_local, spark_path
@@ -98,7 +98,7 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
     resolved = [_Target.of(name, t.path, t.columns, t.partition_by, t.partition_filters, df.columns, t.stamp,
                            row_filters=t.row_filters)
                 for name, t in targets.items()]
-    write = {"writeId": uuid.uuid4().hex, "tables": [os.path.basename(t.path.rstrip("/")) for t in resolved],
+    write = {"writeId": uuid.uuid4().hex, "tables": [table_name(t.path) for t in resolved],
              **({"first": days[0].isoformat(), "last": days[1].isoformat()} if days else {}),
              **({"interval": interval} if interval else {})}
     with _locked([t.path for t in resolved]):

@@ -107,7 +107,7 @@ def table_rows(marked: DataFrame, windows: Windows, config: PipelineConfig, plan
     # last end, which a later run of the day continues from.
     # A window without an end in the run has no state of its own to carry (``reached_marks``).
     changed_last = ((end > windows.param(lambda s: plans[s.name].after)) & F.col("next_end").isNull()
-                    & windows.param(lambda s: plans[s.name].first_end <= plans[s.name].last_end))
+                    & windows.param(lambda s: plans[s.name].emits))
     tagged = (marked.select("*", F.explode(F.array(*map(F.lit, tables))).alias(TABLE_COLUMN))
               .where(F.when(is_change, emitted).when(is_state, changed_last).otherwise(held)))
     days = tagged.select("*", F.explode(F.when(is_change, change_ends).when(is_state, F.array(end)).otherwise(

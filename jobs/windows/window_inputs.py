@@ -93,6 +93,11 @@ class ReadPlan:
                 self.tile_days = days_of((head + size, self.last_end // size * size))
 
     @property
+    def emits(self) -> bool:
+        """Whether the run has an end of this window (a run below a day may have none)."""
+        return self.first_end <= self.last_end
+
+    @property
     def frame_ranges(self) -> list[tuple[int, int]]:
         return self.delta_ranges + self.exact_ranges
 
