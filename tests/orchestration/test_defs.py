@@ -320,3 +320,28 @@ def test_count_windows_add_count_state_and_read_the_events_of_the_days_a_late_ev
     changes = build_definitions(longer, landing_root="l", lakehouse_root="h").resolve_asset_graph().get(
         dg.AssetKey("window_changes"))
     assert changes.partition_mappings[dg.AssetKey("minute_partials")].start_offset == -8  # the 7d reach covers it
+
+
+def test_every_checks_severity_blocking_flag_and_description_agree():
+    """One rule for every check the UI shows (``expectations.catalog``): ERROR blocks, WARN
+    reports; the description opens with its severity, and the catalog says the same."""
+    from expectations.catalog import ERROR, WARN, catalog
+
+    config = PipelineConfig.from_dict({
+        "windows": {"1h": {"length": "1h", "slide": "10m"}, "visits": {"gap": "30m"}},
+        "spine": {"path": "/data/labels", "ts": "labelled_at"},
+        "online": {"url": "postgresql://panes@db:5432/features"}})
+    graph = build_definitions(config, landing_root="l", lakehouse_root="h").resolve_asset_graph()
+    known = {(c.table, c.name): c for c in catalog(config)}
+    seen = set()
+    for key in graph.asset_check_keys:
+        spec = graph.get_check_spec(key)
+        severity = spec.metadata.get("severity")
+        assert severity in (ERROR, WARN), (key, spec.metadata)
+        assert spec.blocking == (severity == ERROR), key
+        assert (spec.description or "").startswith(f"[{severity}] "), (key, spec.description)
+        catalogued = known.get((key.asset_key.to_user_string(), key.name))
+        if catalogued is not None:
+            assert (catalogued.severity, catalogued.blocking) == (severity, spec.blocking), key
+        seen.add(severity)
+    assert seen == {ERROR, WARN}, "the case must hold checks of both severities"
