@@ -65,7 +65,7 @@ def read_folders(spark: SparkSession, folders: list[str]) -> list[tuple[DataFram
     Spark job for a run's arrival days, not one per day (13 jobs, 3.2 s of the demo's ingest)."""
     listings = [list_folder(spark, folder) for folder in folders]
     walked = [p for listing in listings for p in listing.compressed or ()]
-    if sum(os.path.getsize(p) for p in walked) <= DRIVER_CHECKED_BYTES:  # a day of plain files: nothing to check
+    if sum(os.path.getsize(p) for p in walked) <= DRIVER_CHECKED_BYTES:  # small (plain files: none at all)
         listed = [s for listing in listings if listing.compressed is None for s in listing.sources]
         found = checked_here(spark, walked) + codec_problems(spark, listed)
     else:

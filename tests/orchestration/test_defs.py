@@ -11,6 +11,7 @@ import dagster as dg
 import pytest
 
 from assets.resources import LakehouseResource
+from expectations.catalog import ERROR, WARN, catalog
 from jobs.tables import declared_columns
 from orchestration.definitions import build_definitions, defs
 from orchestration.freshness import output_watermark
@@ -325,8 +326,6 @@ def test_count_windows_add_count_state_and_read_the_events_of_the_days_a_late_ev
 def test_every_checks_severity_blocking_flag_and_description_agree():
     """One rule for every check the UI shows (``expectations.catalog``): ERROR blocks, WARN
     reports; the description opens with its severity, and the catalog says the same."""
-    from expectations.catalog import ERROR, WARN, catalog
-
     config = PipelineConfig.from_dict({
         "windows": {"1h": {"length": "1h", "slide": "10m"}, "visits": {"gap": "30m"}},
         "spine": {"path": "/data/labels", "ts": "labelled_at"},
