@@ -208,11 +208,15 @@ def evaluate_window_changes(inputs: Inputs) -> Results:
         results["changes_conserve_frames"] = {d: Outcome(True, {"keys_checked": 0}) for d in inputs.days}
     elif "changes_conserve_frames" in inputs.selected:
         reach = timedelta(days=conservation.frames_reach_days(inputs.config))
+        frames = delta_io.partition_row_counts(  # exact or None: whether the frames are few enough to collect
+            MINUTE_PARTIALS.path(inputs.lakehouse_root), "event_date",
+            partition_filters=day_filter("event_date", inputs.first - reach, inputs.last))
         results["changes_conserve_frames"] = conservation.changes_conserve_frames(
             of_sliding_windows(changes, event_time),
             inputs.read(MINUTE_PARTIALS, "event_date", inputs.first - reach, inputs.last), event_time, inputs.days,
             rows=delta_io.row_count(WINDOW_CHANGES.path(inputs.lakehouse_root),  # the sample's estimate
-                                    partition_filters=day_filter("date", inputs.first, inputs.last)))
+                                    partition_filters=day_filter("date", inputs.first, inputs.last)),
+            frames=None if frames is None else sum(frames.values()))
     return results
 
 

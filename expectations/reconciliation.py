@@ -284,9 +284,6 @@ def snapshot_matches_last_change(snapshots: DataFrame, changes: DataFrame, confi
     of_this_definition = (snapshots.join(F.broadcast(held_end), ["window", "date"])
                           .where((F.unix_seconds("as_of") == F.col("held_end"))
                                  & (F.unix_seconds("window_start") == F.col("held_start"))))
-    continued = spark.createDataFrame(
-        [(r[0], r[1] + timedelta(days=1)) for r in of_this_definition.select("window", "date").distinct().collect()],
-        "window string, date date").withColumn("continued", F.lit(True))
     last_end = spark.createDataFrame(as_of_per_day(config, days), "window string, date date, last_end long")
     final = [w.name for w in config.windows if w.emit == "final"]
 
@@ -321,8 +318,7 @@ def snapshot_matches_last_change(snapshots: DataFrame, changes: DataFrame, confi
                     *[F.col(f"change.{v}").alias(f"change_{v}") for v in values],
                     *[F.col(f"previous.{v}").alias(f"previous_{v}") for v in values],
                     *[F.col(f"snapshot.{v}").alias(f"snapshot_{v}") for v in values])
-            .join(F.broadcast(last_end), ["window", "date"], "left")
-            .join(F.broadcast(continued), ["window", "date"], "left"))
+            .join(F.broadcast(last_end), ["window", "date"], "left"))
 
     is_final = F.col("window").isin(final) if final else F.lit(False)
     has_change = F.col("end").isNotNull()
@@ -332,32 +328,49 @@ def snapshot_matches_last_change(snapshots: DataFrame, changes: DataFrame, confi
                 .when(F.col("in_previous"), F.col(f"previous_{v}"))
                 .otherwise(empty[v]) for v in values}
     actual = {v: F.when(F.col("in_snapshot"), F.col(f"snapshot_{v}")).otherwise(empty[v]) for v in values}
-    known = is_final | has_change | F.col("continued").isNotNull()
+    # A key without a change point on D is judged against D - 1's snapshot where that holds the
+    # window as configured (it is continued: some key of it has a row there), else unverified;
+    # which windows are continued comes out of the same aggregate, per (date, window).
+    open_key = ~(is_final | has_change)
     judged = rows.select(
-        "date", "key", "window",
-        F.when(known, ~same_values(config, expected, actual) | F.col("snapshots_differ")).alias("mismatch"),
+        "date", "key", "window", open_key.alias("open"), "in_previous",
+        (~same_values(config, expected, actual) | F.col("snapshots_differ")).alias("mismatch"),
         F.struct(*[expected[v].alias(v) for v in values]).alias("expected"),
         F.struct(*[actual[v].alias(v) for v in values]).alias("snapshot"),
     )
-    totals = {r["date"]: r for r in judged.groupBy("date").agg(
-        F.count(F.lit(1)).alias("keys"),
-        F.count(F.when(F.col("mismatch"), 1)).alias("mismatches"),
-        F.count(F.when(F.col("mismatch").isNull(), 1)).alias("unverified")).collect()}
+    per_window = judged.groupBy("date", "window").agg(
+        F.count(F.lit(1)).alias("keys"), F.max("in_previous").alias("continued"),
+        F.count(F.when(~F.col("open") & F.col("mismatch"), 1)).alias("mismatches"),
+        F.count(F.when(F.col("open") & F.col("mismatch"), 1)).alias("open_mismatches"),
+        F.count(F.when(F.col("open"), 1)).alias("open_keys")).collect()
+    continued = [(r["window"], r["date"]) for r in per_window if r["continued"]]
+    totals: dict[date, dict[str, int]] = defaultdict(lambda: {"keys": 0, "mismatches": 0, "unverified": 0})
+    for r in per_window:
+        total = totals[r["date"]]
+        total["keys"] += r["keys"]
+        total["mismatches"] += r["mismatches"] + (r["open_mismatches"] if r["continued"] else 0)
+        total["unverified"] += 0 if r["continued"] else r["open_keys"]
     examples: dict[date, list] = defaultdict(list)
     if any(t["mismatches"] for t in totals.values()):  # computed again, only to show a few
         rank = Window.partitionBy("date").orderBy("window", "key")
-        for r in (judged.where("mismatch").withColumn("n", F.row_number().over(rank))
+        judged_here = ~F.col("open") | F.col("continued").isNotNull()
+        if continued:
+            judged = judged.join(F.broadcast(spark.createDataFrame(continued, "window string, date date")
+                                             .withColumn("continued", F.lit(True))), ["window", "date"], "left")
+        else:
+            judged = judged.withColumn("continued", F.lit(None).cast("boolean"))
+        for r in (judged.where(F.col("mismatch") & judged_here).withColumn("n", F.row_number().over(rank))
                   .where(F.col("n") <= SAMPLE_ROWS).collect()):
             examples[r["date"]].append({"key": r["key"], "window": r["window"],
                                         "expected": json_safe(r["expected"].asDict()),
                                         "snapshot": json_safe(r["snapshot"].asDict())})
     outcomes = {}
     for day in days:
-        total = totals.get(day)
-        mismatches = total["mismatches"] if total else 0
+        total = totals[day]
+        mismatches = total["mismatches"]
         metadata: dict[str, Any] = {
-            "keys_compared": total["keys"] if total else 0, "mismatches": mismatches,
-            "unverified_without_previous_snapshot": total["unverified"] if total else 0}
+            "keys_compared": total["keys"], "mismatches": mismatches,
+            "unverified_without_previous_snapshot": total["unverified"]}
         if examples[day]:
             metadata["sample_rows"] = examples[day]
         outcomes[day] = Outcome(mismatches == 0, metadata)

@@ -76,14 +76,15 @@ def test_changes_conserve_frames_passes_on_the_true_change_points(spark):
     assert outcome.metadata["keys_checked"] == 1
 
 
+@pytest.mark.parametrize("oversample", [64, 0.01])  # the rows collected at once; a threshold's pass
 @pytest.mark.parametrize("broken, problem", [
     ({**TRUE_CHANGES, (11, 0): (2, 6)}, "value differs from the frames"),
     ({k: v for k, v in TRUE_CHANGES.items() if k != (12, 0)}, "missing change point"),
     ({**TRUE_CHANGES, (13, 0): (0, 0)}, "change point where the value does not change"),
 ])
-def test_changes_conserve_frames_fails_on_drifted_change_points(spark, broken, problem):
+def test_changes_conserve_frames_fails_on_drifted_change_points(spark, broken, problem, oversample):
     outcome = conservation.changes_conserve_frames(changes_of_k(spark, broken), frames_of_k(spark),
-                                                     CONFIG, [DAY])[DAY]
+                                                     CONFIG, [DAY], oversample=oversample)[DAY]
     assert not outcome.passed
     assert [r["problem"] for r in outcome.metadata["sample_rows"]] == [problem]
 
