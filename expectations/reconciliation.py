@@ -128,18 +128,24 @@ def quarantine_share_below_limit(quarantine: DataFrame, events: Tally, late_even
                                  days: list[date],
                                  limit: float = QUARANTINE_SHARE_LIMIT) -> dict[date, Outcome]:
     """The share of an arrival day's stored records that were rejected, with reasons and examples."""
-    by_reason: dict[date, dict[str, int]] = defaultdict(dict)
-    for r in quarantine.groupBy("arrival_date", "reason").count().collect():
-        by_reason[r["arrival_date"]][r["reason"]] = r["count"]
     kept = _counts(events, "arrival_date")
     for d, n in _counts(late_events, "arrival_date", LATE_REASON).items():
         kept[d] = kept.get(d, 0) + n
-    rank = Window.partitionBy("arrival_date").orderBy("reason", "source_file", "raw")
+    # One query: a day's first rows by (reason, source_file, raw) are its examples, and each
+    # reason's first row carries that reason's count (both windows sort the rows alike).
+    order = ("reason", "source_file", "raw")
+    by_reason: dict[date, dict[str, int]] = defaultdict(dict)
     examples: dict[date, list] = defaultdict(list)
-    for r in (quarantine.withColumn("n", F.row_number().over(rank)).where(F.col("n") <= SAMPLE_ROWS)
-              .select("arrival_date", "reason", "source_file", F.substring("raw", 1, 200).alias("raw"))
-              .collect()):
-        examples[r["arrival_date"]].append({k: r[k] for k in ("reason", "source_file", "raw")})
+    for r in (quarantine.select(
+                "arrival_date", "reason", "source_file", F.substring("raw", 1, 200).alias("raw"),
+                F.row_number().over(Window.partitionBy("arrival_date").orderBy(*order)).alias("n"),
+                F.row_number().over(Window.partitionBy("arrival_date", "reason").orderBy(*order)).alias("m"),
+                F.count(F.lit(1)).over(Window.partitionBy("arrival_date", "reason")).alias("of_reason"))
+              .where((F.col("n") <= SAMPLE_ROWS) | (F.col("m") == 1)).orderBy("arrival_date", "n").collect()):
+        if r["m"] == 1:
+            by_reason[r["arrival_date"]][r["reason"]] = r["of_reason"]
+        if r["n"] <= SAMPLE_ROWS:
+            examples[r["arrival_date"]].append({k: r[k] for k in ("reason", "source_file", "raw")})
     outcomes = {}
     for day in days:
         rejected = sum(by_reason[day].values())
@@ -171,11 +177,10 @@ def partials_count_accepted_events(partials: DataFrame, events: DataFrame, late_
     wanted = [d.isoformat() for d in days]
     accepted = (events.withColumn("event_date", F.to_date("event_time"))
                 .where(F.col("event_date").isin(wanted)))
+    expected: dict[date, int] = {}
+    filtered: dict[date, int] = {}
     if config.where is None:
         accepted = accepted.select("event_date", "event_id", "key", "event_time")
-        expected = {r[0]: r[1] for r in accepted.groupBy("event_date")
-                    .agg(F.count_distinct("event_id")).collect()}
-        filtered: dict[date, int] = {}
     else:  # each id as its first arrival has it (``events`` holds an id once per arrival day)
         judged = (with_computed_columns(accepted, config).groupBy("event_date", "event_id")
                   .agg(F.min_by(SELECTED, "arrival_date").alias(SELECTED)))
@@ -183,10 +188,25 @@ def partials_count_accepted_events(partials: DataFrame, events: DataFrame, late_
         expected = {r[0]: r[1] for r in counted}
         filtered = {r[0]: r[2] for r in counted}
         accepted = accepted.select("event_date", "event_id", "key", "event_time")
-    held_back = {r[0]: r[1] for r in late_events.where((F.col("reason") != LATE_REASON)
-                                                       & F.col("event_date").isin(wanted))
-                 .groupBy("event_date").agg(F.count_distinct("event_id")).collect()}
-    actual = {r[0]: r[1] for r in partials.groupBy("event_date").agg(F.sum("event_count")).collect()}
+    # One query for what is left to count: the held-back ids, the frames' events, and (without
+    # ``where``) the accepted ids, each source its own column of one union.
+    id_type = late_events.schema["event_id"].dataType
+    no_id, no_count = F.lit(None).cast(id_type), F.lit(None).cast("bigint")
+    sources = [
+        late_events.where((F.col("reason") != LATE_REASON) & F.col("event_date").isin(wanted))
+        .select("event_date", no_id.alias("accepted"), F.col("event_id").alias("held_back"), no_count.alias("framed")),
+        partials.select("event_date", no_id.alias("accepted"), no_id.alias("held_back"),
+                        F.col("event_count").cast("bigint").alias("framed")),
+    ]
+    if config.where is None:
+        sources.append(accepted.select("event_date", F.col("event_id").cast(id_type).alias("accepted"),
+                                       no_id.alias("held_back"), no_count.alias("framed")))
+    tallied = reduce(DataFrame.unionByName, sources).groupBy("event_date").agg(
+        F.count_distinct("accepted"), F.count_distinct("held_back"), F.sum("framed")).collect()
+    if config.where is None:
+        expected = {r[0]: r[1] for r in tallied if r[1]}
+    held_back = {r[0]: r[2] for r in tallied}
+    actual = {r[0]: r[3] for r in tallied}
     outcomes = {}
     for day in days:
         want = expected.get(day, 0) - held_back.get(day, 0) - filtered.get(day, 0)
