@@ -38,6 +38,8 @@ HIDDEN_FILE, UNREADABLE_FILE, TRUNCATED_GZIP = "hidden_file", "unreadable_file",
 # lines at all, without a word.
 CHECKED = {".gz", ".bz2", ".deflate"}
 PROBED = {".lz4", ".snappy", ".zst"}
+CODEC_EXTENSIONS = tuple(sorted(CHECKED | PROBED))
+"""What a compressed file's name ends with, case as it is, as Spark's listing glob matches it."""
 
 _UNREADABLE = "raw string, source_file string, file_time timestamp, read_problem string"
 
@@ -46,12 +48,13 @@ _UNREADABLE = "raw string, source_file string, file_time timestamp, read_problem
 class Listing:
     """``sources``: what Spark reads, the folder itself where its own listing is exact, else the
     files one by one (``named``); ``refused``: one quarantine record per file it must not read;
-    ``compressed``: the walk's files of a codec's extension (None where Spark listed the folder)."""
+    ``compressed``: the walk's files of a codec's extension, each with its ``os.stat`` (None where
+    Spark listed the folder)."""
 
     sources: list[str]
     refused: list[tuple]
     named: bool = False
-    compressed: list[str] | None = None
+    compressed: list[tuple[str, os.stat_result]] | None = None
 
 
 def read_folder(spark: SparkSession, folder: str) -> tuple[DataFrame | None, DataFrame]:
@@ -64,8 +67,8 @@ def read_folders(spark: SparkSession, folders: list[str]) -> list[tuple[DataFram
     """``read_folder`` of each folder, with one check of the compressed files of all of them: one
     Spark job for a run's arrival days, not one per day (13 jobs, 3.2 s of the demo's ingest)."""
     listings = [list_folder(spark, folder) for folder in folders]
-    walked = [p for listing in listings for p in listing.compressed or ()]
-    if sum(os.path.getsize(p) for p in walked) <= DRIVER_CHECKED_BYTES:  # small (plain files: none at all)
+    walked = [f for listing in listings for f in listing.compressed or ()]
+    if sum(info.st_size for _, info in walked) <= DRIVER_CHECKED_BYTES:  # small (plain files: none at all)
         listed = [s for listing in listings if listing.compressed is None for s in listing.sources]
         found = checked_here(spark, walked) + codec_problems(spark, listed)
     else:
@@ -156,15 +159,23 @@ def _walk(folder: str, root: str) -> Listing:
                     if info.st_size:
                         refused.append(_record(entry.path, info, UNREADABLE_FILE))
                 else:
-                    readable.append(entry.path)
+                    readable.append((entry.path, info))
+    readable.sort()
     # Named one by one as Hadoop paths: "file:" and the path as it is (a URI's %20 is no space to Hadoop).
-    compressed = [p for p in sorted(readable) if p.endswith(tuple(CHECKED | PROBED))]  # as codec_problems' glob
-    return Listing([f"file:{p}" for p in sorted(readable)] if odd else [folder],
-                   sorted(refused, key=lambda r: r[1]), named=odd, compressed=compressed)
+    return Listing([f"file:{p}" for p, _ in readable] if odd else [folder],
+                   sorted(refused, key=lambda r: r[1]), named=odd,
+                   compressed=[(p, info) for p, info in readable if p.endswith(CODEC_EXTENSIONS)])
 
 
 def _record(path: str, info: os.stat_result, reason: str) -> tuple:
-    return None, _spelled(path), datetime.fromtimestamp(info.st_mtime, tz=UTC), reason
+    return None, _spelled(path), _file_time(info), reason
+
+
+def _file_time(info: os.stat_result) -> datetime:
+    """A file's modification time in whole milliseconds, as Hadoop's file status (and so Spark's
+    ``_metadata`` and listing) gives it: a refused file's time is spelled as a read file's."""
+    millis = info.st_mtime_ns // 1_000_000
+    return datetime.fromtimestamp(millis // 1000, tz=UTC).replace(microsecond=millis % 1000 * 1000)
 
 
 def _local(folder: str) -> str | None:
@@ -300,23 +311,19 @@ driver 0.11 s). The driver decompresses 14 MB of gzip (62 MB of lines) in 0.17 s
 about 5 MB a second, so larger inputs go to the tasks, which decompress in parallel."""
 
 
-def checked_here(spark: SparkSession, paths: list[str]) -> list[dict]:
+def checked_here(spark: SparkSession, files: list[tuple[str, os.stat_result]]) -> list[dict]:
     """``codec_problems`` of local files the walk found (``Listing.compressed``), on the driver:
-    each row spelled as Spark's listing spells it (``_spelled``; the time in milliseconds, as
-    Hadoop's file status gives it)."""
+    each row spelled as Spark's listing spells it (``_spelled``, ``_file_time``)."""
     found = []
-    for path in paths:
-        info = os.stat(path)
+    for path, info in files:
         if path.lower().endswith(tuple(PROBED)):
             problem = None if _readable(spark, f"file:{path}", info.st_size) else UNREADABLE_FILE
         else:
             with open(path, "rb") as handle:
                 problem = codec_problem(path, handle.read())
         if problem:
-            millis = info.st_mtime_ns // 1_000_000
             found.append({"path": path, "source_file": _spelled(path), "read_problem": problem,
-                          "file_time": datetime.fromtimestamp(millis // 1000, tz=UTC).replace(
-                              microsecond=millis % 1000 * 1000)})
+                          "file_time": _file_time(info)})
     return found
 
 
@@ -330,7 +337,7 @@ def codec_problems(spark: SparkSession, sources: list[str]) -> list:
     problem = F.udf(codec_problem, "string")  # no hints: a plain UDF
     probed = F.lower("path").rlike("(" + "|".join(re.escape(e) for e in sorted(PROBED)) + ")$")
     compressed = (
-        _files(spark, sources, "*.{" + ",".join(e[1:] for e in sorted(CHECKED | PROBED)) + "}")
+        _files(spark, sources, "*.{" + ",".join(e[1:] for e in CODEC_EXTENSIONS) + "}")
         .select("path", "length", F.col("_metadata.file_path").alias("source_file"),  # as the text reader spells it
                 F.col("modificationTime").alias("file_time"), probed.alias("probed"),
                 F.when(~probed, problem("path", "content")).alias("read_problem"))

@@ -18,9 +18,14 @@ def test_the_walk_names_the_files_spark_would_decompress_and_no_others(tmp_path)
     (folder / "a.json").write_text('{"user_id": "u1"}\n')
     for name in ("deep/er/c.json.gz", "d.bz2", "e.lz4", "f.deflate", "g.GZ", ".hidden.gz"):
         (folder / name).write_bytes(b"not compressed")
+    os.utime(folder / ".hidden.gz", ns=(1_738_000_000_123_456_789,) * 2)
     listing = landing_files.list_folder(None, str(folder))
-    assert listing.compressed == sorted(str(folder / n) for n in ("d.bz2", "deep/er/c.json.gz", "e.lz4", "f.deflate"))
+    assert [p for p, _ in listing.compressed] == sorted(
+        str(folder / n) for n in ("d.bz2", "deep/er/c.json.gz", "e.lz4", "f.deflate"))
+    assert all(info.st_size == len(b"not compressed") for _, info in listing.compressed)
     assert [r[3] for r in listing.refused] == [landing_files.HIDDEN_FILE]
+    # a refused file's time in whole milliseconds, as Spark gives a read file's
+    assert listing.refused[0][2] == datetime(2025, 1, 27, 17, 46, 40, 123000, tzinfo=UTC)
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "a.json").write_text('{"user_id": "u1"}\n')
@@ -36,8 +41,8 @@ def test_compressed_files_checked_on_the_driver_are_refused_as_spark_spells_them
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
     os.utime(tmp_path / "cut.json.gz", ns=(1_738_000_000_123_456_789,) * 2)
-    paths = [str(tmp_path / n) for n in files]
-    found = {os.path.basename(r["path"]): r for r in landing_files.checked_here(None, paths)}
+    walked = [(str(tmp_path / n), os.stat(tmp_path / n)) for n in files]
+    found = {os.path.basename(r["path"]): r for r in landing_files.checked_here(None, walked)}
     assert {n: r["read_problem"] for n, r in found.items()} == {
         "cut.json.gz": landing_files.TRUNCATED_GZIP, "plain.json.gz": landing_files.UNREADABLE_FILE,
         "cut.bz2": landing_files.UNREADABLE_FILE, "odd name.deflate": landing_files.UNREADABLE_FILE}
