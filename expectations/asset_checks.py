@@ -216,7 +216,7 @@ def evaluate_window_changes(inputs: Inputs) -> Results:
             inputs.read(MINUTE_PARTIALS, "event_date", inputs.first - reach, inputs.last), event_time, inputs.days,
             rows=delta_io.row_count(WINDOW_CHANGES.path(inputs.lakehouse_root),  # the sample's estimate
                                     partition_filters=day_filter("date", inputs.first, inputs.last)),
-            frames=None if frames is None else sum(frames.values()))
+            frame_count=None if frames is None else sum(frames.values()))
     return results
 
 
