@@ -13,22 +13,27 @@ input record ends in exactly one place, so the counts reconcile:
 
 - quarantined: the first failing check's reason (``jobs.ingest.quarantine.REASONS``), with the raw line;
 - duplicates: further copies of an ``event_id`` within one arrival day (the first by
-  ``(source_file, raw)`` is kept, as ``windowing_core.reference`` defines);
+  ``(arrival_part, source_file, raw)`` is kept, as ``windowing_core.reference`` defines);
 - late: events that arrived more than the allowed lateness after their event day.
 
+A day may arrive in parts, ``<landing>/<YYYY-MM-DD>/<HH>/`` (``jobs.ingest.arrival_parts``), and
+be ingested an hour at a time (``--from/--until``).
+
     python -m jobs.ingest_events --landing DIR --lakehouse DIR --date YYYY-MM-DD
+    python -m jobs.ingest_events --landing DIR --lakehouse DIR --from 2025-01-28T13:00 --until 2025-01-28T14:00
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from functools import reduce
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.ingest import landing_files, table_source
+from jobs.ingest import arrival_parts, landing_files, table_source
+from jobs.ingest.arrival_parts import Parts
 from jobs.ingest.parse import with_encoding_checked, with_file_positions, with_line_numbers, with_parsed_fields
 from jobs.ingest.quarantine import LATE_REASON, with_reason
 from jobs.runtime import pipes
@@ -38,6 +43,7 @@ from jobs.tables import (
     event_columns, written_together,
 )
 from windowing_core.config import PipelineConfig
+from windowing_core.run_interval import RunInterval
 
 
 @dataclass
@@ -73,17 +79,19 @@ def landing_folders(landing: str, first: date, last: date) -> list[str]:
 
 
 def read_input(spark: SparkSession, landing: str | None, config: PipelineConfig, first: date,
-               last: date) -> DataFrame:
-    """The input records of arrival days ``first .. last``: the landing folders' lines, or the
-    rows of the configuration's table source (``jobs.ingest.table_source``), alike. ``landing`` is the
-    default landing folder; a configuration's own (``source: {landing: ...}``) wins."""
+               last: date, parts: Parts | None = None) -> DataFrame:
+    """The input records of arrival days ``first .. last`` (or of one day's ``parts``): the landing
+    folders' lines, or the rows of the configuration's table source (``jobs.ingest.table_source``),
+    alike, each with its ``arrival_part``. ``landing`` is the default landing folder; a
+    configuration's own (``source: {landing: ...}``) wins."""
     if config.source is not None and config.source.is_table:
-        return table_source.read_records(spark, config, config.value_field, first, last)
-    return read_landing(spark, config.source.landing if config.source is not None else landing, first, last)
+        return (table_source.read_records(spark, config, config.value_field, first, last)
+                .withColumn("arrival_part", F.date_add("arrival_date", 1).cast("timestamp")))
+    return read_landing(spark, config.source.landing if config.source is not None else landing, first, last, parts)
 
 
-def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> DataFrame:
-    """Every input record of the arrival days, with its file and arrival day.
+def read_landing(spark: SparkSession, landing: str, first: date, last: date, parts: Parts | None = None) -> DataFrame:
+    """Every input record of the arrival days, with its file, arrival day and arrival part.
 
     A record is a non-blank line of a readable file (``read_problem`` null), or one row per
     unreadable or hidden file (``read_problem`` its reason, ``raw`` null). Unreadable files are
@@ -94,11 +102,29 @@ def read_landing(spark: SparkSession, landing: str, first: date, last: date) -> 
     that day: files in subfolders, and in folders it links to, are read as its own. Each day's
     folder is read on its own and tagged with its day, so no file's day depends on how its path
     is spelled (a subfolder's file has no date in its parent's name; a subfolder named after
-    another day is still inside this one).
+    another day is still inside this one). A run of ``parts`` of a day reads their part folders
+    (``jobs.ingest.arrival_parts``), and the day's folder only where it closes the day and the
+    folder holds files outside them.
     """
-    read = landing_files.read_folders(spark, landing_folders(landing, first, last))
-    return reduce(DataFrame.unionByName, [_day_lines(spark, lines, unreadable, day)
-                                          for day, (lines, unreadable) in zip(days(first, last), read)])
+    if parts is None:
+        read = landing_files.read_folders(spark, landing_folders(landing, first, last))
+        return reduce(DataFrame.unionByName, [_day_lines(spark, lines, unreadable, day)
+                                              for day, (lines, unreadable) in zip(days(first, last), read)])
+    folder = landing_folders(landing, parts.day, parts.day)[0]
+    listed = arrival_parts.part_folders(folder, landing_files.client_sees_disk(spark))
+    if listed is None:  # not listed from here: the whole day, kept by part
+        sources, whole = [folder], F.lit(True)
+    else:
+        found, other = listed
+        sources = [p for p, time in sorted(found.items()) if parts.holds(time)]
+        sources += [folder] if other and parts.closes_day else []
+        whole = F.col("arrival_part") == F.lit(arrival_parts.day_end(parts.day))  # the day's own files only
+    read = landing_files.read_folders(spark, sources) if sources else []
+    tagged = [_day_lines(spark, lines, unreadable, parts.day).where(whole if source == folder else F.lit(True))
+              for source, (lines, unreadable) in zip(sources, read)]
+    records = reduce(DataFrame.unionByName, tagged) if tagged else _day_lines(
+        spark, None, spark.createDataFrame([], _UNREADABLE), parts.day)
+    return records.where(parts.column())
 
 
 def _day_lines(spark: SparkSession, lines: DataFrame | None, unreadable: DataFrame, day: date) -> DataFrame:
@@ -110,16 +136,18 @@ def _day_lines(spark: SparkSession, lines: DataFrame | None, unreadable: DataFra
             F.col("_metadata.file_path").alias("source_file"),
             F.col("_metadata.file_modification_time").alias("file_time"),
         ).where(F.trim("raw") != "").transform(with_encoding_checked)
-    return lines.unionByName(unreadable).withColumn("arrival_date", F.lit(day))
+    return (lines.unionByName(unreadable).withColumn("arrival_date", F.lit(day))
+            .withColumn("arrival_part", arrival_parts.part_of(day)))
 
 
 _UNREADABLE = "raw string, source_file string, file_time timestamp, read_problem string"
 
 
 def deduplicate_per_arrival_day(good: DataFrame, config: PipelineConfig) -> DataFrame:
-    """One row per (arrival day, event_id): the first by (source_file, raw), plus its copy count."""
-    first = F.min(F.struct("source_file", "raw", "line", "key", "event_time", *(n for n, _ in config.source_fields),
-                           "arrival_time"))
+    """One row per (arrival day, event_id): the first by (arrival_part, source_file, raw), plus its
+    copy count."""
+    first = F.min(F.struct("arrival_part", "source_file", "raw", "line", "key", "event_time",
+                           *(n for n, _ in config.source_fields), "arrival_time"))
     return (
         good.groupBy("arrival_date", "event_id")
         .agg(first.alias("first"), F.count(F.lit(1)).alias("copies"))
@@ -128,16 +156,22 @@ def deduplicate_per_arrival_day(good: DataFrame, config: PipelineConfig) -> Data
 
 
 def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last: date,
-           config: PipelineConfig) -> IngestResult:
+           config: PipelineConfig, interval: RunInterval | None = None) -> IngestResult:
     """Ingest arrival days ``first .. last``: replace their partitions of events, quarantine and
     late_events, all three from one Spark write (an atomic commit per table).
+
+    ``interval`` (within the one day ``first == last``) runs the arrival parts it holds
+    (``jobs.ingest.arrival_parts``) and the later parts of the day already written, and replaces
+    their rows only; a copy of an event the day's earlier parts hold is a duplicate.
 
     The deduplicated events are tagged for events or late_events as they are made, so they are
     computed once; the duplicates they absorbed are counted on the way (an ``Observation``), not
     in a pass of their own.
     """
+    refuse_below_a_day(config, interval, first, last)
+    parts = _parts(spark, lakehouse, interval) if interval is not None else None
     positioned = (
-        read_input(spark, landing, config, first, last)
+        read_input(spark, landing, config, first, last, parts)
         .transform(with_file_positions)
         .transform(with_parsed_fields, config)
         .transform(with_reason, config)
@@ -146,10 +180,18 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
     classified = with_line_numbers(positioned)
     try:
         deduplicated = Observation()  # a name of its own: runs may share a session
+        unique = deduplicate_per_arrival_day(classified.where(F.col("reason").isNull()), config)
+        absorbed = F.col("copies") - 1
+        held = _held_before(spark, lakehouse, parts) if parts is not None else None
+        if held is not None:  # a copy of an event an earlier part of the day holds is a duplicate
+            unique = unique.join(held, "event_id", "left")
+            absorbed = absorbed + F.when(F.col("held_before"), 1).otherwise(0)
         # one sum per arrival day, observed on the way as the total was: duplicates are stored nowhere
-        unique = deduplicate_per_arrival_day(classified.where(F.col("reason").isNull()), config).observe(
-            deduplicated, *[F.coalesce(F.sum(F.when(F.col("arrival_date") == F.lit(d), F.col("copies") - 1)),
+        unique = unique.observe(
+            deduplicated, *[F.coalesce(F.sum(F.when(F.col("arrival_date") == F.lit(d), absorbed)),
                                        F.lit(0)).alias(d.isoformat()) for d in days(first, last)])
+        if held is not None:
+            unique = unique.where(F.col("held_before").isNull()).drop("held_before")
         event_date = F.to_date("event_time")
         is_late = F.col("arrival_date") > F.date_add(event_date, config.allowed_lateness_days)
         kept = unique.select(
@@ -162,28 +204,80 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
             *columns[QUARANTINE.name], F.lit(QUARANTINE.name).alias(TABLE_COLUMN))
 
         arrival_days = day_filter("arrival_date", first, last)
+        later = [("arrival_part", ">=", parts.start)] if parts is not None else []
         targets = {
-            table.name: delta_write.Target(table.path(lakehouse), columns[table.name], list(table.partition_by), filters)
-            for table, filters in [
-                (EVENTS, arrival_days),
-                (QUARANTINE, arrival_days),
-                (LATE_EVENTS, [*arrival_days, ("reason", "=", LATE_REASON)]),
+            table.name: delta_write.Target(table.path(lakehouse), columns[table.name], list(table.partition_by),
+                                           filters, row_filters=rows)
+            for table, filters, rows in [
+                (EVENTS, arrival_days, later),
+                (QUARANTINE, arrival_days, later),
+                (LATE_EVENTS, [*arrival_days, ("reason", "=", LATE_REASON)], later),
             ]
         }
         rows = kept.unionByName(quarantined, allowMissingColumns=True)
-        commits.require_whole_writes([t.path(lakehouse) for t in written_together(EVENTS, config)], first, last)
-        written = delta_write.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last))
+        part = str(interval) if interval is not None else None
+        commits.require_whole_writes([t.path(lakehouse) for t in written_together(EVENTS, config)], first, last, part)
+        written = delta_write.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last), interval=part)
         return _result(positioned, lakehouse, {name: w["rows_written"] for name, w in written.items()},
-                       {d: deduplicated.get[d.isoformat()] for d in days(first, last)})
+                       {d: deduplicated.get[d.isoformat()] for d in days(first, last)}, parts)
     finally:
         positioned.unpersist()
 
 
+def refuse_below_a_day(config: PipelineConfig, interval: RunInterval | None, first: date | None = None,
+                       last: date | None = None) -> None:
+    """An ingest run below a day, refused in one line where it does not apply (before Spark
+    starts, on the command line)."""
+    if interval is None:
+        return
+    if config.source is not None and config.source.is_table:
+        raise ValueError("a run below a day reads a landing folder's arrival parts: a table source runs whole days")
+    interval.require_grid(60, "minute")
+    if first is not None:
+        interval.require_day(first, last)
+
+
+def _parts(spark: SparkSession, lakehouse: str, interval: RunInterval) -> Parts:
+    """The parts the run of ``interval`` reads and replaces: its own, and every later part of
+    its day already written (``Parts``), found by one aggregate over the day's rows."""
+    end = arrival_parts.day_end(interval.day)
+    through = end if interval.until >= end else interval.until - timedelta(microseconds=1)
+    epoch, micro = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
+    # in epoch microseconds: a collected timestamp would be in the local time zone
+    later = [rows.select(F.unix_micros("arrival_part").alias("at")).where(F.col("at") > (through - epoch) // micro)
+             for rows in _day_rows(spark, lakehouse, interval.day, EVENTS, QUARANTINE, LATE_EVENTS)]
+    if through < end and later:
+        written = reduce(DataFrame.unionByName, later).agg(F.max("at")).first()[0]
+        if written is not None:
+            through = epoch + written * micro
+    return Parts(interval.day, interval.start, through)
+
+
+def _day_rows(spark: SparkSession, lakehouse: str, day: date, *tables: Table) -> list[DataFrame]:
+    """The rows ingest wrote for arrival day ``day`` into each of ``tables`` that exists."""
+    found = []
+    for table in tables:
+        if delta_io.table_exists(table.path(lakehouse)):
+            late = [("reason", "=", LATE_REASON)] if table == LATE_EVENTS else []  # the partials job writes it too
+            found.append(delta_io.read_table(spark, table.path(lakehouse),
+                                             partition_filters=[*day_filter("arrival_date", day, day), *late]))
+    return found
+
+
+def _held_before(spark: SparkSession, lakehouse: str, parts: Parts) -> DataFrame | None:
+    """The event ids the day's parts before ``parts`` accepted or kept as late, flagged
+    ``held_before`` (None where nothing of the day is written)."""
+    held = [rows.where(F.col("arrival_part") < F.lit(parts.start)).select("event_id")
+            for rows in _day_rows(spark, lakehouse, parts.day, EVENTS, LATE_EVENTS)]
+    return reduce(DataFrame.unionByName, held).withColumn("held_before", F.lit(True)) if held else None
+
+
 def _result(classified: DataFrame, lakehouse: str, written: dict[str, int],
-            duplicates: dict[date, int]) -> IngestResult:
+            duplicates: dict[date, int], parts: Parts | None = None) -> IngestResult:
     """The input records, from the persisted lines, against the rows written and the duplicates,
     for the range and for each arrival day. A day's rows written are its partition's rows after
-    the replace, counted from the Delta log (no data read); they add up to the write's counts."""
+    the replace, counted from the Delta log (no data read); they add up to the write's counts. A
+    run of ``parts`` counts the rows it wrote: the day's other parts are not its own."""
     # One pass: records and files per (day, reason); a day's files are the union of its sets (a
     # file lies in its arrival day's folder, and may hold records of several reasons).
     lines: dict[date, dict] = {}
@@ -199,6 +293,8 @@ def _result(classified: DataFrame, lakehouse: str, written: dict[str, int],
         day["files"] = len(day["files"])
 
     def rows(table: Table, day: date, *more: tuple[str, str, object]) -> int:
+        if parts is not None:
+            return written[table.name]
         return delta_io.row_count(table.path(lakehouse),
                                   partition_filters=[("arrival_date", "=", day.isoformat()), *more])
 
@@ -231,13 +327,14 @@ def main(argv: list[str] | None = None) -> int:
     from jobs.cli import run_job
 
     def job(spark, config, args, first, last):
-        result = ingest(spark, args.landing, args.lakehouse, first, last, config)
+        result = ingest(spark, args.landing, args.lakehouse, first, last, config, interval=args.interval)
         pipes.report("ingest_events", result.to_report())
         return (f"ingested {result.input_records} records from {result.files} files: "
                 f"{result.accepted} accepted, {result.quarantined} quarantined, "
-                f"{result.duplicates} duplicates, {result.late} late")
+                f"{result.duplicates} duplicates, {result.late} late"
+                + (f" for {args.interval}" if args.interval else ""))
 
-    return run_job(__doc__, job, argv, landing=True)
+    return run_job(__doc__, job, argv, landing=True, below_a_day=refuse_below_a_day)
 
 
 if __name__ == "__main__":

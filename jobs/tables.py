@@ -113,7 +113,7 @@ def event_fields(config: PipelineConfig) -> list[tuple[str, str]]:
     """An event's columns: key and time, one typed column per field read from the source (the one
     ``value`` without declared fields, where it always stood), and where the record came from."""
     return [("key", "string"), ("event_time", "timestamp"), *config.source_fields, ("event_id", "string"),
-            ("arrival_time", "timestamp"), ("source_file", "string"), ("line", "int")]
+            ("arrival_time", "timestamp"), ("arrival_part", "timestamp"), ("source_file", "string"), ("line", "int")]
 
 
 def event_columns(config: PipelineConfig) -> list[str]:
@@ -186,7 +186,8 @@ def declared_columns(table: str, config: PipelineConfig) -> list[tuple[str, str]
     if table == EVENTS.name:
         return [*event_fields(config), ("arrival_date", "date")]
     if table == QUARANTINE.name:
-        return [("source_file", "string"), ("raw", "string"), ("reason", "string"), ("arrival_date", "date")]
+        return [("source_file", "string"), ("raw", "string"), ("reason", "string"), ("arrival_part", "timestamp"),
+                ("arrival_date", "date")]
     if table == LATE_EVENTS.name:
         return [*event_fields(config), ("event_date", "date"), ("arrival_date", "date"), ("reason", "string")]
     if table == MINUTE_PARTIALS.name:
@@ -238,6 +239,8 @@ _NOTES = {
     # a declared field's column: see column_notes
     "event_id": "the record's id; a hash of its line where it has none",
     "arrival_time": "when the record landed: its own field, else its file's time",
+    "arrival_part": "the arrival part it landed in: its `<HH>` or `<HHMM>` folder's time under the day's folder; "
+                    "the next midnight for a file elsewhere in the day's folder",
     "source_file": "the landing file the record came from",
     "line": "the record's line number in its file",
     "raw": "the rejected line as read (null where the whole file was unreadable)",

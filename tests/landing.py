@@ -58,7 +58,7 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
                    events_per_day: int = 40, max_delay_days: int = 3,
                    key_names: tuple[str, ...] | None = None,
                    fields: dict[str, str] | None = None, key_fields: tuple[str, ...] = (),
-                   ties: float = 0.0) -> Landing:
+                   ties: float = 0.0, part_hours: tuple[int, ...] = ()) -> Landing:
     """Events over ``event_days`` days, arriving up to ``max_delay_days`` late, with duplicates
     (same and different payloads, on the same and later arrival days), events without an
     event_id, and a few malformed lines. Keys are ``k0 .. k<keys - 1>``, or ``key_names``.
@@ -70,11 +70,15 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
     With ``key_fields`` (a composite key: ``user_id`` and more), each record carries the others
     too, drawn from ``KEY_PARTS``, and some days hold a record missing one (``missing_key``).
 
-    ``ties``: the share of events at the same instant and key as the event before them."""
+    ``ties``: the share of events at the same instant and key as the event before them.
+
+    ``part_hours``: the day arrives in parts, each file in a ``<HH>/`` folder of one of these hours
+    or in the day's folder itself (drawn from a generator of its own: the records stay as they are)."""
     names = key_names or tuple(f"k{i}" for i in range(keys))
     rng = random.Random(seed)
     landing = Landing(root)
-    files: dict[tuple[date, int], list[str]] = {}
+    files: dict[tuple[date, int | None, int], list[str]] = {}
+    placing = random.Random(seed + 1)
     serial = 0
     previous = None  # the last event's (moment, key): ``ties`` repeat it
     for day_index in range(event_days):
@@ -119,8 +123,9 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
                 copies.append((day + timedelta(days=delay + 1), _altered(record, -100, fields, rng)))
             for arrival, rec in copies:
                 file_no = rng.randrange(2)
+                hour = placing.choice([None, *part_hours]) if part_hours else None
                 line = _line(rec)
-                in_file = files.setdefault((arrival, file_no), [])
+                in_file = files.setdefault((arrival, hour, file_no), [])
                 in_file.append(line)
                 landing.events.append(Event(
                     key=composite_key(rec, key_fields) if key_fields else rec["user_id"], event_time=moment,
@@ -128,9 +133,11 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
                     fields=tuple((name, rec.get(name)) for name in fields or ()),
                     event_id=rec.get("event_id") or hashlib.sha256(line.strip().encode()).hexdigest()[:32],
                     arrival_date=arrival,
-                    source_file=_file_name(arrival, file_no), raw=line, line=len(in_file),
+                    source_file=_file_name(hour, file_no), raw=line, line=len(in_file),
                     arrival_time=datetime.strptime(rec["arrival_time"], "%Y-%m-%dT%H:%M:%SZ").replace(
-                        tzinfo=timezone.utc)))
+                        tzinfo=timezone.utc),
+                    arrival_part=None if hour is None else datetime(
+                        arrival.year, arrival.month, arrival.day, hour, tzinfo=timezone.utc)))
         bad_lines = ['{"user_id": "k1", "timestamp": "soon"}', "not json", '{"timestamp": "2025-01-01T00:00:00Z"}',
                      *(_line({"user_id": "k1", "timestamp": f"{day.isoformat()}T12:00:00Z", name: bad})
                        for name in key_fields[1:] for bad in (" ", 7))]
@@ -140,13 +147,12 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
             bad_lines.append(_line({"user_id": "k1", "timestamp": f"{day.isoformat()}T12:00:00Z", name: bad}))
         for bad in bad_lines:
             if rng.random() < 0.5:
-                files.setdefault((day, 0), []).append(bad)
+                files.setdefault((day, None, 0), []).append(bad)
                 landing.malformed += 1
-    for (arrival, file_no), lines in sorted(files.items()):
-        folder = root / arrival.isoformat()
-        folder.mkdir(parents=True, exist_ok=True)
+    for (arrival, hour, file_no), lines in sorted(files.items(), key=lambda item: (item[0][0], str(item[0][1:]))):
+        path = root / arrival.isoformat() / _file_name(hour, file_no)
+        path.parent.mkdir(parents=True, exist_ok=True)
         data = ("\n".join(lines) + "\n").encode()
-        path = folder / _file_name(arrival, file_no)
         path.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
         landing.lines += len(lines)
     return landing
@@ -168,8 +174,10 @@ def _altered(record: dict, value: int, fields: dict[str, str] | None, rng: rando
     return {**record, **{name: random_value(ddl, rng) for name, ddl in fields.items()}}
 
 
-def _file_name(arrival: date, file_no: int) -> str:
-    return f"part-{file_no}.json.gz" if file_no else f"part-{file_no}.json"
+def _file_name(hour: int | None, file_no: int) -> str:
+    """A file's path inside its arrival day's folder."""
+    name = f"part-{file_no}.json.gz" if file_no else f"part-{file_no}.json"
+    return name if hour is None else f"{hour:02d}/{name}"
 
 
 def ensure_days(root: Path, first: date, last: date) -> None:

@@ -52,8 +52,8 @@ RESERVED_COLUMNS = frozenset({
 aggregation's output column may not take. Spark resolves column names case-insensitively, so
 ``Date`` and ``KEY`` collide with them too."""
 EVENT_TABLE_COLUMNS = frozenset({
-    "key", "event_time", "event_id", "arrival_time", "source_file", "line", "arrival_date", "event_date",
-    "reason", "raw", "table", "timestamp",
+    "key", "event_time", "event_id", "arrival_time", "arrival_part", "source_file", "line", "arrival_date",
+    "event_date", "reason", "raw", "table", "timestamp",
 })
 """Columns of ``events``, ``late_events`` and ``quarantine`` (and a record's own fields) that a
 declared field's column may not take."""

@@ -7,7 +7,8 @@ the raw events inside ``[t - length, t)``. Slow on purpose; keep test data small
 Deduplication is defined here once for the whole product:
 
 1. Within an arrival day, records with the same ``event_id`` are accepted once: the first by
-   ``(source_file, raw)`` wins (ingest).
+   ``(arrival_part, source_file, raw)`` wins (ingest), the arrival part first, so a day ingested
+   in parts keeps the copies a whole day's run keeps.
 2. An event whose arrival day is more than ``allowed_lateness_days`` after its event day is
    kept as late and never reaches a window (ingest).
 3. Across the arrival days of one event day, the same ``event_id`` counts once: the first by
@@ -59,6 +60,8 @@ class Event:
     line: int = 0
     fields: tuple[tuple[str, Any], ...] = ()
     selected: bool = True
+    arrival_part: datetime | None = None
+    """The start of the arrival part (hour folder) it landed in; None: the day's end, after every part."""
 
     def field(self, name: str) -> Any:
         """The value of the events column ``name`` (an aggregation's ``field``)."""
@@ -122,7 +125,7 @@ def filtered_out(events: Iterable[Event], config: PipelineConfig) -> list[Event]
 
 def _once_in_time(events: Iterable[Event], config: PipelineConfig) -> tuple[list[Event], set[Event]]:
     once_per_arrival = _first_by(events, lambda e: (e.arrival_date, e.event_id),
-                                 lambda e: (e.source_file, e.raw))
+                                 lambda e: (e.arrival_part is None, e.arrival_part or 0, e.source_file, e.raw))
     in_time = [e for e in once_per_arrival
                if e.arrival_date <= e.event_date + timedelta(days=config.allowed_lateness_days)]
     once = _first_by(in_time, lambda e: (e.event_date, e.event_id),

@@ -103,7 +103,7 @@ def _read_listed(spark: SparkSession, folder: str, listing: Listing,
 def list_folder(spark: SparkSession, folder: str) -> Listing:
     """A local folder is walked here (links followed, cycles and special files refused); any
     other file system is listed by Spark, with its hidden files from ``hidden_files``."""
-    local = _local(folder) if _client_sees_disk(spark) else None
+    local = _local(folder) if client_sees_disk(spark) else None
     if local is None:
         try:
             _ = _files(spark, [folder]).columns  # Spark's own listing: any file system Spark reads
@@ -118,7 +118,7 @@ def list_folder(spark: SparkSession, folder: str) -> Listing:
     return _walk(folder, local)
 
 
-def _client_sees_disk(spark: SparkSession) -> bool:
+def client_sees_disk(spark: SparkSession) -> bool:
     """A Spark Connect client cannot walk the server's disk: there, Spark lists."""
     return not type(spark).__module__.startswith("pyspark.sql.connect")
 

@@ -69,7 +69,7 @@ def with_reason(parsed: DataFrame, config: PipelineConfig) -> DataFrame:
     The key is kept exactly as given: trimming it would merge ``"  good1  "`` into ``good1``.
     """
     return parsed.withColumn("reason", _reason(config)).select(
-        "raw", "source_file", "line", "arrival_date", "reason",
+        "raw", "source_file", "line", "arrival_date", "arrival_part", "reason",
         F.when(F.col("key_kind") == "STRING", F.col("key")).alias("key"),
         "event_time",
         *[F.col(f"_typed_{i}").alias(column) for i, column in enumerate(n for n, _ in config.source_fields)],

@@ -107,8 +107,10 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
         df = df.persist()
         try:
             rows = _check_routes(df, route, resolved)
-            return {t.name: _write(_gathered(df.where(df[route] == t.name).select(*t.columns), t, rows[t.name]), t,
-                                   write, append=_appends(t, table))
+            # rows_written: the rows routed to each table; Delta's numOutputRows also counts the rows
+            # outside a row filter that a rewritten file kept
+            return {t.name: {**_write(_gathered(df.where(df[route] == t.name).select(*t.columns), t, rows[t.name]),
+                                      t, write, append=_appends(t, table)), "rows_written": rows[t.name]}
                     for t, table in zip(resolved, opened, strict=True)}
         finally:
             df.unpersist()

@@ -18,7 +18,7 @@ def test_help_exits_zero(module):
     done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True)
     assert done.returncode == 0
     assert "--lakehouse" in done.stdout and "--date" in done.stdout
-    assert ("--from" in done.stdout) == (module != "jobs.ingest_events")  # a run below a day: not ingest yet
+    assert "--from" in done.stdout  # a run below a day
 
 
 @pytest.mark.parametrize("module", sorted(JOBS))
@@ -70,16 +70,23 @@ def test_jobs_run_alone_end_to_end(spark, tmp_path, capsys):
     assert "jobs.minute_partials 2025-01-30 .. 2025-01-30: done in " in err  # progress: on stderr
     assert "wrote 1 change points and 1 snapshot rows" in out
 
-    # An hour of the day again: its one frame and its one change point (10:01) replaced, the
-    # day's snapshot kept.
+    # An hour of the day again: an event landed in its hour folder, ingested with the day's own
+    # file (of the day's end, a later part already written: redone), then its one frame (two
+    # events now) and its one change point (10:01) replaced, the day's snapshot kept.
+    (folder / "10").mkdir()
+    (folder / "10" / "b.json").write_text('{"user_id": "u1", "timestamp": "2025-01-30T10:00:40Z", "value": 2}\n')
     hour = ["--lakehouse", lake, "--from", "2025-01-30T10:00", "--until", "2025-01-30T11:00"]
+    assert ingest_events.main(["--landing", str(tmp_path / "landing"), *hour]) == 0
     assert minute_partials.main(hour) == 0 and sliding_windows.main(hour) == 0
     out, err = capsys.readouterr()
+    assert "ingested 2 records from 2 files: 2 accepted, 0 quarantined, 0 duplicates, 0 late for 2025-01-30T10" in out
+    assert "jobs.ingest_events 2025-01-30T10:00:00 .. 2025-01-30T11:00:00: done in " in err
     assert "wrote 1 minute partials for 2025-01-30T10:00:00 .. 2025-01-30T11:00:00" in out
     assert "wrote 1 change points and 0 snapshot rows for 2025-01-30T10:00:00 .. 2025-01-30T11:00:00" in out
     assert "jobs.sliding_windows 2025-01-30T10:00:00 .. 2025-01-30T11:00:00: done in " in err
     tables = {t.name: spark.read.format("delta").load(t.path(lake)) for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT)}
-    assert [str(r.window_end) for r in tables[WINDOW_CHANGES.name].collect()] == ["2025-01-30 10:01:00"]
+    assert [(str(r.window_end), r.event_count) for r in tables[WINDOW_CHANGES.name].collect()] == [
+        ("2025-01-30 10:01:00", 2)]
     assert tables[WINDOW_SNAPSHOT.name].count() == 1
 
     config = tmp_path / "panes.yaml"
@@ -143,6 +150,9 @@ def test_a_bad_run_below_a_day_is_a_one_line_error(argv, message, capsys):
      "a run below a day starts and ends on whole buckets (300 s): 2025-01-30T10:01:00 .. 2025-01-30T11:00:00 does not"),
     ("jobs.minute_partials", "windows:\n  w: {length: 1h, slide: 1m, time: arrival}\n", "10:00",
      "a run below a day computes frames by event time only: this configuration has arrival-time windows"),
+    ("jobs.ingest_events", "source: {table: db.clicks, time: ts}\n", "10:00",
+     "a run below a day reads a landing folder's arrival parts: a table source runs whole days"),
+    ("jobs.ingest_events", "{}\n", "10:00:30", "a run below a day starts and ends on whole minutes (60 s)"),
 ])
 def test_a_run_below_a_day_the_configuration_cannot_take_is_refused_before_spark(module, yaml, start, message,
                                                                                    tmp_path, capsys):

@@ -5,7 +5,7 @@ import gzip
 import json
 import os
 import zlib
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,9 @@ from jobs import ingest_events
 from jobs.ingest import landing_files, parse, quarantine
 from jobs.storage import delta_io
 from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE
+from tests.landing import random_landing
 from windowing_core.config import PipelineConfig
+from windowing_core.run_interval import RunInterval
 
 DAY = date(2025, 1, 30)
 
@@ -221,3 +223,56 @@ def test_lines_are_numbered_within_each_file_whatever_the_tasks_that_read_it(spa
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", saved)
     assert numbered == expected
+
+
+PART_CUTS = (9, 14)  # a day in three parts: [00:00, 09:00), [09:00, 14:00), [14:00, 24:00)
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (1, 2, 0, 1)])
+def test_a_day_ingested_in_parts_in_any_order_writes_what_its_whole_run_writes(spark, tmp_path, order):
+    """Hour folders (and a 13:45 one), files in the day's own folder and in folders that are no
+    part (``24``, ``7``), copies of one event in several parts with other payloads: the parts run
+    in order, or out of it and one again, leave the rows of one run of the whole day, and each
+    part's counts reconcile."""
+    first = DAY - timedelta(days=2)
+    landing = random_landing(tmp_path / "landing", 45, first, 3, events_per_day=60, max_delay_days=2,
+                             part_hours=(0, 3, 9, 13, 17, 23))
+    day_folder = tmp_path / "landing" / DAY.isoformat()
+    for name, hour in [("24", 4), ("7", 5), ("1345", 6)]:
+        (day_folder / name).mkdir()
+        (day_folder / name / "x.json").write_text("\n".join(
+            json.dumps({"user_id": "u9", "timestamp": f"{DAY}T0{hour}:00:00Z", "event_id": f"{name}-{i}",
+                        "value": i}) for i in range(3)) + "\n" + json.dumps(
+            {"user_id": "u9", "timestamp": f"{DAY}T01:00:00Z", "event_id": "e1", "value": hour}) + "\n")
+    (day_folder / "_SUCCESS").write_text("")
+    # the day's end, though its name sorts before every hour folder's: an hour's copy wins over it
+    at_13 = next(e for e in landing.events if e.arrival_part and e.arrival_part.hour == 13 and e.arrival_date == DAY)
+    (day_folder / "0-early.json").write_text(json.dumps(
+        {"user_id": at_13.key, "timestamp": f"{DAY}T05:00:00Z", "event_id": at_13.event_id, "value": 99}) + "\n")
+    assert len({e.arrival_part for e in landing.events if e.arrival_date == DAY}) == 7  # six hours and the day's end
+
+    def tables(lake):
+        return {t.name: sorted(tuple(r) for r in delta_io.read_table(spark, t.path(lake)).collect())
+                for t in (EVENTS, QUARANTINE, LATE_EVENTS)}
+
+    whole = ingest_events.ingest(spark, str(tmp_path / "landing"), str(tmp_path / "whole"), DAY, DAY,
+                                 PipelineConfig())
+    midnight = datetime(DAY.year, DAY.month, DAY.day, tzinfo=UTC)
+    bounds = [midnight + timedelta(hours=h) for h in (0, *PART_CUTS, 24)]
+    parts = [RunInterval(a, b) for a, b in zip(bounds, bounds[1:])]
+    runs = []
+    for i in order:
+        runs.append(ingest_events.ingest(spark, str(tmp_path / "landing"), str(tmp_path / "parts"), DAY, DAY,
+                                         PipelineConfig(), interval=parts[i]))
+        assert runs[-1].reconciles and runs[-1].input_records, (i, runs[-1])
+    assert tables(str(tmp_path / "parts")) == tables(str(tmp_path / "whole"))
+    counts = ("input_records", "accepted", "quarantined", "duplicates", "late")
+    # in order, the parts count the day once; out of order, the first part, run after the
+    # others, redoes them all, and counts the whole day
+    counted = runs if list(order) == sorted(order) else [runs[order.index(0)]]
+    assert [sum(getattr(r, c) for r in counted) for c in counts] == [getattr(whole, c) for c in counts]
+    rows = delta_io.read_table(spark, EVENTS.path(str(tmp_path / "whole"))).collect()
+    assert [r.source_file.split("/")[-2] for r in rows if r.event_id == at_13.event_id] == ["13"]
+    assert {r.arrival_part.hour for r in rows if "/1345/" in r.source_file} == {13}
+    assert {r.arrival_part.date() for r in rows if "/24/" in r.source_file or "/7/" in r.source_file} \
+        == {DAY + timedelta(days=1)}

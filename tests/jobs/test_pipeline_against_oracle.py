@@ -22,6 +22,7 @@ from assets import build_assets
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource
 from jobs import errors, ingest_events, minute_partials, sliding_windows
+from jobs.ingest_events import IngestResult
 from jobs.storage import delta_io
 from jobs.tables import (
     EVENTS, LATE_EVENTS, MINUTE_PARTIALS, QUARANTINE, SPINE_VALUES, WINDOW_CHANGES, WINDOW_SNAPSHOT,
@@ -149,11 +150,17 @@ def run_pipeline(spark, landing, lakehouse, config, *, window_days, day_by_day, 
     first; otherwise it computes from midnight."""
     last_arrival = FIRST + timedelta(days=EVENT_DAYS - 1 + 3)
     ensure_days(landing, FIRST, last_arrival)
-    ingest = ingest_events.ingest(spark, str(landing), lakehouse, FIRST, last_arrival, config)
     cut_day = FIRST + timedelta(days=1)
     midnight = datetime(cut_day.year, cut_day.month, cut_day.day, tzinfo=timezone.utc)
     bounds = [midnight + timedelta(hours=h) for h in (0, *cuts, 24)]
     parts = [RunInterval(a, b) for a, b in zip(bounds, bounds[1:])] if cuts else []
+    if parts:  # the cut day's arrivals by part too, in the same order
+        ingest = summed([ingest_events.ingest(spark, str(landing), lakehouse, FIRST, FIRST, config),
+                         *ingest_in_parts(spark, landing, lakehouse, config, parts, order or range(len(parts))),
+                         ingest_events.ingest(spark, str(landing), lakehouse, cut_day + timedelta(days=1),
+                                              last_arrival, config)])
+    else:
+        ingest = ingest_events.ingest(spark, str(landing), lakehouse, FIRST, last_arrival, config)
     if parts:  # the day's parts in order, each refolding the day's tile from the frames so far
         minute_partials.run(spark, lakehouse, FIRST, FIRST, config)
         for part in parts:
@@ -178,6 +185,24 @@ def run_pipeline(spark, landing, lakehouse, config, *, window_days, day_by_day, 
     else:
         sliding_windows.run(spark, lakehouse, first, last, config)
     return ingest
+
+
+def ingest_in_parts(spark, landing, lakehouse, config, parts, order):
+    """Ingest one day's ``parts`` in ``order``: the results that count the day's records once (a
+    part run after later ones redoes them, and its result counts theirs)."""
+    results = {}
+    for i in order:
+        results = {j: r for j, r in results.items() if j < i}
+        results[i] = ingest_events.ingest(spark, str(landing), lakehouse, parts[i].day, parts[i].day, config,
+                                          interval=parts[i])
+        assert results[i].reconciles, (i, results[i])
+    return list(results.values())
+
+
+def summed(results):
+    """Runs' results as one (``IngestResult``'s counts added up)."""
+    counts = ("input_records", "accepted", "quarantined", "duplicates", "late", "files")
+    return IngestResult(**{c: sum(getattr(r, c) for r in results) for c in counts})
 
 
 def expected_changes(events, config, first, last):
@@ -236,7 +261,9 @@ GENERATED_CODE = {2}
 # late events, the day's tile refolded), and where the windows run day by day, its change points
 # of each part and the snapshot where a part holds a window's last end of the day.
 CUTS = {1: (6, 13), 2: (9, 20), 7: (5, 17)}
-# Case 7's windows run the middle part first (from midnight: the part before it has not run),
+# Their landings arrive in hour folders of these hours and in the day's folder (the day's end).
+PART_HOURS = (2, 5, 6, 9, 13, 17, 20)
+# Case 7's windows (and the cut day's ingest) run the middle part first (from midnight: the part before it has not run),
 # then the last (continuing from the middle's state), then the first.
 ORDER = {7: (1, 2, 0)}
 
@@ -247,7 +274,8 @@ def test_every_table_equals_the_oracle(spark, request, tmp_path, seed, windows, 
         request.getfixturevalue("generated_code")
     config = PipelineConfig(windows=windows, aggregations=aggregations or PipelineConfig().aggregations, **time)
     landing = random_landing(tmp_path / "landing", seed, FIRST, EVENT_DAYS, fields=dict(config.source_fields)
-                             if config.fields else None, key_fields=config.key_fields)
+                             if config.fields else None, key_fields=config.key_fields,
+                             part_hours=PART_HOURS if seed in CUTS else ())
     events = with_row_expressions(spark, landing.events, config)
     lakehouse = str(tmp_path / "lakehouse")
     window_days = (FIRST, FIRST + timedelta(days=EVENT_DAYS + 2))
