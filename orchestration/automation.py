@@ -88,9 +88,24 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
 
 
 def folder_fingerprint(folder: str) -> str:
-    """Names, sizes and modification times of a landing folder's files: changes when a file lands."""
-    entries = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder) if e.is_file())
-    return hashlib.sha256(json.dumps(entries).encode()).hexdigest()[:16]
+    """Paths, sizes and modification times of every file under a landing folder, its hour folders
+    and other subfolders too (ingest reads them all; links are followed, each folder once): changes
+    when a file lands anywhere in it. A file directly in the folder is spelled by its name alone,
+    as before subfolders counted, so a cursor of such folders still matches."""
+    entries, seen = [], set()
+    for path, folders, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(path)
+        if real in seen:  # a link back into the folder: ingest quarantines it, and reads it once
+            folders.clear()
+            continue
+        seen.add(real)
+        for name in files:
+            try:
+                info = os.stat(os.path.join(path, name))
+            except OSError:  # a dangling link: ingest counts it too
+                continue
+            entries.append((os.path.relpath(os.path.join(path, name), folder), info.st_size, info.st_mtime_ns))
+    return hashlib.sha256(json.dumps(sorted(entries)).encode()).hexdigest()[:16]
 
 
 def build_landing_sensor(partitions: dg.DailyPartitionsDefinition,

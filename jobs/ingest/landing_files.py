@@ -40,6 +40,7 @@ CHECKED = {".gz", ".bz2", ".deflate"}
 PROBED = {".lz4", ".snappy", ".zst"}
 CODEC_EXTENSIONS = tuple(sorted(CHECKED | PROBED))
 """What a compressed file's name ends with, case as it is, as Spark's listing glob matches it."""
+PROBED_EXTENSIONS = tuple(sorted(PROBED))
 
 _UNREADABLE = "raw string, source_file string, file_time timestamp, read_problem string"
 
@@ -316,7 +317,7 @@ def checked_here(spark: SparkSession, files: list[tuple[str, os.stat_result]]) -
     each row spelled as Spark's listing spells it (``_spelled``, ``_file_time``)."""
     found = []
     for path, info in files:
-        if path.lower().endswith(tuple(PROBED)):
+        if path.lower().endswith(PROBED_EXTENSIONS):
             problem = None if _readable(spark, f"file:{path}", info.st_size) else UNREADABLE_FILE
         else:
             with open(path, "rb") as handle:
@@ -335,7 +336,7 @@ def codec_problems(spark: SparkSession, sources: list[str]) -> list:
     if not sources:
         return []
     problem = F.udf(codec_problem, "string")  # no hints: a plain UDF
-    probed = F.lower("path").rlike("(" + "|".join(re.escape(e) for e in sorted(PROBED)) + ")$")
+    probed = F.lower("path").rlike("(" + "|".join(re.escape(e) for e in PROBED_EXTENSIONS) + ")$")
     compressed = (
         _files(spark, sources, "*.{" + ",".join(e[1:] for e in CODEC_EXTENSIONS) + "}")
         .select("path", "length", F.col("_metadata.file_path").alias("source_file"),  # as the text reader spells it

@@ -1,5 +1,6 @@
 """The Definitions load, with the graph, partitions and schedule a user expects in the UI."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 from assets.resources import LakehouseResource
 from expectations.catalog import ERROR, WARN, catalog
 from jobs.tables import declared_columns
+from orchestration.automation import folder_fingerprint
 from orchestration.definitions import build_definitions, defs
 from orchestration.freshness import output_watermark
 from windowing_core.aggregations import aggregation
@@ -107,6 +109,25 @@ def test_the_landing_sensor_ingests_each_landing_source_on_its_own(tmp_path):
     assert sorted((r.partition_key, tuple(k.to_user_string() for k in r.asset_selection)) for r in requests) == [
         ("2025-01-02", ("events", "quarantine")), ("2025-01-03", ("orders/events", "orders/quarantine"))]
     assert set(json.loads(cursor)) == {str(default), str(orders)}
+
+
+def test_a_days_fingerprint_changes_when_a_file_lands_in_any_of_its_folders(tmp_path):
+    """An hour folder's new or changed file changes its day's fingerprint (the sensor ingests the
+    day again); a day of plain files keeps the fingerprint it had before subfolders counted, and a
+    link back into the day is walked once."""
+    day = tmp_path / "2025-01-02"
+    day.mkdir()
+    (day / "a.json").write_text("{}\n")
+    info = (day / "a.json").stat()
+    plain = hashlib.sha256(json.dumps([["a.json", info.st_size, info.st_mtime_ns]]).encode()).hexdigest()[:16]
+    assert folder_fingerprint(str(day)) == plain
+    (day / "13").mkdir()
+    (day / "13" / "loop").symlink_to(day)
+    assert folder_fingerprint(str(day)) == plain  # a folder without files adds nothing
+    (day / "13" / "b.json").write_text("{}\n")
+    landed = folder_fingerprint(str(day))
+    os.utime(day / "13" / "b.json", ns=(1, 1))
+    assert len({plain, landed, folder_fingerprint(str(day))}) == 3
 
 
 def test_a_bad_progress_interval_fails_when_the_definitions_load(monkeypatch):
