@@ -58,6 +58,9 @@ class IngestResult:
     by_day: dict[date, IngestResult] = field(default_factory=dict)
     """The same counts for each arrival day of a range (a day's own ``by_day`` is empty): a
     backfill's metadata then shows each day's counts, not the range's."""
+    parts: str | None = None
+    """A run below a day: the arrival parts it read and replaced (``arrival_parts.Parts``), the
+    later parts of the day it redid included."""
 
     @property
     def reconciles(self) -> bool:
@@ -320,6 +323,7 @@ def _result(classified: DataFrame, lakehouse: str, written: dict[str, int],
         quarantined_by_reason=dict(sorted(total_by_reason.items())),
         files=sum(r["files"] for r in lines.values()),
         by_day=by_day,
+        parts=None if parts is None else str(parts),
     )
 
 
@@ -332,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         return (f"ingested {result.input_records} records from {result.files} files: "
                 f"{result.accepted} accepted, {result.quarantined} quarantined, "
                 f"{result.duplicates} duplicates, {result.late} late"
-                + (f" for {args.interval}" if args.interval else ""))
+                + (f" for arrival parts {result.parts}" if result.parts else ""))
 
     return run_job(__doc__, job, argv, landing=True, below_a_day=refuse_below_a_day)
 

@@ -75,6 +75,11 @@ class Parts:
         part = F.col("arrival_part")
         return (part >= F.lit(self.start)) & (part <= F.lit(self.through))
 
+    def __str__(self) -> str:
+        """The parts read, both ends included: ``2025-01-30T10:00 .. 10:59``, ``.. the day's end``."""
+        end = "the day's end" if self.closes_day else f"{self.through:%H:%M}"
+        return f"{self.start:%Y-%m-%dT%H:%M} .. {end}"
+
 
 def part_folders(day_folder: str, client_sees_disk: bool) -> tuple[dict[str, datetime], bool] | None:
     """The day folder's part folders (each one's path and time) and whether it holds anything

@@ -79,7 +79,8 @@ def test_jobs_run_alone_end_to_end(spark, tmp_path, capsys):
     assert ingest_events.main(["--landing", str(tmp_path / "landing"), *hour]) == 0
     assert minute_partials.main(hour) == 0 and sliding_windows.main(hour) == 0
     out, err = capsys.readouterr()
-    assert "ingested 2 records from 2 files: 2 accepted, 0 quarantined, 0 duplicates, 0 late for 2025-01-30T10" in out
+    assert ("ingested 2 records from 2 files: 2 accepted, 0 quarantined, 0 duplicates, 0 late "
+            "for arrival parts 2025-01-30T10:00 .. the day's end") in out
     assert "jobs.ingest_events 2025-01-30T10:00:00 .. 2025-01-30T11:00:00: done in " in err
     assert "wrote 1 minute partials for 2025-01-30T10:00:00 .. 2025-01-30T11:00:00" in out
     assert "wrote 1 change points and 0 snapshot rows for 2025-01-30T10:00:00 .. 2025-01-30T11:00:00" in out
