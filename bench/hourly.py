@@ -3,8 +3,12 @@
     python -m bench hourly                          # 10^6 events, 24 parts, ~15 min
     python -m bench hourly --events 10000 --parts 4
 
-Both figures come from one Spark session and one lakehouse: the days before D and D's ingest are
-set up once (``bench.pipeline.prepare``); then D's partials and windows run per part in order,
+Both figures come from one Spark session and one lakehouse: the days before D are set up once
+(``bench.pipeline.prepare``), and D's landing lines written again into hour folders
+(``<D>/<HH>/`` by each line's arrival time; a line without one in a folder of the day's end).
+D's ingest runs per part in order, on a day none of them wrote, then whole (best of ``--reps``),
+and the events, quarantine and late events of D are compared after both. Then D's partials and
+windows run per part in order,
 each part's windows continuing from the state the part before left (``interval_state``), on a
 day none of them wrote before (D's partitions are deleted first, as a scheduled hourly run
 meets its day: a part written over a whole day's files would rewrite them every hour); then D's
@@ -43,16 +47,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def fingerprint(spark, lakehouse: str) -> dict[str, tuple[int, int]]:
-    """Each of D's window tables as (rows, sum of a hash of every row): equal for equal tables."""
+def fingerprint(spark, lakehouse: str, tables=None, column: str = "date") -> dict[str, tuple[int, int]]:
+    """Each of D's tables (window_changes and window_snapshot unless ``tables``; D by ``column``)
+    as (rows, sum of a hash of every row): equal for equal tables."""
     from pyspark.sql import functions as F
 
     from jobs.storage import delta_io
-    from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter
+    from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT
 
     prints = {}
-    for table in (WINDOW_CHANGES, WINDOW_SNAPSHOT):
-        rows = delta_io.read_table(spark, table.path(lakehouse), partition_filters=day_filter("date", DAY, DAY))
+    for table in tables or (WINDOW_CHANGES, WINDOW_SNAPSHOT):
+        rows = delta_io.read_table(spark, table.path(lakehouse)).where(F.col(column) == F.lit(DAY))
         row = rows.select(F.count(F.lit(1)), F.sum(F.xxhash64(*rows.columns).cast("decimal(38,0)"))).first()
         prints[table.name] = (row[0], int(row[1] or 0))
     return prints
@@ -72,6 +77,42 @@ def forget_day(spark, lakehouse: str) -> None:
     for table, where in ((MINUTE_PARTIALS, f"event_date = '{DAY}'"), (DAILY_PARTIALS, f"event_date = '{DAY}'"),
                          (LATE_EVENTS, f"event_date = '{DAY}' AND reason = 'behind_watermark'"),
                          *((t, f"date = '{DAY}'") for t in (WINDOW_CHANGES, WINDOW_SNAPSHOT, INTERVAL_STATE))):
+        if delta_io.table_exists(table.path(lakehouse)):
+            DeltaTable.forPath(spark, spark_path(table.path(lakehouse))).delete(where)
+
+
+def hourly_landing(spark, landing: str, work: Path) -> str:
+    """D's landing lines again, each in the ``<D>/<HH>/`` folder of its arrival hour; the lines
+    without an arrival time (the malformed ones) in ``<D>/unplaced/``, of the day's end."""
+    import shutil
+
+    from pyspark.sql import functions as F
+
+    root = (work / "hourly-landing").resolve()
+    folder = root / DAY.isoformat()
+    shutil.rmtree(folder, ignore_errors=True)
+    lines = spark.read.option("recursiveFileLookup", "true").text(f"{landing}/{DAY}").persist()
+    try:
+        hour = F.hour(F.get_json_object("value", "$.arrival_time").try_cast("timestamp"))
+        for name, where in [*((f"{h:02d}", hour == h) for h in range(24)), ("unplaced", hour.isNull())]:
+            lines.where(where).coalesce(2).write.text(str(folder / name))
+    finally:
+        lines.unpersist()
+    for marker in [*folder.rglob("_*"), *folder.rglob(".*")]:  # Spark's _SUCCESS and .crc files
+        marker.unlink()
+    return str(root)
+
+
+def forget_arrival_day(spark, lakehouse: str) -> None:
+    """D's rows of the tables ingest writes, deleted, as an hourly ingest meets its day."""
+    from delta.tables import DeltaTable
+
+    from jobs.storage import delta_io
+    from jobs.storage.locations import spark_path
+    from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE
+
+    for table, where in ((EVENTS, f"arrival_date = '{DAY}'"), (QUARANTINE, f"arrival_date = '{DAY}'"),
+                         (LATE_EVENTS, f"arrival_date = '{DAY}' AND reason = 'beyond_allowed_lateness'")):
         if delta_io.table_exists(table.path(lakehouse)):
             DeltaTable.forPath(spark, spark_path(table.path(lakehouse))).delete(where)
 
@@ -104,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from jobs import ingest_events, minute_partials, sliding_windows
     from jobs.runtime.spark_session import get_spark
+    from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE
     from windowing_core.config import PipelineConfig
     from windowing_core.run_interval import RunInterval
 
@@ -111,15 +153,31 @@ def main(argv: list[str] | None = None) -> int:
     spark = get_spark()
     config = PipelineConfig()
     ds = prepare(spark, Path(args.work) / "hourly", args.events, keys, 7, True, config)
-    ingest_events.ingest(spark, ds.landing, ds.lakehouse, DAY, DAY, config)
+    landing = hourly_landing(spark, ds.landing, Path(args.work) / "hourly")
     print(f"set up {args.events:,} events a day, {keys:,} keys in {ds.setup_s:.1f} s")
 
-    forget_day(spark, ds.lakehouse)
     midnight = datetime(DAY.year, DAY.month, DAY.day, tzinfo=UTC)
     step = timedelta(days=1) / args.parts
+    intervals = [RunInterval(midnight + i * step, midnight + (i + 1) * step) for i in range(args.parts)]
+    forget_arrival_day(spark, ds.lakehouse)
+    ingest_parts = []
+    for interval in intervals:
+        started = time.perf_counter()
+        ingested = ingest_events.ingest(spark, landing, ds.lakehouse, DAY, DAY, config, interval=interval)
+        ingest_parts.append(time.perf_counter() - started)
+        print(f"  ingest {interval}: {ingest_parts[-1]:.1f} s ({ingested.input_records:,} records)", flush=True)
+    ingest_tables = (EVENTS, QUARANTINE, LATE_EVENTS)
+    ingested_parts = fingerprint(spark, ds.lakehouse, ingest_tables, "arrival_date")
+    ingest_whole = []
+    for _ in range(args.reps):
+        started = time.perf_counter()
+        ingest_events.ingest(spark, landing, ds.lakehouse, DAY, DAY, config)
+        ingest_whole.append(time.perf_counter() - started)
+    ingested_whole = fingerprint(spark, ds.lakehouse, ingest_tables, "arrival_date")
+
+    forget_day(spark, ds.lakehouse)
     parts, baselines, before = [], set(), commits_in(ds.lakehouse)
-    for i in range(args.parts):
-        interval = RunInterval(midnight + i * step, midnight + (i + 1) * step)
+    for i, interval in enumerate(intervals):
         started = time.perf_counter()
         minute_partials.run(spark, ds.lakehouse, DAY, DAY, config, interval=interval)
         result = sliding_windows.run(spark, ds.lakehouse, DAY, DAY, config, interval=interval)
@@ -142,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     if got != expected:
         print(f"the parts wrote other rows than the whole day: {got} against {expected}")
         return 1
+    if ingested_parts != ingested_whole:
+        print(f"the ingest parts wrote other rows than the whole day's: {ingested_parts} against {ingested_whole}")
+        return 1
     if baselines != {(False, "snapshot"), (True, "carried")}:
         print(f"the parts did not continue one from another: {sorted(baselines)}")
         return 1
@@ -154,4 +215,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.parts} x the cheapest part / whole day: {floor / day:.2f}x (the parts' fixed cost)")
     print(f"the parts' commits: {made} x {commit:.2f} s (a small commit here) = {made * commit:.1f} s, "
           f"{made * commit / day:.2f}x the whole day: the floor of the parts as written")
+    ingest_day, ingest_hourly = min(ingest_whole), sum(ingest_parts)
+    print(f"ingest: the whole day {ingest_day:.1f} s (best of {args.reps}); {args.parts} parts {ingest_hourly:.1f} s "
+          f"(cheapest {min(ingest_parts):.1f} s): {ingest_hourly / ingest_day:.2f}x, "
+          f"{args.parts * min(ingest_parts) / ingest_day:.2f}x for {args.parts} x the cheapest; same rows in events, "
+          "quarantine and late_events")
+    print(f"the day's three jobs: {args.parts} parts / whole day: "
+          f"{(ingest_hourly + hourly) / (ingest_day + day):.2f}x (target <= {TARGET:.0f}x)")
     return 0
