@@ -263,8 +263,8 @@ GENERATED_CODE = {2}
 CUTS = {1: (6, 13), 2: (9, 20), 7: (5, 17)}
 # Their landings arrive in hour folders of these hours and in the day's folder (the day's end).
 PART_HOURS = (2, 5, 6, 9, 13, 17, 20)
-# Case 7's windows (and the cut day's ingest) run the middle part first (from midnight: the part before it has not run),
-# then the last (continuing from the middle's state), then the first.
+# Case 7's windows (and the cut day's ingest) run the middle part first (from midnight: the part
+# before it has not run), then the last (continuing from the middle's state), then the first.
 ORDER = {7: (1, 2, 0)}
 
 
