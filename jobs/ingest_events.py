@@ -242,29 +242,40 @@ def refuse_below_a_day(config: PipelineConfig, interval: RunInterval | None, fir
 
 def _parts(spark: SparkSession, lakehouse: str, interval: RunInterval) -> Parts:
     """The parts the run of ``interval`` reads and replaces: its own, and every later part of
-    its day already written (``Parts``), found by one aggregate over the day's rows."""
+    its day already written (``Parts``)."""
     end = arrival_parts.day_end(interval.day)
     through = end if interval.until >= end else interval.until - timedelta(microseconds=1)
-    epoch, micro = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
-    # in epoch microseconds: a collected timestamp would be in the local time zone
-    later = [rows.select(F.unix_micros("arrival_part").alias("at")).where(F.col("at") > (through - epoch) // micro)
-             for rows in _day_rows(spark, lakehouse, interval.day, EVENTS, QUARANTINE, LATE_EVENTS)]
-    if through < end and later:
-        written = reduce(DataFrame.unionByName, later).agg(F.max("at")).first()[0]
-        if written is not None:
-            through = epoch + written * micro
+    if through < end:
+        through = max(through, _last_part_written(spark, lakehouse, interval.day) or through)
     return Parts(interval.day, interval.start, through)
+
+
+def _last_part_written(spark: SparkSession, lakehouse: str, day: date) -> datetime | None:
+    """The latest ``arrival_part`` of ``day`` the tables ingest writes hold, from the Delta log's
+    file statistics (no data read: 1.8 s of an hour's 5.8 s as a Spark aggregate, at 4,000 events
+    a day), exact for a part's whole minutes; one aggregate where a file has no statistics."""
+    tables = [t for t in (EVENTS, QUARANTINE, LATE_EVENTS) if delta_io.table_exists(t.path(lakehouse))]
+    files = [f for t in tables for f in delta_io.file_ranges(t.path(lakehouse), ["arrival_part"],
+                                                                 partition_filters=_day_of(t, day))]
+    if all(f is not None for f in files):
+        latest = max((f["arrival_part"][1] for f in files), default=None)
+        return None if latest is None else latest.replace(tzinfo=UTC) if latest.tzinfo is None else latest
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)  # epoch microseconds: a collected timestamp would be in local time
+    parts = [rows.select(F.unix_micros("arrival_part").alias("at")) for rows in _day_rows(spark, lakehouse, day, *tables)]
+    latest = reduce(DataFrame.unionByName, parts).agg(F.max("at")).first()[0]
+    return None if latest is None else epoch + latest * timedelta(microseconds=1)
+
+
+def _day_of(table: Table, day: date) -> list[tuple[str, str, object]]:
+    """The partitions of ``table`` ingest writes for arrival day ``day`` (late_events: its own
+    reason's only, the partials job writes the table too)."""
+    return [*day_filter("arrival_date", day, day), *([("reason", "=", LATE_REASON)] if table == LATE_EVENTS else [])]
 
 
 def _day_rows(spark: SparkSession, lakehouse: str, day: date, *tables: Table) -> list[DataFrame]:
     """The rows ingest wrote for arrival day ``day`` into each of ``tables`` that exists."""
-    found = []
-    for table in tables:
-        if delta_io.table_exists(table.path(lakehouse)):
-            late = [("reason", "=", LATE_REASON)] if table == LATE_EVENTS else []  # the partials job writes it too
-            found.append(delta_io.read_table(spark, table.path(lakehouse),
-                                             partition_filters=[*day_filter("arrival_date", day, day), *late]))
-    return found
+    return [delta_io.read_table(spark, t.path(lakehouse), partition_filters=_day_of(t, day))
+            for t in tables if delta_io.table_exists(t.path(lakehouse))]
 
 
 def _held_before(spark: SparkSession, lakehouse: str, parts: Parts) -> DataFrame | None:
