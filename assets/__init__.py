@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import dagster as dg
 
 from assets.events import build_events_assets, build_source_spec
@@ -18,6 +20,14 @@ def build_assets(configured: PipelineConfig | Deployment) -> list[dg.AssetsDefin
     then each group's partials and windows (their lateness and windows shape the mappings), and
     ``spine_values`` and ``online_values`` where a group configures a spine and a store."""
     deployment = Deployment.of(configured)
+    # BackfillPolicy.single_run makes a range of days one run; the parameter is beta in Dagster
+    # 1.13, and its warning (one per asset on every load of the code) is silenced here only.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Parameter `backfill_policy`", category=dg.BetaWarning)
+        return _build(deployment)
+
+
+def _build(deployment: Deployment) -> list[dg.AssetsDefinition | dg.AssetSpec]:
     ingests = [built for ingest in deployment.ingests
                for built in (build_events_assets(ingest), build_source_spec(ingest)) if built is not None]
     groups = [built for group in deployment.groups

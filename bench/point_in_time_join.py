@@ -192,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
                 results[name].append(seconds)
     best = {name: min(times) for name, times in results.items()}
     rows_in = spine_rows + changes + snapshots
-    print(f"\n| spine rows | rows in (spine + change points + snapshots) | floor (read spine, write output) | join | join / floor |")
-    print(f"|---:|---:|---:|---:|---:|")
+    print("\n| spine rows | rows in (spine + change points + snapshots) | floor (read spine, write output) | join | join / floor |")
+    print("|---:|---:|---:|---:|---:|")
     print(f"| {spine_rows:,} | {rows_in:,} | {best['floor']:.2f} s | {best['join']:.2f} s | "
           f"{best['join'] / best['floor']:.2f}x |")
     print(f"(best of {args.repeat}; all rounds: floor {', '.join(f'{t:.2f}' for t in results['floor'])}; "

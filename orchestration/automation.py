@@ -134,7 +134,7 @@ def build_landing_sensor(partitions: dg.DailyPartitionsDefinition,
         if seen and all(isinstance(v, str) for v in seen.values()):  # one landing root's, as cursors were
             seen = {lakehouse.landing_root: seen}
         valid = set(partitions.get_partition_keys())
-        now, requests, missing = {}, [], []
+        now, requests, missing, waiting = {}, [], [], set()
         for ingest, keys in zip(landings, targets):
             root = ingest.source.landing if ingest.source is not None else lakehouse.landing_root
             if not os.path.isdir(root):
@@ -142,8 +142,14 @@ def build_landing_sensor(partitions: dg.DailyPartitionsDefinition,
                 continue
             before, now[root] = seen.get(root, {}), {}
             ingested = context.instance.get_materialized_partitions(keys[0])
+            under_way = days_under_way(context.instance, keys[0], partitions)
             for name in sorted(os.listdir(root)):
                 if name not in valid or not os.path.isdir(os.path.join(root, name)):
+                    continue
+                if under_way is None or name in under_way:  # looked at again once that run ends
+                    waiting.add(name)
+                    if name in before:
+                        now[root][name] = before[name]
                     continue
                 now[root][name] = folder_fingerprint(os.path.join(root, name))
                 if (name in before and before[name] != now[root][name]) or name not in ingested:
@@ -154,7 +160,39 @@ def build_landing_sensor(partitions: dg.DailyPartitionsDefinition,
         if requests:
             return requests
         return dg.SkipReason("; ".join([*(f"no landing folder at {r}" for r in missing),
+                                        *([f"{len(waiting)} days are being ingested by a run or backfill"]
+                                          if waiting else []),
                                         *(["no new or changed landing folders"] if len(missing) < len(landings)
                                           else [])]))
 
     return landing_sensor
+
+
+_UNDER_WAY = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+              dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+
+
+def days_under_way(instance: dg.DagsterInstance, asset_key: dg.AssetKey,
+                   partitions: dg.DailyPartitionsDefinition) -> set[str] | None:
+    """The days of ``asset_key`` that a run not yet ended will materialise; None while a backfill
+    of it is under way (its runs are launched in turn: any day may be next).
+
+    The sensor leaves those days alone, or a backfill launched from the UI over days not yet
+    ingested would have each of them ingested twice, the second time by a run of the sensor's.
+    Dagster 1.13 has no public filter of backfills by status, so the newest 50 are read.
+    """
+    for backfill in instance.get_backfills(limit=50):
+        if backfill.status.value in ("REQUESTED", "CANCELING", "FAILING") and \
+                asset_key in (backfill.asset_selection or ()):
+            return None
+    days: set[str] = set()
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=_UNDER_WAY)):
+        if run.asset_selection is not None and asset_key not in run.asset_selection:
+            continue
+        tags = run.tags
+        if "dagster/partition" in tags:
+            days.add(tags["dagster/partition"])
+        elif "dagster/asset_partition_range_start" in tags:
+            days.update(partitions.get_partition_keys_in_range(dg.PartitionKeyRange(
+                tags["dagster/asset_partition_range_start"], tags["dagster/asset_partition_range_end"])))
+    return days

@@ -1,10 +1,12 @@
 """The main job on a laptop: demo events -> every asset over the demo's days -> checks -> summary.
 
-Runs through Dagster against the instance in ``DAGSTER_HOME`` (``./.dagster_home`` by default),
-so ``bash run.sh dev`` afterwards shows every materialisation and check result of this run. The
-daily partitions are the demo's days: it sets ``PANES_START_DATE`` and ``PANES_END_DATE`` to its
-first and last day, here and in ``./.env`` (which ``bash run.sh dev`` reads), so the UI shows no
-missing partition before or after the data.
+It launches a backfill of every asset over its days, as a user would from the UI, into the
+instance in ``DAGSTER_HOME`` (``./.dagster_home`` by default), and runs ``dagster-daemon`` until
+the backfill has ended: ``bash run.sh dev`` afterwards shows the backfill, its one run (a range
+of days is one run: every asset's backfill policy) and every materialisation and check result.
+The daily partitions are the demo's days: it sets ``PANES_START_DATE`` and ``PANES_END_DATE`` to
+its first and last day, here and in ``./.env`` (which ``bash run.sh dev`` reads, with the
+landing folder and lakehouse), so the UI shows no missing partition before or after the data.
 
 It also writes a table of purchases (``./purchases``, Parquet), the second source, and a small
 spine of labelled moments (``./spine``). Without ``--config`` it runs two feature groups:
@@ -34,6 +36,7 @@ from pathlib import Path
 from jobs.cli import documented_parser
 
 DEFAULT_START = date(2025, 1, 27)
+WORKSPACE = Path(__file__).resolve().parents[1] / "workspace.yaml"
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -95,28 +98,35 @@ def main(argv: list[str] | None = None) -> int:
                                      seed=args.seed)
     print(f"wrote a table of {bought} purchases under {purchases}", flush=True)
     partitions = {"PANES_START_DATE": first.isoformat(), "PANES_END_DATE": last.isoformat(),
-                  "PANES_CONFIG": str(Path(config_path).resolve())}
+                  "PANES_CONFIG": str(Path(config_path).resolve()),
+                  "PANES_LANDING": str(landing), "PANES_LAKEHOUSE": str(lakehouse)}
     os.environ.update(partitions)
     set_in_env_file(Path(".env"), partitions)
     print(f"daily partitions {first} .. {last}, configuration {config_path} (PANES_START_DATE, PANES_END_DATE, "
-          "PANES_CONFIG in ./.env)", flush=True)
+          "PANES_CONFIG, PANES_LANDING and PANES_LAKEHOUSE in ./.env)", flush=True)
 
     import dagster as dg
 
+    from orchestration.backfill import BackfillError, follow, launch_backfill, running_daemon
     from orchestration.ci_checks import exit_code, expected_checks, print_table, rows_of
     from orchestration.definitions import build_definitions
     from orchestration.report import print_ingest, print_joined_spine, print_summary
 
     defs = build_definitions(deployment, landing_root=str(landing), lakehouse_root=str(lakehouse))
-    job = defs.resolve_job_def("daily_pipeline")
-    print(f"materialising every asset for {first} .. {last} as one backfill run ...", flush=True)
-    result = job.execute_in_process(
-        instance=dg.DagsterInstance.get(),
-        tags={"dagster/asset_partition_range_start": first.isoformat(),
-              "dagster/asset_partition_range_end": last.isoformat()},
-        run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
-        raise_on_error=False,
-    )
+    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    instance = dg.DagsterInstance.get()
+    daemon_log = Path(os.environ["DAGSTER_HOME"]) / "daemon.log"
+    try:
+        backfill_id = launch_backfill(WORKSPACE, sorted(defs.resolve_asset_graph().materializable_asset_keys),
+                                      [d.isoformat() for d in days], title=f"demo {first} .. {last}",
+                                      env=os.environ)
+        print(f"launched backfill {backfill_id} of every asset for {first} .. {last}, as the UI launches one; "
+              f"dagster-daemon runs it (its log: {daemon_log})", flush=True)
+        with running_daemon(WORKSPACE, os.environ, daemon_log) as daemon:
+            runs = follow(instance, backfill_id, daemon, say=lambda line: print(line, flush=True))
+    except BackfillError as err:
+        print(f"demo: {err}", file=sys.stderr)
+        return 1
     if deployment.grouped:
         for ingest in deployment.ingests:
             print_ingest(lakehouse, ingest)
@@ -124,11 +134,13 @@ def main(argv: list[str] | None = None) -> int:
         print_summary(lakehouse, group, [])
     if deployment.spine is not None:
         print_joined_spine(lakehouse, deployment)
-    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
-    rows = rows_of(result.get_asset_check_evaluations(), expected_checks(defs, config), days)
+    evaluations = [r.event_log_entry.dagster_event.event_specific_data for run in runs
+                   for r in instance.get_records_for_run(
+                       run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records]
+    rows = rows_of(evaluations, expected_checks(defs, config), days)
     print("\nasset checks, per daily partition (ERROR checks block what is downstream; WARN only report)")
     print_table(rows)
-    code = exit_code(rows, result.success)
+    code = exit_code(rows, bool(runs) and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs))
     print(f"{'done' if code == 0 else 'FAILED'} in {time.monotonic() - started:.0f}s; "
           f"see it in the UI: bash run.sh dev (DAGSTER_HOME={os.environ['DAGSTER_HOME']})")
     return code

@@ -111,6 +111,28 @@ def test_the_landing_sensor_ingests_each_landing_source_on_its_own(tmp_path):
     assert set(json.loads(cursor)) == {str(default), str(orders)}
 
 
+def test_the_landing_sensor_leaves_alone_the_days_a_run_is_ingesting(tmp_path):
+    """A run not yet ended that ingests a range (a backfill's run, or one launched by hand) has
+    its days skipped: the sensor would otherwise ingest each of them a second time. The days
+    keep their old fingerprint, so a file landing meanwhile is still seen once the run ends."""
+    landing = tmp_path / "landing"
+    for day in ("2025-01-02", "2025-01-03", "2025-01-04"):
+        (landing / day).mkdir(parents=True)
+    defs = build_definitions(PipelineConfig(), landing_root=str(landing), lakehouse_root=str(tmp_path / "lake"))
+    sensor = defs.resolve_sensor_def("landing_sensor")
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_run(dg.DagsterRun(job_name="__ASSET_JOB", status=dg.DagsterRunStatus.STARTED,
+                                   asset_selection=frozenset({dg.AssetKey("events"), dg.AssetKey("quarantine")}),
+                                   tags={"dagster/asset_partition_range_start": "2025-01-02",
+                                         "dagster/asset_partition_range_end": "2025-01-03"}))
+    with dg.build_sensor_context(instance=instance, resources=defs.resources,
+                                 cursor=json.dumps({str(landing): {"2025-01-03": "before"}})) as context:
+        requests = list(sensor(context))
+        cursor = json.loads(context.cursor)[str(landing)]
+    assert [r.partition_key for r in requests] == ["2025-01-04"]
+    assert set(cursor) == {"2025-01-03", "2025-01-04"} and cursor["2025-01-03"] == "before"
+
+
 def test_a_days_fingerprint_changes_when_a_file_lands_in_any_of_its_folders(tmp_path):
     """An hour folder's new or changed file changes its day's fingerprint (the sensor ingests the
     day again); a day of plain files keeps the fingerprint it had before subfolders counted, and a
