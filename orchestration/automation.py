@@ -175,15 +175,16 @@ _UNDER_WAY = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.Da
 def days_under_way(instance: dg.DagsterInstance, asset_key: dg.AssetKey,
                    partitions: dg.DailyPartitionsDefinition) -> set[str] | None:
     """The days of ``asset_key`` that a run not yet ended will materialise; None while a backfill
-    of it is under way (its runs are launched in turn: any day may be next).
+    that may is under way (its runs are launched in turn: any day may be next).
 
     The sensor leaves those days alone, or a backfill launched from the UI over days not yet
     ingested would have each of them ingested twice, the second time by a run of the sensor's.
-    Dagster 1.13 has no public filter of backfills by status, so the newest 50 are read.
+    A backfill of a job (``daily_pipeline``, every asset) names no assets: it counts as one of
+    ingest. Dagster 1.13 has no public filter of backfills by status, so the newest 50 are read.
     """
     for backfill in instance.get_backfills(limit=50):
-        if backfill.status.value in ("REQUESTED", "CANCELING", "FAILING") and \
-                asset_key in (backfill.asset_selection or ()):
+        if backfill.status.value in ("REQUESTED", "CANCELING", "FAILING") and (
+                backfill.asset_selection is None or asset_key in backfill.asset_selection):
             return None
     days: set[str] = set()
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=_UNDER_WAY)):

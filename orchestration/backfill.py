@@ -1,4 +1,4 @@
-"""A backfill of the workspace's assets over a range of days, launched as the UI launches one.
+"""A backfill of a job of the workspace over a range of days, launched as the UI launches one.
 
 The run then belongs to the code location: the job's page, the Overview timeline and the
 Backfills page show it, with its partitions and backfill id. The backfill is launched with the
@@ -28,6 +28,7 @@ mutation Launch($params: LaunchBackfillParams!) {
     ... on LaunchBackfillSuccess { backfillId }
     ... on PythonError { message }
     ... on PartitionKeysNotFoundError { message }
+    ... on PartitionSetNotFoundError { message }
     ... on UnauthorizedError { message }
     ... on InvalidSubsetError { message }
   }
@@ -41,11 +42,15 @@ class BackfillError(RuntimeError):
     """The backfill could not be launched, or its daemon stopped before it ended."""
 
 
-def launch_backfill(workspace: Path, assets: Sequence[dg.AssetKey], days: Sequence[str], *,
-                    title: str, env: Mapping[str, str]) -> str:
-    """Ask for every partition of ``days`` of ``assets``; returns the backfill's id."""
-    params = {"assetSelection": [{"path": list(k.path)} for k in assets], "partitionNames": list(days),
-              "title": title}
+def launch_backfill(workspace: Path, job: str, days: Sequence[str], *, title: str, env: Mapping[str, str],
+                    location: str = "panes") -> str:
+    """Ask for the partitions ``days`` of the asset job ``job``, as its page's Backfill button
+    does; returns the backfill's id. Its runs are runs of that job, a range of days in each as
+    the assets' backfill policy allows (one run for panes' assets)."""
+    params = {"selector": {"partitionSetName": f"{job}_partition_set",
+                           "repositorySelector": {"repositoryLocationName": location,
+                                                  "repositoryName": "__repository__"}},
+              "partitionNames": list(days), "title": title}
     done = subprocess.run([str(BIN / "dagster-graphql"), "-w", str(workspace), "-t", _LAUNCH,
                            "-v", json.dumps({"params": params})],
                           cwd=workspace.parent, env=dict(env), capture_output=True, text=True)

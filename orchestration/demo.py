@@ -1,8 +1,8 @@
 """The main job on a laptop: demo events -> every asset over the demo's days -> checks -> summary.
 
-It launches a backfill of every asset over its days, as a user would from the UI, into the
-instance in ``DAGSTER_HOME`` (``./.dagster_home`` by default), and runs ``dagster-daemon`` until
-the backfill has ended: ``bash run.sh dev`` afterwards shows the backfill, its one run (a range
+It launches a backfill of the job ``daily_pipeline`` (every asset) over its days, as a user would
+from the job's page in the UI, into the instance in ``DAGSTER_HOME`` (``./.dagster_home`` by
+default), and runs ``dagster-daemon`` until the backfill has ended: ``bash run.sh dev`` afterwards shows the backfill, its one run (a range
 of days is one run: every asset's backfill policy) and every materialisation and check result.
 The daily partitions are the demo's days: it sets ``PANES_START_DATE`` and ``PANES_END_DATE`` to
 its first and last day, here and in ``./.env`` (which ``bash run.sh dev`` reads, with the
@@ -117,10 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     instance = dg.DagsterInstance.get()
     daemon_log = Path(os.environ["DAGSTER_HOME"]) / "daemon.log"
     try:
-        backfill_id = launch_backfill(WORKSPACE, sorted(defs.resolve_asset_graph().materializable_asset_keys),
-                                      [d.isoformat() for d in days], title=f"demo {first} .. {last}",
-                                      env=os.environ)
-        print(f"launched backfill {backfill_id} of every asset for {first} .. {last}, as the UI launches one; "
+        backfill_id = launch_backfill(WORKSPACE, "daily_pipeline", [d.isoformat() for d in days],
+                                      title=f"demo {first} .. {last}", env=os.environ)
+        print(f"launched backfill {backfill_id} of daily_pipeline (every asset) for {first} .. {last}, as its "
+              "page in the UI launches one; "
               f"dagster-daemon runs it (its log: {daemon_log})", flush=True)
         with running_daemon(WORKSPACE, os.environ, daemon_log) as daemon:
             runs = follow(instance, backfill_id, daemon, say=lambda line: print(line, flush=True))
