@@ -32,6 +32,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobs.ingest.arrival_parts import arrival_day_end
 from jobs.storage import delta_write
 from jobs.tables import EVENT_COLUMNS, EVENTS
 
@@ -76,7 +77,7 @@ def benchmark_events(spark: SparkSession, n: int, first_day: date, days: int, ke
     rows = (
         events.unionByName(resent)
         .withColumn("arrival_date", F.to_date("arrival_time"))
-        .withColumn("arrival_part", F.date_add("arrival_date", 1).cast("timestamp"))  # no hour folders: the day's end
+        .withColumn("arrival_part", arrival_day_end())  # no hour folders: the day's end
         .withColumn("source_file", F.format_string("bench/%s/events.json", F.col("arrival_date").cast("string")))
         .withColumn("line", (F.col("id") + 1).cast("int"))  # one file per arrival day: ids are unique in it
     )

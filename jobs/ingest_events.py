@@ -89,7 +89,7 @@ def read_input(spark: SparkSession, landing: str | None, config: PipelineConfig,
     configuration's own (``source: {landing: ...}``) wins."""
     if config.source is not None and config.source.is_table:
         return (table_source.read_records(spark, config, config.value_field, first, last)
-                .withColumn("arrival_part", F.date_add("arrival_date", 1).cast("timestamp")))
+                .withColumn("arrival_part", arrival_parts.arrival_day_end()))
     return read_landing(spark, config.source.landing if config.source is not None else landing, first, last, parts)
 
 

@@ -34,6 +34,11 @@ def day_end(day: date) -> datetime:
     return midnight(day) + timedelta(days=1)
 
 
+def arrival_day_end() -> Column:
+    """``day_end`` of each row's ``arrival_date``, in Spark: the part of a row no part folder holds."""
+    return F.date_add("arrival_date", 1).cast("timestamp")
+
+
 def folder_time(day: date, name: str) -> datetime | None:
     """The time a folder directly under the day's folder stands for, None if it is no part folder."""
     found = re.fullmatch(PART_NAME, name)

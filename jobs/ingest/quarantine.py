@@ -6,6 +6,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from jobs.ingest.arrival_parts import arrival_day_end
 from jobs.ingest.parse import ONLY_BLANKS
 from windowing_core import field_types
 from windowing_core.config import PipelineConfig
@@ -45,7 +46,7 @@ def quarantine_reasons(config: PipelineConfig) -> list[str]:
 
 
 def _reason(config: PipelineConfig) -> Column:
-    arrival_day_end = F.date_add("arrival_date", 1).cast("timestamp")
+    day_end = arrival_day_end()
     checks = [
         (~F.col("is_object"), "malformed_json"),
         (F.col("key_kind").isNull() | (F.col("key_kind") == "VOID")
@@ -54,7 +55,7 @@ def _reason(config: PipelineConfig) -> Column:
         (F.col("timestamp_text").isNull(), "missing_timestamp"),
         (F.col("event_time").isNull(), "unparseable_timestamp"),
         ((F.col("event_time") < F.lit("1970-01-01").cast("timestamp"))
-         | (F.col("event_time") >= arrival_day_end), "timestamp_out_of_range"),
+         | (F.col("event_time") >= day_end), "timestamp_out_of_range"),
     ]
     reason = F.coalesce(*[F.col(f"_problem_{i}") for i in range(len(config.source_fields))],
                         F.lit(None).cast("string"))  # the first field with a problem
