@@ -105,7 +105,8 @@ def follow(instance: dg.DagsterInstance, backfill_id: str, daemon: subprocess.Po
         backfill = instance.get_backfill(backfill_id)
         runs_done = bool(runs) and all(r.status in _DONE for r in runs)
         if backfill is not None and backfill.status.value not in _UNDER_WAY and (runs_done or not runs):
-            say(f"backfill {backfill_id}: {backfill.status.value.lower().replace('_', ' ')}")
+            say(f"backfill {backfill_id}: {backfill.status.value.lower().replace('_', ' ')}"
+                + (f": {backfill.error.message.strip()}" if backfill.error is not None else ""))
             return runs
         if runs_done and not said_waiting:
             say("waiting for the daemon to mark the backfill ended (its next iteration, within 30 s)")

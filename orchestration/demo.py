@@ -2,8 +2,9 @@
 
 It launches a backfill of the job ``daily_pipeline`` (every asset) over its days, as a user would
 from the job's page in the UI, into the instance in ``DAGSTER_HOME`` (``./.dagster_home`` by
-default), and runs ``dagster-daemon`` until the backfill has ended: ``bash run.sh dev`` afterwards shows the backfill, its one run (a range
-of days is one run: every asset's backfill policy) and every materialisation and check result.
+default), and runs ``dagster-daemon`` until the backfill has ended: ``bash run.sh dev`` afterwards
+shows the backfill, its one run (a range of days is one run: every asset's backfill policy) and
+every materialisation and check result.
 The daily partitions are the demo's days: it sets ``PANES_START_DATE`` and ``PANES_END_DATE`` to
 its first and last day, here and in ``./.env`` (which ``bash run.sh dev`` reads, with the
 landing folder and lakehouse), so the UI shows no missing partition before or after the data.
@@ -120,8 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         backfill_id = launch_backfill(WORKSPACE, "daily_pipeline", [d.isoformat() for d in days],
                                       title=f"demo {first} .. {last}", env=os.environ)
         print(f"launched backfill {backfill_id} of daily_pipeline (every asset) for {first} .. {last}, as its "
-              "page in the UI launches one; "
-              f"dagster-daemon runs it (its log: {daemon_log})", flush=True)
+              f"page in the UI launches one; dagster-daemon runs it (its log: {daemon_log})", flush=True)
         with running_daemon(WORKSPACE, os.environ, daemon_log) as daemon:
             runs = follow(instance, backfill_id, daemon, say=lambda line: print(line, flush=True))
     except BackfillError as err:
