@@ -1,4 +1,4 @@
-"""Take the README's two screenshots of the Dagster UI (docs/images/) in a real, headless Chromium.
+"""Take the docs' screenshots of the Dagster UI (docs/images/) in a real, headless Chromium.
 
 To retake them, run `bash run.sh demo`, then `bash run.sh dev` (the UI on http://127.0.0.1:3000),
 then `python docs/screenshots.py` with Playwright for Python installed outside the project's .venv
@@ -87,6 +87,14 @@ def check_page(page: Page, path: Path) -> None:
     page.screenshot(path=path)
 
 
+def backfill(page: Page, path: Path) -> None:
+    """The Backfills page: the demo's backfill of daily_pipeline, its partitions and status."""
+    page.goto(f"{UI}/overview/backfills")
+    settle(page, page.get_by_text("daily_pipeline_partition_set").first, page.get_by_text("Success").first)
+    skip_welcome(page)
+    page.screenshot(path=path)
+
+
 def shrink(path: Path) -> None:
     """Quantise to a 256-colour palette where the PNG is larger than MAX_BYTES (UI colours are few)."""
     if path.stat().st_size > MAX_BYTES:
@@ -104,7 +112,8 @@ def main() -> None:
             localStorage.setItem('dagster-nav-collapsed', 'true');
             localStorage.setItem('asset-node-facets', JSON.stringify(['checks', 'partitions', 'status']));
         """)
-        for take, name in [(asset_graph, "ui-asset-graph.png"), (check_page, "ui-asset-checks.png")]:
+        for take, name in [(asset_graph, "ui-asset-graph.png"), (check_page, "ui-asset-checks.png"),
+                           (backfill, "ui-backfill.png")]:
             page = context.new_page()  # a fresh page each: nothing of the last one's layout carries over
             take(page, IMAGES / name)
             page.close()
