@@ -18,6 +18,7 @@ import dagster as dg
 
 from assets.keys import key
 from assets.resources import LakehouseResource
+from orchestration.backfill import UNDER_WAY as backfill_under_way
 from jobs.tables import EVENTS, INGEST_ASSETS, QUARANTINE
 from windowing_core.config import PipelineConfig
 
@@ -168,7 +169,7 @@ def build_landing_sensor(partitions: dg.DailyPartitionsDefinition,
     return landing_sensor
 
 
-_UNDER_WAY = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+_RUNS_UNDER_WAY = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
               dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 
 
@@ -183,11 +184,11 @@ def days_under_way(instance: dg.DagsterInstance, asset_key: dg.AssetKey,
     ingest. Dagster 1.13 has no public filter of backfills by status, so the newest 50 are read.
     """
     for backfill in instance.get_backfills(limit=50):
-        if backfill.status.value in ("REQUESTED", "CANCELING", "FAILING") and (
+        if backfill.status.value in backfill_under_way and (
                 backfill.asset_selection is None or asset_key in backfill.asset_selection):
             return None
     days: set[str] = set()
-    for run in instance.get_runs(filters=dg.RunsFilter(statuses=_UNDER_WAY)):
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=_RUNS_UNDER_WAY)):
         if run.asset_selection is not None and asset_key not in run.asset_selection:
             continue
         tags = run.tags

@@ -34,7 +34,7 @@ mutation Launch($params: LaunchBackfillParams!) {
   }
 }"""
 
-_UNDER_WAY = ("REQUESTED", "CANCELING", "FAILING")  # a backfill's statuses before it ends
+UNDER_WAY = ("REQUESTED", "CANCELING", "FAILING")  # a backfill's statuses before it ends
 _DONE = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 
 
@@ -104,7 +104,7 @@ def follow(instance: dg.DagsterInstance, backfill_id: str, daemon: subprocess.Po
                     say(line)
         backfill = instance.get_backfill(backfill_id)
         runs_done = bool(runs) and all(r.status in _DONE for r in runs)
-        if backfill is not None and backfill.status.value not in _UNDER_WAY and (runs_done or not runs):
+        if backfill is not None and backfill.status.value not in UNDER_WAY and (runs_done or not runs):
             say(f"backfill {backfill_id}: {backfill.status.value.lower().replace('_', ' ')}"
                 + (f": {backfill.error.message.strip()}" if backfill.error is not None else ""))
             return runs
