@@ -6,13 +6,14 @@ from dagster_pyspark import PySparkResource
 
 from assets.day_metadata import add_day_metadata
 from assets.keys import key, table_spec
-from assets.partitions import daily_partitions, day_range
+from assets.partitions import partitions_of, runs
 from assets.resources import LakehouseResource
-from assets.spark_launch import SparkLaunchResource, job_days
+from assets.spark_launch import SparkLaunchResource
 from assets.spark_work import SPARK_POOL
 from jobs import ingest_events
 from jobs.tables import EVENTS, QUARANTINE, SOURCE_ASSET, op_name, root
 from windowing_core.config import PipelineConfig
+from windowing_core.window_spec import DAY_SECONDS
 
 
 def build_source_spec(config: PipelineConfig) -> dg.AssetSpec | None:
@@ -40,47 +41,54 @@ def build_events_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                        description="Accepted events by arrival day, deduplicated by event_id."),
             table_spec(QUARANTINE, config, "ingest", description="Rejected raw records with the reason."),
         ],
-        partitions_def=daily_partitions,
+        partitions_def=partitions_of(config),
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SPARK_POOL,
     )
     def ingest(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource,
                spark_launch: SparkLaunchResource):
-        first, last = day_range(context)
-        days = f"{first} .. {last}"
         tables = root(lakehouse.lakehouse_root, config)
-        result = ingest_events.IngestResult.from_report(spark_launch.run(
-            context, pyspark, f"ingest_events {days}", "ingest_events",
-            ["--landing", lakehouse.landing_root, *job_days(lakehouse.lakehouse_root, first, last)], config,
-            lambda spark: ingest_events.ingest(spark, lakehouse.landing_root, tables, first, last,
-                                               config).to_report()))
-        context.log.info(f"ingested arrival days {days}: {result.input_records} records, {result.accepted} "
-                         f"accepted, {result.quarantined} quarantined, {result.duplicates} duplicates, "
-                         f"{result.late} late beyond the allowed lateness")
-        # Each arrival day's own counts; ``arrival_days`` says which days the counts cover (the
-        # ``input_records_reconcile`` check reads them back).
-        add_day_metadata(context, events, {day: {
-            "dagster/row_count": counts.accepted,
-            "arrival_days": f"{day} .. {day}",
-            "input_records": counts.input_records,
-            "input_files": counts.files,
-            "accepted": counts.accepted,
-            "quarantined": counts.quarantined,
-            "duplicates": counts.duplicates,
-            "late_beyond_allowed_lateness": counts.late,
-            "reconciles": counts.reconciles,
-        } for day, counts in result.by_day.items()})
-        add_day_metadata(context, quarantine, {day: {
-            "dagster/row_count": counts.quarantined,
-            "by_reason": dg.MetadataValue.json(counts.quarantined_by_reason),
-        } for day, counts in result.by_day.items()})
+        planned, results = runs(context), []
+        for run in planned:
+            result = ingest_events.IngestResult.from_report(spark_launch.run(
+                context, pyspark, f"ingest_events {run}", "ingest_events",
+                ["--landing", lakehouse.landing_root, *run.argv(lakehouse.lakehouse_root)], config,
+                lambda spark, run=run: ingest_events.ingest(spark, lakehouse.landing_root, tables, run.first,
+                                                            run.last, config, run.interval).to_report()))
+            context.log.info(f"ingested arrival {result.parts or f'days {run}'}: {result.input_records} records, "
+                             f"{result.accepted} accepted, {result.quarantined} quarantined, {result.duplicates} "
+                             f"duplicates, {result.late} late beyond the allowed lateness")
+            results.append(result)
+        if config.partition == DAY_SECONDS:
+            # Each arrival day's own counts; ``arrival_days`` says which days the counts cover
+            # (the ``input_records_reconcile`` check reads them back).
+            by_day = {day: counts for result in results for day, counts in result.by_day.items()}
+            add_day_metadata(context, events, {day: {
+                "dagster/row_count": counts.accepted,
+                "arrival_days": f"{day} .. {day}",
+                "input_records": counts.input_records,
+                "input_files": counts.files,
+                "accepted": counts.accepted,
+                "quarantined": counts.quarantined,
+                "duplicates": counts.duplicates,
+                "late_beyond_allowed_lateness": counts.late,
+                "reconciles": counts.reconciles,
+            } for day, counts in by_day.items()})
+            add_day_metadata(context, quarantine, {day: {
+                "dagster/row_count": counts.quarantined,
+                "by_reason": dg.MetadataValue.json(counts.quarantined_by_reason),
+            } for day, counts in by_day.items()})
+        read = "; ".join(result.parts or f"{run}" for result, run in zip(results, planned))
+        totals = {name: sum(getattr(r, name) for r in results)
+                  for name in ("input_records", "accepted", "quarantined", "duplicates", "late")}
         yield dg.MaterializeResult(asset_key=events, metadata={
-            "run_arrival_days": days,
+            "run_arrival_days": read,
+            **({f"run_{name}": n for name, n in totals.items()} if config.partition != DAY_SECONDS else {}),
             "source": config.source.location if config.source is not None else lakehouse.landing_root,
             "path": dg.MetadataValue.path(EVENTS.path(tables)),
         })
         yield dg.MaterializeResult(asset_key=quarantine, metadata={
-            "run_arrival_days": days,
+            "run_arrival_days": read,
             "path": dg.MetadataValue.path(QUARANTINE.path(tables)),
         })
 

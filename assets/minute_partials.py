@@ -8,9 +8,9 @@ from dagster_pyspark import PySparkResource
 
 from assets.day_metadata import add_day_metadata, rows_by_day
 from assets.keys import key, table_spec
-from assets.partitions import arrivals_of_event_day, daily_partitions, day_range
+from assets.partitions import arrivals_of_event_day, partitions_of, runs
 from assets.resources import LakehouseResource
-from assets.spark_launch import SparkLaunchResource, job_days
+from assets.spark_launch import SparkLaunchResource
 from assets.spark_work import SPARK_POOL
 from jobs import tables
 from jobs import minute_partials as job
@@ -25,6 +25,7 @@ from jobs.tables import (
 )
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig, reads_day_tiles
+from windowing_core.window_spec import DAY_SECONDS
 
 
 def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
@@ -46,46 +47,56 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
     @dg.multi_asset(
         name=op_name("partials", config),
         specs=specs,
-        partitions_def=daily_partitions,
+        partitions_def=partitions_of(config),
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SPARK_POOL,
     )
     def partials(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource,
                  spark_launch: SparkLaunchResource):
-        first, last = day_range(context)
         root = tables.root(lakehouse.lakehouse_root, config)
-        written = spark_launch.run(context, pyspark, f"partials {first} .. {last}", "minute_partials",
-                                   job_days(lakehouse.lakehouse_root, first, last), config,
-                                   lambda spark: job.run(spark, root, first, last, config))
+        planned = runs(context)
+        written = [spark_launch.run(context, pyspark, f"partials {run}", "minute_partials",
+                                    run.argv(lakehouse.lakehouse_root), config,
+                                    lambda spark, run=run: job.run(spark, root, run.first, run.last, config,
+                                                                   interval=run.interval))
+                   for run in planned]
+        first, last = planned[0].first, planned[-1].last
         arrival_days = job.arrival_days(first, last, config)
-        shared = {"event_days": f"{first} .. {last}",
+        shared = {"event_days": "; ".join(str(run) for run in planned),
                   "arrival_days_read": f"{arrival_days[0]} .. {arrival_days[1]}"}
+
+        def total(name: str) -> int:
+            return sum(w[name] or 0 for w in written)
+
         event_days = day_list(first, last)
-        late_path = LATE_EVENTS.path(root)
-        late = (rows_by_day(late_path, "event_date", event_days, ("reason", "=", job.BEHIND_WATERMARK))
-                if delta_io.table_exists(late_path) else dict.fromkeys(event_days, 0))
-        add_day_metadata(context, key(MINUTE_PARTIALS.name, config), {
-            day: {"dagster/row_count": rows, "late_behind_watermark": late[day]}
-            for day, rows in rows_by_day(MINUTE_PARTIALS.path(root), "event_date", event_days).items()})
+        by_day = config.partition == DAY_SECONDS  # a day's counts are a partition's only where it is one
+        if by_day:
+            late_path = LATE_EVENTS.path(root)
+            late = (rows_by_day(late_path, "event_date", event_days, ("reason", "=", job.BEHIND_WATERMARK))
+                    if delta_io.table_exists(late_path) else dict.fromkeys(event_days, 0))
+            add_day_metadata(context, key(MINUTE_PARTIALS.name, config), {
+                day: {"dagster/row_count": rows, "late_behind_watermark": late[day]}
+                for day, rows in rows_by_day(MINUTE_PARTIALS.path(root), "event_date", event_days).items()})
         yield dg.MaterializeResult(asset_key=key(MINUTE_PARTIALS.name, config), metadata={
-            "rows_written_in_run": written["rows_written"], **shared,
-            "files_written": written["files_written"],
-            "table_version": written["table_version"],
-            "writer": written["writer"],
+            "rows_written_in_run": total("rows_written"), **shared,
+            "files_written": total("files_written"),
+            "table_version": written[-1]["table_version"],
+            "writer": written[-1]["writer"],
             "path": dg.MetadataValue.path(MINUTE_PARTIALS.path(root)),
         })
         if config.places_by_arrival:
             yield dg.MaterializeResult(asset_key=key(ARRIVAL_PARTIALS.name, config), metadata={
-                "dagster/row_count": written["arrival_rows_written"], **shared,
+                "dagster/row_count": total("arrival_rows_written"), **shared,
                 "path": dg.MetadataValue.path(ARRIVAL_PARTIALS.path(root)),
             })
         if not tiles:
             return
-        add_day_metadata(context, key(DAILY_PARTIALS.name, config), {
-            day: {"dagster/row_count": rows}
-            for day, rows in rows_by_day(DAILY_PARTIALS.path(root), "event_date", event_days).items()})
+        if by_day:
+            add_day_metadata(context, key(DAILY_PARTIALS.name, config), {
+                day: {"dagster/row_count": rows}
+                for day, rows in rows_by_day(DAILY_PARTIALS.path(root), "event_date", event_days).items()})
         yield dg.MaterializeResult(asset_key=key(DAILY_PARTIALS.name, config), metadata={
-            "rows_written_in_run": written["daily_rows_written"], **shared,
+            "rows_written_in_run": total("daily_rows_written"), **shared,
             "path": dg.MetadataValue.path(DAILY_PARTIALS.path(root)),
         })
 

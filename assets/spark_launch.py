@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
-from datetime import date
 from pathlib import Path
 
 import dagster as dg
@@ -92,11 +91,6 @@ class SparkLaunchResource(dg.ConfigurableResource):
         if not results:
             raise dg.Failure(f"{job} ended without reporting its result through Dagster Pipes")
         return results[-1]
-
-
-def job_days(lakehouse_root: str, first: date, last: date) -> list[str]:
-    """The command-line arguments every job takes: the lakehouse and the days."""
-    return ["--lakehouse", lakehouse_root, "--date", first.isoformat(), "--until", last.isoformat()]
 
 
 def _pyspark_home() -> str:

@@ -11,9 +11,9 @@ from dagster_pyspark import PySparkResource
 
 from assets.day_metadata import add_day_metadata, rows_by_day
 from assets.keys import key
-from assets.partitions import daily_partitions, day_range, partials_of_spine_day, windows_of_spine_day
+from assets.partitions import Run, daily_partitions, day_range, partials_of_spine_day, windows_of_spine_day
 from assets.resources import LakehouseResource
-from assets.spark_launch import SparkLaunchResource, job_days
+from assets.spark_launch import SparkLaunchResource
 from assets.spark_work import SPARK_POOL
 from jobs import point_in_time_join, tables
 from jobs.as_of.reading import Reading
@@ -82,7 +82,7 @@ def _spine_asset(asset_key: dg.AssetKey, group: str, spine: SpineSpec, deps: lis
         root = root_of(lakehouse.lakehouse_root)
         result = spark_launch.run(
             context, pyspark, f"spine_values {first} .. {last}", "point_in_time_join",
-            job_days(lakehouse.lakehouse_root, first, last),
+            Run(first, last).argv(lakehouse.lakehouse_root),
             config, lambda spark: point_in_time_join.run(spark, root, SPINE_VALUES.path(root), spine, config,
                                                          first, last))
         add_day_metadata(context, asset_key, {

@@ -10,10 +10,10 @@ from dagster_pyspark import PySparkResource
 from assets.day_metadata import add_day_metadata, rows_by_day
 from assets.keys import key, table_spec
 from assets.partitions import (
-    arrivals_of_event_day, daily_partitions, day_range, frames_of_window_day, reach_days,
+    arrivals_of_event_day, frames_of_window_day, partitions_of, reach_days, runs,
 )
 from assets.resources import LakehouseResource
-from assets.spark_launch import SparkLaunchResource, job_days
+from assets.spark_launch import SparkLaunchResource
 from assets.spark_work import SPARK_POOL
 from jobs import sliding_windows, tables
 from jobs.storage import delta_io
@@ -31,6 +31,7 @@ from jobs.tables import (
 )
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig, reads_day_tiles
+from windowing_core.window_spec import DAY_SECONDS
 
 
 def finality(lakehouse_root: str, days: list[date], config: PipelineConfig) -> tuple[dict, dict[date, dict]]:
@@ -81,26 +82,34 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                        description="Each key's state per window as of the day's last window end."),
             *carried,
         ],
-        partitions_def=daily_partitions,
+        partitions_def=partitions_of(config),
         backfill_policy=dg.BackfillPolicy.single_run(),
         pool=SPARK_POOL,
     )
     def every_window_kind(context: dg.AssetExecutionContext, pyspark: PySparkResource, lakehouse: LakehouseResource,
                           spark_launch: SparkLaunchResource):
-        first, last = day_range(context)
-        days = f"{first} .. {last}"
         root = tables.root(lakehouse.lakehouse_root, config)
-        result = spark_launch.run(
-            context, pyspark, f"sliding_windows {days}", "sliding_windows",
-            job_days(lakehouse.lakehouse_root, first, last), config,
-            lambda spark: sliding_windows.run(spark, root, first, last, config))
-        window_days = day_list(first, last)
+        planned = runs(context)
+        results = [spark_launch.run(context, pyspark, f"sliding_windows {run}", "sliding_windows",
+                                    run.argv(lakehouse.lakehouse_root), config,
+                                    lambda spark, run=run: sliding_windows.run(spark, root, run.first, run.last,
+                                                                               config, interval=run.interval))
+                   for run in planned]
+        result = results[-1]  # one run, but for parts of days (never with sessions or counts)
+
+        def total(table: str) -> int:
+            return sum(r[table]["rows_written"] for r in results)
+
+        window_days = day_list(planned[0].first, planned[-1].last)
         run_wide, final = finality(root, window_days, config)
-        shared = {"run_window_end_days": days, "windows": windows, "baseline": result["baseline"], **run_wide}
-        for table in window_tables(config):
-            add_day_metadata(context, key(table.name, config), {
-                day: {"dagster/row_count": rows, **final[day]}
-                for day, rows in rows_by_day(table.path(root), "date", window_days).items()})
+        shared = {"run_window_end_days": "; ".join(str(run) for run in planned), "windows": windows,
+                  "baseline": results[0]["baseline"] if len(results) == 1 else [r["baseline"] for r in results],
+                  **run_wide}
+        if config.partition == DAY_SECONDS:  # a day's counts are a partition's only where it is one
+            for table in window_tables(config):
+                add_day_metadata(context, key(table.name, config), {
+                    day: {"dagster/row_count": rows, **final[day]}
+                    for day, rows in rows_by_day(table.path(root), "date", window_days).items()})
         if config.places_by_arrival:
             shared["arrival_time_windows"] = (
                 f"{', '.join(w.name for w in (*config.arrival_windows, *config.arrival_sessions))}: never late; "
@@ -108,11 +117,11 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                 + (" (a session by arrival time: once the arrival day holding its end is)"
                    if config.arrival_sessions else ""))
         yield dg.MaterializeResult(asset_key=key(WINDOW_CHANGES.name, config), metadata={
-            "rows_written_in_run": result["changes"]["rows_written"], **shared,
+            "rows_written_in_run": total("changes"), **shared,
             "path": dg.MetadataValue.path(WINDOW_CHANGES.path(root)),
         })
         yield dg.MaterializeResult(asset_key=key(WINDOW_SNAPSHOT.name, config), metadata={
-            "rows_written_in_run": result["snapshots"]["rows_written"], **shared,
+            "rows_written_in_run": total("snapshots"), **shared,
             "path": dg.MetadataValue.path(WINDOW_SNAPSHOT.path(root)),
         })
         if config.sessions:

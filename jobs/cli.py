@@ -25,7 +25,7 @@ from jobs.runtime import pipes
 from jobs.tables import root
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
-from windowing_core.run_interval import RunInterval
+from windowing_core.run_interval import RunInterval, refuse_below_a_day
 
 FIRST_DAY = date(1970, 1, 1)
 """Event times before 1970 are quarantined (``timestamp_out_of_range``): no partition before it."""
@@ -128,12 +128,13 @@ def parsed(parser: argparse.ArgumentParser, argv: list[str] | None, *,
 
 
 def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = None, *, landing: bool = False,
-            below_a_day: Callable[[PipelineConfig, RunInterval], None] | None = None) -> int:
+            below_a_day: str | None = None) -> int:
     """Parse the shared flags, load the configuration, run ``job(spark, config, args, first, last)``
     and print its one-line summary, or a one-line error. Its progress goes to stderr
-    (``jobs.runtime.progress``). A job that runs part of a day passes ``below_a_day``, its check
-    of an interval against the configuration (a ValueError refuses it): ``--from/--until`` then
-    sets ``args.interval`` (a ``RunInterval``; else None), and its day is ``first`` and ``last``."""
+    (``jobs.runtime.progress``). A job that runs part of a day passes ``below_a_day``, its stage
+    (``windowing_core.run_interval.STAGES``, whose rules refuse an interval in one line):
+    ``--from/--until`` then sets ``args.interval`` (a ``RunInterval``; else None), and its day is
+    ``first`` and ``last``."""
     from jobs.runtime import progress  # Spark and Delta load only once a job runs, not for --help
 
     parser = job_arguments(doc, landing=landing, below_a_day=below_a_day is not None)
@@ -141,7 +142,7 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
     args.interval = _interval(parser, args)
     try:
         if args.interval is not None:
-            below_a_day(config, args.interval)
+            refuse_below_a_day(config, below_a_day, args.interval)
     except ValueError as err:
         parser.error(str(err))
     last = args.until or args.date

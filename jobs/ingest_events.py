@@ -43,7 +43,7 @@ from jobs.tables import (
     event_columns, written_together,
 )
 from windowing_core.config import PipelineConfig
-from windowing_core.run_interval import RunInterval
+from windowing_core.run_interval import RunInterval, refuse_below_a_day
 
 
 @dataclass
@@ -171,7 +171,7 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
     computed once; the duplicates they absorbed are counted on the way (an ``Observation``), not
     in a pass of their own.
     """
-    refuse_below_a_day(config, interval, first, last)
+    refuse_below_a_day(config, "ingest", interval, first, last)
     parts = _parts(spark, lakehouse, interval) if interval is not None else None
     positioned = (
         read_input(spark, landing, config, first, last, parts)
@@ -227,17 +227,6 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
         positioned.unpersist()
 
 
-def refuse_below_a_day(config: PipelineConfig, interval: RunInterval | None, first: date | None = None,
-                       last: date | None = None) -> None:
-    """An ingest run below a day, refused in one line where it does not apply (before Spark
-    starts, on the command line)."""
-    if interval is None:
-        return
-    if config.source is not None and config.source.is_table:
-        raise ValueError("a run below a day reads a landing folder's arrival parts: a table source runs whole days")
-    interval.require_grid(60, "minute")
-    if first is not None:
-        interval.require_day(first, last)
 
 
 def _parts(spark: SparkSession, lakehouse: str, interval: RunInterval) -> Parts:
@@ -349,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{result.duplicates} duplicates, {result.late} late"
                 + (f" for arrival parts {result.parts}" if result.parts else ""))
 
-    return run_job(__doc__, job, argv, landing=True, below_a_day=refuse_below_a_day)
+    return run_job(__doc__, job, argv, landing=True, below_a_day="ingest")
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ from jobs.tables import (
 from jobs.windows import arrival_frames
 from jobs.windows.partial_merges import merges
 from windowing_core.config import PipelineConfig, reads_day_tiles
-from windowing_core.run_interval import RunInterval
+from windowing_core.run_interval import RunInterval, refuse_below_a_day
 
 BEHIND_WATERMARK = "behind_watermark"
 SELECTED = "selected"
@@ -268,7 +268,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     ``interval`` (within the one day ``first == last``, on the bucket grid) runs part of a day:
     it replaces the frames starting in it and the late events of it, and refolds the day's tile
     from its frames as they then stand (``day_so_far``)."""
-    refuse_below_a_day(config, interval, first, last)
+    refuse_below_a_day(config, "partials", interval, first, last)
     partials, late, arrival = frame_sets(read_events(spark, lakehouse, config, first, last), config, first, last,
                                          interval)
     days = day_filter("event_date", first, last)
@@ -302,18 +302,6 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
             "late_rows_written": rows(LATE_EVENTS) or 0}
 
 
-def refuse_below_a_day(config: PipelineConfig, interval: RunInterval | None, first: date | None = None,
-                       last: date | None = None) -> None:
-    """A run below a day, refused in one line where it does not apply (before Spark starts, on
-    the command line)."""
-    if interval is None:
-        return
-    if config.places_by_arrival:
-        raise ValueError("a run below a day computes frames by event time only: this configuration has "
-                         "arrival-time windows")
-    interval.require_grid(config.bucket, "bucket")
-    if first is not None:
-        interval.require_day(first, last)
 
 
 def day_so_far(spark: SparkSession, lakehouse: str, partials: DataFrame, config: PipelineConfig,
@@ -338,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         pipes.report("minute_partials", result)
         return f"wrote {result['rows_written']} minute partials for {args.interval or f'{first} .. {last}'}"
 
-    return run_job(__doc__, job, argv, below_a_day=refuse_below_a_day)
+    return run_job(__doc__, job, argv, below_a_day="partials")
 
 if __name__ == "__main__":
     raise SystemExit(main())

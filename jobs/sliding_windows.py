@@ -76,8 +76,8 @@ from jobs.windows.window_inputs import (
 )
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
-from windowing_core.run_interval import RunInterval
-from windowing_core.window_spec import DAY_SECONDS, WindowSpec
+from windowing_core.run_interval import RunInterval, refuse_below_a_day
+from windowing_core.window_spec import WindowSpec
 
 
 class _Inputs:
@@ -241,7 +241,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
     ``interval`` (within the one day ``first == last``) runs part of a day: it replaces
     the change points whose ``window_end`` lies in it, and a window's snapshot of the day where
     the interval holds the day's last end (``ReadPlan``). Sliding windows of event time only."""
-    refuse_below_a_day(config, interval, first, last)
+    refuse_below_a_day(config, "windows", interval, first, last)
     commits.require_whole_writes([t.path(lakehouse) for t in written_together(WINDOW_CHANGES, config)], first, last,
                                  str(interval) if interval else None)
     event = by_clock(config, "event")
@@ -294,20 +294,6 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
             **({"interval_state": written[INTERVAL_STATE.name]} if interval else {})}
 
 
-def refuse_below_a_day(config: PipelineConfig, interval: RunInterval | None, first: date | None = None,
-                       last: date | None = None) -> None:
-    """A run below a day, refused in one line where it does not apply (before Spark starts, on
-    the command line)."""
-    if interval is None:
-        return
-    if config.sessions or config.counts or config.arrival_windows:
-        raise ValueError("a run below a day computes sliding windows of event time only: this configuration has "
-                         "session, count or arrival-time windows")
-    for spec in config.windows:
-        if spec.every > DAY_SECONDS:  # a day without an end: its snapshot's as_of lies before it
-            raise ValueError(f"window {spec.name!r} ends less often than daily: it runs by whole days")
-    if first is not None:
-        interval.require_day(first, last)
 
 
 def with_key_columns(rows: DataFrame, config: PipelineConfig) -> DataFrame:
@@ -329,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{result['snapshots']['rows_written']} snapshot rows for {args.interval or f'{first} .. {last}'} "
                 f"(baseline: {', '.join(f'{w} {b}' for w, b in result['baseline'].items())})")
 
-    return run_job(__doc__, job, argv, below_a_day=refuse_below_a_day)
+    return run_job(__doc__, job, argv, below_a_day="windows")
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -41,6 +41,7 @@ from orchestration.freshness import build_watermark_check, with_freshness
 from orchestration.maintenance import build_vacuum
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
+from windowing_core.window_spec import DAY_SECONDS, format_duration
 
 
 def spark_config(master: str | None = None, roots: tuple[str, ...] = ()) -> dict[str, str]:
@@ -60,6 +61,11 @@ def build_definitions(configured: PipelineConfig | Deployment, *, landing_root: 
     """Every group's assets and checks (one configuration: one group without a name), each
     source's ingest once, one job, schedule and set of sensors over all of them."""
     deployment = Deployment.of(configured)
+    partition = deployment.groups[0].partition  # every group's (``windowing_core.deployment``)
+    if partition != DAY_SECONDS:
+        raise ValueError(f"partition: {format_duration(partition)}: the assets' checks and the landing sensor "
+                         "run by whole days so far; keep partition: 1d for Dagster, and run parts of a day "
+                         "with the jobs' --from/--until")
     spark_launch = spark_launch or spark_launch_from_environment(os.environ)
     # Through Pipes the assets' Spark drivers run in spark-submit's processes: the run's own
     # session starts only if a check asks for it.

@@ -15,6 +15,7 @@ from windowing_core import field_types
 from windowing_core.aggregations import DEFAULT_AGGREGATIONS, DEFAULT_FIELD, Aggregation, Custom, aggregation
 from windowing_core.expressions import references
 from windowing_core.online import OnlineSpec
+from windowing_core.run_interval import STAGES, partition_cron, why_not_below_a_day
 from windowing_core.count_windows import CountSpec
 from windowing_core.sessions import SessionSpec
 from windowing_core.source import SourceSpec
@@ -32,7 +33,7 @@ from windowing_core.window_spec import (
 
 _TOP_LEVEL = {"key_field", "key", "value_field", "fields", "bucket", "allowed_lateness", "windows", "aggregations",
               "late_policy", "max_out_of_orderness", "watermark_scope", "watermark_clock", "freshness_slack", "spine",
-              "online", "where", "columns", "source"}
+              "online", "where", "columns", "source", "partition"}
 LATE_POLICIES = ("include", "drop")
 WATERMARK_SCOPES = ("global", "key")
 WATERMARK_CLOCKS = ("event", "arrival")
@@ -85,6 +86,9 @@ class PipelineConfig:
     fields: tuple[tuple[str, str], ...] = ()
     bucket: int = 60
     allowed_lateness_days: int = 2
+    # The unit of work every job and asset runs, in seconds (``partition:``): a day, or a part
+    # of one (``windowing_core.run_interval.partition_cron``).
+    partition: int = DAY_SECONDS
     windows: tuple[WindowSpec, ...] = (DEFAULT_WINDOW,)
     aggregations: tuple[Aggregation, ...] = field(default=DEFAULT_AGGREGATIONS)
     late_policy: str = "include"
@@ -121,6 +125,7 @@ class PipelineConfig:
 
     def __post_init__(self) -> None:
         _check_bucket(self.bucket)
+        _check_partition(self)
         if not self.windows and not self.sessions and not self.counts:
             raise ValueError("windows: declare at least one window")
         if not self.aggregations:
@@ -294,6 +299,7 @@ class PipelineConfig:
             value_field=value_field,
             fields=fields,
             bucket=bucket,
+            partition=parse_duration(raw.get("partition", "1d"), field_name="partition"),
             allowed_lateness_days=lateness // 86400,
             windows=windows,
             sessions=sessions,
@@ -351,6 +357,25 @@ def _yaml_problem(err: Exception) -> str:
     problem = getattr(err, "problem", None) or str(err).splitlines()[0]
     mark = getattr(err, "problem_mark", None)
     return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else str(problem)
+
+
+def _check_partition(config: PipelineConfig) -> None:
+    """A partition is a day, or a part of one a cron schedule can start (Dagster's time-window
+    partitions) made of whole buckets, under a configuration whose every stage runs in parts."""
+    seconds = config.partition
+    shown = format_duration(seconds) if seconds > 0 else str(seconds)
+    if seconds == DAY_SECONDS:
+        return
+    partition_cron(seconds)  # a part of a day a schedule can start
+    if seconds % config.bucket:
+        raise ValueError(f"partition ({shown}) must be whole buckets ({format_duration(config.bucket)})")
+    for stage in STAGES:
+        reason = why_not_below_a_day(config, stage)
+        if reason is not None:
+            raise ValueError(f"partition: {shown} is below a day, and {reason}")
+    for name, setting in (("spine", config.spine), ("online", config.online)):
+        if setting is not None:
+            raise ValueError(f"partition: {shown} is below a day, and {name}: runs by whole days")
 
 
 def _check_bucket(bucket: int) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 from windowing_core.aggregations import DEFAULT_AGGREGATIONS, aggregation
 from windowing_core.config import PipelineConfig, read_yaml
 from windowing_core.spine import SpineSpec, joined_from_dict, selected
+from windowing_core.window_spec import DAY_SECONDS, format_duration
 
 GROUP_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 TABLE_FOLDERS = frozenset({
@@ -125,6 +126,11 @@ class Deployment:
             groups.append(replace(config, group=name,
                                   ingest_at=None if config.source is None else config.source.ingest_name))
         _unique_folders(groups)
+        partitions = {g.partition for g in groups}
+        if len(partitions) > 1:
+            shown = ", ".join(f"{g.group}: {format_duration(g.partition)}" for g in groups)
+            raise ValueError(f"groups: every group has the same partition ({shown}): their ingest and "
+                             "schedules are shared; set it once with a YAML anchor")
         served: dict[tuple[str, str], str] = {}
         for g in groups:
             if g.online is not None and served.setdefault((g.online.url, g.online.table), g.group) != g.group:
@@ -132,6 +138,9 @@ class Deployment:
                                  f"into the table {g.online.table} too; give each its own: online: {{table: ...}}")
         spine = None
         if raw.get("spine") is not None:
+            if groups[0].partition != DAY_SECONDS:
+                raise ValueError(f"partition: {format_duration(groups[0].partition)} is below a day, and a "
+                                 "spine: joined to several groups runs by whole days")
             spine = joined_from_dict(raw["spine"], {g.group: g.key_names for g in groups})
             for joined in spine.groups:
                 config = next(g for g in groups if g.group == joined.name)

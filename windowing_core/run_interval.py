@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from windowing_core.window_spec import DAY_SECONDS
 
 
 @dataclass(frozen=True)
@@ -51,3 +54,59 @@ class RunInterval:
 
     def __str__(self) -> str:
         return f"{self.start:%Y-%m-%dT%H:%M:%S} .. {self.until:%Y-%m-%dT%H:%M:%S}"
+
+
+STAGES = ("ingest", "partials", "windows")
+"""The jobs that run part of a day, in the order a part flows through them."""
+
+
+def why_not_below_a_day(config: Any, stage: str) -> str | None:
+    """Why ``stage``'s job cannot run part of a day under ``config`` (a ``PipelineConfig``),
+    or None: the one list of those rules, for the jobs' ``--from/--until`` and for a deployment's
+    ``partition:`` below a day, which needs every stage of every group to run in parts."""
+    if stage == "ingest" and config.source is not None and config.source.is_table:
+        return "a run below a day reads a landing folder's arrival parts: a table source runs whole days"
+    if stage == "partials" and config.places_by_arrival:
+        return "a run below a day computes frames by event time only: this configuration has arrival-time windows"
+    if stage == "windows":
+        if config.sessions or config.counts or config.arrival_windows:
+            return ("a run below a day computes sliding windows of event time only: this configuration has "
+                    "session, count or arrival-time windows")
+        for spec in config.windows:
+            if spec.every > DAY_SECONDS:  # a day without an end: its snapshot's as_of lies before it
+                return f"window {spec.name!r} ends less often than daily: it runs by whole days"
+    return None
+
+
+def refuse_below_a_day(config: Any, stage: str, interval: RunInterval | None, first: date | None = None,
+                       last: date | None = None) -> None:
+    """Refuse, in one line, a run of ``interval`` that ``stage``'s job cannot make (before Spark
+    starts, on the command line): a rule above, an end off the job's grid (a minute for ingest's
+    part folders, the bucket for frames), or days ``first .. last`` it does not lie within."""
+    if interval is None:
+        return
+    reason = why_not_below_a_day(config, stage)
+    if reason is not None:
+        raise ValueError(reason)
+    if stage == "ingest":
+        interval.require_grid(60, "minute")
+    elif stage == "partials":
+        interval.require_grid(config.bucket, "bucket")
+    if first is not None:
+        interval.require_day(first, last)
+
+
+def partition_cron(seconds: int) -> str:
+    """The cron schedule that starts every partition of ``seconds`` (a day, or minutes that
+    divide an hour, or hours that divide a day); a ValueError says why another length is none."""
+    if seconds == DAY_SECONDS:
+        return "0 0 * * *"
+    minutes, rest = divmod(seconds, 60)
+    if seconds <= 0 or rest:
+        raise ValueError(f"partition must be whole minutes, got {seconds} s")
+    if minutes < 60 and 60 % minutes == 0:
+        return f"*/{minutes} * * * *" if minutes > 1 else "* * * * *"
+    if minutes % 60 == 0 and 24 % (minutes // 60) == 0:
+        return f"0 */{minutes // 60} * * *" if minutes > 60 else "0 * * * *"
+    raise ValueError(f"partition ({seconds // 60} minutes) must be a day, minutes that divide an hour or hours "
+                     "that divide a day (1d, 1h, 15m ...): a schedule starts each partition")

@@ -218,6 +218,35 @@ def test_materialising_a_partition_twice_gives_identical_tables(lakehouse, spark
     assert snapshot_metadata["run_window_end_days"].value == f"{day} .. {day}"
 
 
+def test_a_day_materialised_as_hourly_partitions_gives_the_tables_of_its_daily_run(lakehouse, spark):
+    """``partition: 1h``: the day's hours in three runs (a range of 13 hours, one hour, the rest),
+    each a part run of every job (``assets.partitions.runs_of``), leave the daily run's tables."""
+    root, _ = lakehouse
+    lake = str(root / "lakehouse")
+    day = FIRST + timedelta(days=1)
+
+    def contents():
+        return {t.name: Counter(tuple(r) for r in delta_io.read_table(spark, t.path(lake)).collect())
+                for t in (EVENTS, QUARANTINE, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT)}
+
+    dg.materialize(build_assets(CONFIG), resources=resources(root), partition_key=day.isoformat())
+    before = contents()
+    hourly = dataclasses.replace(CONFIG, partition=3600)
+    instance = dg.DagsterInstance.ephemeral()
+    for first, last in ((0, 12), (13, 13), (14, 23)):
+        result = dg.materialize(build_assets(hourly), resources=resources(root), instance=instance,
+                                tags={"dagster/asset_partition_range_start": f"{day}-{first:02d}:00",
+                                      "dagster/asset_partition_range_end": f"{day}-{last:02d}:00"})
+        assert result.success
+        log = [entry.user_message for entry in instance.all_logs(result.run_id)]
+        until = f"{day + timedelta(days=1)}T00:00:00" if last == 23 else f"{day}T{last + 1:02d}:00:00"
+        assert f"sliding_windows {day}T{first:02d}:00:00 .. {until}: started" in log
+    assert contents() == before
+    windows = [m for m in result.asset_materializations_for_node("sliding_windows")
+               if m.asset_key.to_user_string() == "window_changes"]
+    assert sorted(m.partition for m in windows) == [f"{day}-{h:02d}:00" for h in range(14, 24)]
+
+
 @pytest.mark.parametrize("overtaken, attempts, succeeds", [(1, 2, True), (3, 3, False)])
 def test_a_step_another_run_overtook_is_run_again(lakehouse, spark, monkeypatch, overtaken, attempts, succeeds):
     """Another run replaced the same days while the step ran, so its commit was refused

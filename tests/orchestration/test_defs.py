@@ -59,6 +59,11 @@ def test_a_table_source_is_an_external_asset_upstream_of_events():
     assert "the events come from the table db.clicks" in str(tick)
 
 
+def test_definitions_of_partitions_below_a_day_are_refused_until_checks_and_sensor_run_parts():
+    with pytest.raises(ValueError, match="partition: 1h: the assets' checks and the landing sensor run by whole days"):
+        build_definitions(PipelineConfig(partition=3600), landing_root="/tmp/landing", lakehouse_root="/tmp/lakehouse")
+
+
 def test_groups_have_their_own_lineage_and_checks_and_share_each_sources_ingest():
     """Two groups over the landing folders and one over a table: one ingest per source, each
     group's assets and checks under its name (key prefix and asset group), its partials reading

@@ -486,3 +486,30 @@ def _custom(partials, value="x", **more):
 def test_a_bad_custom_aggregation_is_one_line_naming_it(raw, message):
     with pytest.raises(ValueError, match=message):
         PipelineConfig.from_dict(raw)
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"partition": "90m"}, r"partition \(90 minutes\) must be a day, minutes that divide an hour or hours that "
+                           "divide a day"),
+    ({"partition": "7h"}, r"partition \(420 minutes\) must be a day"),
+    ({"partition": "30s"}, "partition must be whole minutes, got 30 s"),
+    ({"partition": "2d"}, r"partition \(2880 minutes\) must be a day"),
+    ({"partition": "15m", "bucket": "10m", "windows": {"w": {"length": "1h", "slide": "10m"}}}, r"partition \(15m\) must be whole buckets \(10m\)"),
+    ({"partition": "1h", "windows": {"s": {"gap": "30m"}}},
+     "partition: 1h is below a day, and a run below a day computes sliding windows of event time only"),
+    ({"partition": "1h", "windows": {"w": {"length": "7d", "slide": "2d"}}},
+     "partition: 1h is below a day, and window 'w' ends less often than daily: it runs by whole days"),
+    ({"partition": "1h", "windows": {"w": {"length": "1d", "time": "arrival"}}},
+     "partition: 1h is below a day, and a run below a day computes frames by event time only"),
+    ({"partition": "1h", "spine": {"path": "/s"}}, "partition: 1h is below a day, and spine: runs by whole days"),
+])
+def test_a_partition_below_a_day_is_refused_where_a_stage_cannot_run_in_parts(raw, message):
+    with pytest.raises(ValueError, match=message) as err:
+        PipelineConfig.from_dict(raw)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("text, seconds", [("1d", 86400), ("1h", 3600), ("15m", 900), ("2h", 7200), ("1m", 60)])
+def test_a_partition_is_a_day_or_a_part_a_schedule_starts(text, seconds):
+    assert PipelineConfig.from_dict({"partition": text}).partition == seconds
+    assert PipelineConfig.from_dict({}).partition == 86400

@@ -9,12 +9,11 @@ from datetime import date, timedelta
 
 import pytest
 
-from jobs import sliding_windows
 from jobs.windows import window_inputs
 from windowing_core.aggregations import aggregation
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
-from windowing_core.run_interval import RunInterval
+from windowing_core.run_interval import RunInterval, refuse_below_a_day
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
 INVERTIBLE = (aggregation("count"), aggregation("sum"))
@@ -122,7 +121,7 @@ def test_a_day_cut_into_parts_emits_each_of_its_ends_once_and_its_snapshot_once(
     start = day_start(day)
     if spec.every > DAY_SECONDS:
         with pytest.raises(ValueError, match="ends less often than daily: it runs by whole days"):
-            sliding_windows.refuse_below_a_day(config, RunInterval.of_seconds(start, start + DAY_SECONDS))
+            refuse_below_a_day(config, "windows", RunInterval.of_seconds(start, start + DAY_SECONDS))
         return
     cuts = sorted(rng.sample(range(spec.bucket, DAY_SECONDS, spec.bucket), rng.randrange(1, 5)))
     bounds = [start, *(start + c for c in cuts), start + DAY_SECONDS]

@@ -1,0 +1,87 @@
+"""Partitions below a day: their keys, the mappings in parts, and the job runs of a range."""
+
+from datetime import UTC, date, datetime
+
+import dagster as dg
+import pytest
+
+from assets.partitions import (
+    Run,
+    arrivals_of_event_day,
+    frames_of_window_day,
+    partitions_from_environment,
+    reach_days,
+    runs_of,
+)
+from windowing_core.config import PipelineConfig
+from windowing_core.run_interval import RunInterval
+from windowing_core.window_spec import WindowSpec
+
+DAYS = {"PANES_START_DATE": "2025-01-27", "PANES_END_DATE": "2025-02-08"}
+
+
+def at(day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(2025, 1, day, hour, minute, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("seconds, first, second, count", [
+    (3600, "2025-01-27-00:00", "2025-01-27-01:00", 13 * 24),
+    (900, "2025-01-27-00:00", "2025-01-27-00:15", 13 * 96),
+    (7200, "2025-01-27-00:00", "2025-01-27-02:00", 13 * 12),
+])
+def test_parts_of_a_day_are_keyed_by_their_start_through_the_last_day(seconds, first, second, count):
+    keys = partitions_from_environment(DAYS, seconds).get_partition_keys()
+    assert (keys[0], keys[1], keys[-1][:10], len(keys)) == (first, second, "2025-02-08", count)
+
+
+def _upstream(mapping: dg.TimeWindowPartitionMapping, partitions: dg.TimeWindowPartitionsDefinition,
+              key: str) -> list[str]:
+    subset = partitions.empty_subset().with_partition_keys([key])
+    return sorted(mapping.get_upstream_mapped_partitions_result_for_partitions(
+        subset, partitions, partitions).partitions_subset.get_partition_keys())
+
+
+@pytest.mark.parametrize("hour", [0, 13, 23])
+def test_an_event_hour_reads_every_arrival_hour_its_days_job_reads(hour):
+    config = PipelineConfig(partition=3600, allowed_lateness_days=2)
+    partitions = partitions_from_environment(DAYS, 3600)
+    read = _upstream(arrivals_of_event_day(config), partitions, f"2025-01-30-{hour:02d}:00")
+    needed = {f"2025-{1 + (d > 31):02d}-{(d - 1) % 31 + 1:02d}-{h:02d}:00" for d in (30, 31, 32) for h in range(24)}
+    assert needed <= set(read)  # the day's first hour to D + L's last: an hour's events arrive in any of them
+    assert len(read) < len(needed) + 24  # over-covered by less than a day
+
+
+@pytest.mark.parametrize("hour", [0, 23])
+def test_a_window_hour_reads_the_frames_of_its_days_reach(hour):
+    config = PipelineConfig(partition=3600, windows=(WindowSpec.of("2d", "2d", "1m"),))
+    partitions = partitions_from_environment(DAYS, 3600)
+    read = _upstream(frames_of_window_day(config), partitions, f"2025-02-05-{hour:02d}:00")
+    assert reach_days(config) == 3
+    assert "2025-02-02-00:00" in read and read[0] > "2025-02-01-00:00"  # from D - ceil(W) - 1: less than a day more
+    assert read[-1] == f"2025-02-05-{hour:02d}:00"
+    daily = _upstream(frames_of_window_day(PipelineConfig(windows=config.windows)),
+                      partitions_from_environment(DAYS), "2025-02-05")
+    assert daily == ["2025-02-02", "2025-02-03", "2025-02-04", "2025-02-05"]
+
+
+@pytest.mark.parametrize("start, end, expected", [
+    (at(28), at(29), [Run(date(2025, 1, 28), date(2025, 1, 28))]),
+    (at(28), at(31), [Run(date(2025, 1, 28), date(2025, 1, 30))]),
+    (at(28, 13), at(28, 14), [Run(date(2025, 1, 28), date(2025, 1, 28), RunInterval(at(28, 13), at(28, 14)))]),
+    (at(28, 13), at(29), [Run(date(2025, 1, 28), date(2025, 1, 28), RunInterval(at(28, 13), at(29)))]),
+    (at(28), at(28, 0, 15), [Run(date(2025, 1, 28), date(2025, 1, 28), RunInterval(at(28), at(28, 0, 15)))]),
+    (at(27, 22), at(30, 5), [Run(date(2025, 1, 27), date(2025, 1, 27), RunInterval(at(27, 22), at(28))),
+                             Run(date(2025, 1, 28), date(2025, 1, 29)),
+                             Run(date(2025, 1, 30), date(2025, 1, 30), RunInterval(at(30), at(30, 5)))]),
+    (at(27, 22), at(29), [Run(date(2025, 1, 27), date(2025, 1, 27), RunInterval(at(27, 22), at(28))),
+                          Run(date(2025, 1, 28), date(2025, 1, 28))]),
+])
+def test_a_range_of_partitions_runs_its_whole_days_as_one_run_and_the_parts_at_its_ends_alone(start, end, expected):
+    assert runs_of(start, end) == expected
+
+
+def test_a_runs_command_line_is_the_jobs_days_or_part():
+    assert Run(date(2025, 1, 28), date(2025, 1, 30)).argv("lh") == [
+        "--lakehouse", "lh", "--date", "2025-01-28", "--until", "2025-01-30"]
+    assert Run(date(2025, 1, 28), date(2025, 1, 28), RunInterval(at(28, 13), at(29))).argv("lh") == [
+        "--lakehouse", "lh", "--from", "2025-01-28T13:00:00+00:00", "--until", "2025-01-29T00:00:00+00:00"]
