@@ -12,15 +12,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from datetime import date, timedelta
 
 import dagster as dg
 
 from assets.keys import key
+from assets.partitions import PART_FORMAT
 from assets.resources import LakehouseResource
 from orchestration.backfill import UNDER_WAY as backfill_under_way
+from jobs.ingest.arrival_parts import day_end, folder_time, midnight
 from jobs.tables import EVENTS, INGEST_ASSETS, QUARANTINE
 from windowing_core.config import PipelineConfig
+from windowing_core.window_spec import DAY_SECONDS
 
 
 def late_firing() -> dg.AutomationCondition:
@@ -88,11 +92,20 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
 )
 
 
-def folder_fingerprint(folder: str) -> str:
+def folder_fingerprint(folder: str, leave_out: Collection[str] = ()) -> str:
     """Paths, sizes and modification times of every file under a landing folder, its hour folders
-    and other subfolders too (ingest reads them all; links are followed, each folder once): changes
-    when a file lands anywhere in it. A file directly in the folder is spelled by its name alone,
-    as before subfolders counted, so a cursor of such folders still matches."""
+    and other subfolders too (ingest reads them all; links are followed, each folder once), but
+    the subfolders ``leave_out`` names: changes when a file lands anywhere in it. A file directly
+    in the folder is spelled by its name alone, as before subfolders counted, so a cursor of such
+    folders still matches."""
+    return _digest(json.dumps(sorted(_files(folder, leave_out))))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _files(folder: str, leave_out: Collection[str] = ()) -> list[tuple[str, int, int]]:
     entries, seen = [], set()
     for path, folders, files in os.walk(folder, followlinks=True):
         real = os.path.realpath(path)
@@ -100,21 +113,46 @@ def folder_fingerprint(folder: str) -> str:
             folders.clear()
             continue
         seen.add(real)
+        if path == folder:
+            folders[:] = [f for f in folders if f not in leave_out]
         for name in files:
             try:
                 info = os.stat(os.path.join(path, name))
             except OSError:  # a dangling link: ingest counts it too
                 continue
             entries.append((os.path.relpath(os.path.join(path, name), folder), info.st_size, info.st_mtime_ns))
-    return hashlib.sha256(json.dumps(sorted(entries)).encode()).hexdigest()[:16]
+    return entries
 
 
-def build_landing_sensor(partitions: dg.DailyPartitionsDefinition,
+def landing_partitions(folder: str, day: date, seconds: int) -> dict[str, str]:
+    """The partitions of ``seconds`` an arrival day's folder holds files of, each with the
+    fingerprint of its files: the day's own key for daily partitions; below a day, the key of the
+    part holding each hour folder's time (``jobs.ingest.arrival_parts``), and the day's last part
+    for the files outside them, which the run closing the day reads."""
+    if seconds == DAY_SECONDS:
+        return {day.isoformat(): folder_fingerprint(folder)}
+    parts: dict[str, list[str]] = {}
+    for name in sorted(os.listdir(folder)):
+        time = folder_time(day, name) if os.path.isdir(os.path.join(folder, name)) else None
+        if time is not None:
+            start = time - timedelta(seconds=(time - midnight(day)).total_seconds() % seconds)
+            parts.setdefault(start.strftime(PART_FORMAT), []).append(name)
+    fingerprints = {k: _digest("".join(folder_fingerprint(os.path.join(folder, n)) for n in names))
+                    for k, names in parts.items()}
+    rest = _files(folder, leave_out={n for names in parts.values() for n in names})
+    if rest:  # files outside the part folders: the day's last part reads them
+        last = (day_end(day) - timedelta(seconds=seconds)).strftime(PART_FORMAT)
+        fingerprints[last] = _digest(fingerprints.get(last, "") + json.dumps(sorted(rest)))
+    return fingerprints
+
+
+def build_landing_sensor(partitions: dg.TimeWindowPartitionsDefinition,
                          ingests: Sequence[PipelineConfig] = (PipelineConfig(),)) -> dg.SensorDefinition:
     """Ingests an arrival day of each source of landing folders (the default ones, and any a
     group names, ``source: {landing: ...}``) when its folder appears or changes, one run per
-    source and day. Where every source is a table there is no folder to watch: the daily
-    schedule ingests each day, and the sensor says so on every tick."""
+    source and day; below a day, the part of each hour folder that appears or changes
+    (``landing_partitions``). Where every source is a table there is no folder to watch: the
+    daily schedule ingests each day, and the sensor says so on every tick."""
     landings = [i for i in ingests if i.source is None or not i.source.is_table]
     tables = [i.source.location for i in ingests if i.source is not None and i.source.is_table]
     targets = [[key(name, i) for name in (EVENTS.name, QUARANTINE.name)]
@@ -134,7 +172,8 @@ def build_landing_sensor(partitions: dg.DailyPartitionsDefinition,
         seen = json.loads(context.cursor) if context.cursor else {}
         if seen and all(isinstance(v, str) for v in seen.values()):  # one landing root's, as cursors were
             seen = {lakehouse.landing_root: seen}
-        valid = set(partitions.get_partition_keys())
+        valid = set(partitions.get_partition_keys())  # not the partition under way: it has not ended
+        days = {k[:10] for k in valid}
         now, requests, missing, waiting = {}, [], [], set()
         for ingest, keys in zip(landings, targets):
             root = ingest.source.landing if ingest.source is not None else lakehouse.landing_root
@@ -144,24 +183,28 @@ def build_landing_sensor(partitions: dg.DailyPartitionsDefinition,
             before, now[root] = seen.get(root, {}), {}
             ingested = context.instance.get_materialized_partitions(keys[0])
             under_way = days_under_way(context.instance, keys[0], partitions)
-            for name in sorted(os.listdir(root)):
-                if name not in valid or not os.path.isdir(os.path.join(root, name)):
+            for day in sorted(os.listdir(root)):
+                if day not in days or not os.path.isdir(os.path.join(root, day)):
                     continue
-                if under_way is None or name in under_way:  # looked at again once that run ends
-                    waiting.add(name)
-                    if name in before:
-                        now[root][name] = before[name]
-                    continue
-                now[root][name] = folder_fingerprint(os.path.join(root, name))
-                if (name in before and before[name] != now[root][name]) or name not in ingested:
-                    prefix = "" if ingest.ingest_at is None else f"{ingest.ingest_at}:"
-                    requests.append(dg.RunRequest(run_key=f"{prefix}{name}:{now[root][name]}", partition_key=name,
-                                                  asset_selection=keys))
+                for name, fingerprint in landing_partitions(os.path.join(root, day), date.fromisoformat(day),
+                                                            ingest.partition).items():
+                    if name not in valid:
+                        continue
+                    if under_way is None or name in under_way:  # looked at again once that run ends
+                        waiting.add(name)
+                        if name in before:
+                            now[root][name] = before[name]
+                        continue
+                    now[root][name] = fingerprint
+                    if (name in before and before[name] != fingerprint) or name not in ingested:
+                        prefix = "" if ingest.ingest_at is None else f"{ingest.ingest_at}:"
+                        requests.append(dg.RunRequest(run_key=f"{prefix}{name}:{fingerprint}", partition_key=name,
+                                                      asset_selection=keys))
         context.update_cursor(json.dumps(now))
         if requests:
             return requests
         return dg.SkipReason("; ".join([*(f"no landing folder at {r}" for r in missing),
-                                        *([f"{len(waiting)} days are being ingested by a run or backfill"]
+                                        *([f"{len(waiting)} partitions are being ingested by a run or backfill"]
                                           if waiting else []),
                                         *(["no new or changed landing folders"] if len(missing) < len(landings)
                                           else [])]))
@@ -174,7 +217,7 @@ _RUNS_UNDER_WAY = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, 
 
 
 def days_under_way(instance: dg.DagsterInstance, asset_key: dg.AssetKey,
-                   partitions: dg.DailyPartitionsDefinition) -> set[str] | None:
+                   partitions: dg.TimeWindowPartitionsDefinition) -> set[str] | None:
     """The days of ``asset_key`` that a run not yet ended will materialise; None while a backfill
     that may is under way (its runs are launched in turn: any day may be next).
 

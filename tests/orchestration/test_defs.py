@@ -14,7 +14,8 @@ import pytest
 from assets.resources import LakehouseResource
 from expectations.catalog import ERROR, WARN, catalog
 from jobs.tables import declared_columns
-from orchestration.automation import folder_fingerprint
+from assets.partitions import partitions_from_environment
+from orchestration.automation import build_landing_sensor, folder_fingerprint
 from orchestration.definitions import build_definitions, defs
 from orchestration.freshness import output_watermark
 from windowing_core.aggregations import aggregation
@@ -155,6 +156,38 @@ def test_a_days_fingerprint_changes_when_a_file_lands_in_any_of_its_folders(tmp_
     landed = folder_fingerprint(str(day))
     os.utime(day / "13" / "b.json", ns=(1, 1))
     assert len({plain, landed, folder_fingerprint(str(day))}) == 3
+
+
+def test_below_a_day_the_landing_sensor_asks_for_the_part_of_each_hour_folder_and_the_days_last_for_the_rest(
+        tmp_path):
+    """``partition: 1h``: an hour folder's files are its hour's (``1345`` is 13:00's); a file
+    outside the part folders (in the day's folder, or in ``24/``, no hour) is the day's last
+    hour's, which the run closing the day reads. A file landing in ``13/`` asks for 13:00 again."""
+    landing = tmp_path / "landing"
+    day = landing / "2025-01-02"
+    for folder in ("07", "13", "1345", "24"):
+        (day / folder).mkdir(parents=True)
+        (day / folder / "a.json").write_text("{}\n")
+    (day / "late.json").write_text("{}\n")
+    config = PipelineConfig(partition=3600)
+    sensor = build_landing_sensor(
+        partitions_from_environment({"PANES_START_DATE": "2025-01-01", "PANES_END_DATE": "2025-01-03"}, 3600),
+        (config,))
+    resources = {"lakehouse": LakehouseResource(landing_root=str(landing), lakehouse_root=str(tmp_path / "lake"))}
+
+    def tick(cursor=None):
+        with dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), resources=resources,
+                                     cursor=cursor) as context:
+            return {r.partition_key: r.run_key for r in sensor(context)}, context.cursor
+
+    first, cursor = tick()
+    assert sorted(first) == ["2025-01-02-07:00", "2025-01-02-13:00", "2025-01-02-23:00"]
+    (day / "13" / "b.json").write_text("{}\n")
+    second, _ = tick(cursor)
+    assert {k for k in second if second[k] != first[k]} == {"2025-01-02-13:00"}
+    (day / "24" / "b.json").write_text("{}\n")
+    third, _ = tick(cursor)
+    assert {k for k in third if third[k] != first[k]} == {"2025-01-02-13:00", "2025-01-02-23:00"}
 
 
 def test_a_bad_progress_interval_fails_when_the_definitions_load(monkeypatch):
