@@ -107,13 +107,15 @@ def forget_arrival_day(spark, lakehouse: str) -> None:
     """D's rows of the tables ingest writes, deleted, as an hourly ingest meets its day."""
     from delta.tables import DeltaTable
 
+    from jobs.ingest_events import arrival_day_partitions
     from jobs.storage import delta_io
+    from jobs.storage.filters import conjunction, sql_predicate
     from jobs.storage.locations import spark_path
     from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE
 
-    for table, where in ((EVENTS, f"arrival_date = '{DAY}'"), (QUARANTINE, f"arrival_date = '{DAY}'"),
-                         (LATE_EVENTS, f"arrival_date = '{DAY}' AND reason = 'beyond_allowed_lateness'")):
+    for table in (EVENTS, QUARANTINE, LATE_EVENTS):
         if delta_io.table_exists(table.path(lakehouse)):
+            where = sql_predicate([conjunction(arrival_day_partitions(table, DAY))])
             DeltaTable.forPath(spark, spark_path(table.path(lakehouse))).delete(where)
 
 

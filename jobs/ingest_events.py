@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import reduce
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.ingest import arrival_parts, landing_files, table_source
@@ -44,6 +44,7 @@ from jobs.tables import (
 )
 from windowing_core.config import PipelineConfig
 from windowing_core.run_interval import RunInterval, refuse_below_a_day
+from windowing_core.window_spec import DAY_SECONDS
 
 
 @dataclass
@@ -61,6 +62,10 @@ class IngestResult:
     parts: str | None = None
     """A run below a day: the arrival parts it read and replaced (``arrival_parts.Parts``), the
     later parts of the day it redid included."""
+    by_part: dict[tuple[date, datetime], IngestResult] = field(default_factory=dict)
+    """With ``partition:`` below a day, the same counts for each arrival part the run read, by
+    arrival day and ``arrival_part`` (a day's end and the next day's ``00`` folder share a time):
+    the asset's partitions below a day reconcile from them."""
 
     @property
     def reconciles(self) -> bool:
@@ -68,13 +73,16 @@ class IngestResult:
 
     def to_report(self) -> dict:
         """JSON values, as a job launched through Dagster Pipes sends them (``jobs.runtime.pipes``)."""
-        return {**{k: v for k, v in vars(self).items() if k != "by_day"},
-                "by_day": {d.isoformat(): r.to_report() for d, r in self.by_day.items()}}
+        return {**{k: v for k, v in vars(self).items() if k not in ("by_day", "by_part")},
+                "by_day": {d.isoformat(): r.to_report() for d, r in self.by_day.items()},
+                "by_part": {f"{d.isoformat()} {p.isoformat()}": r.to_report() for (d, p), r in self.by_part.items()}}
 
     @classmethod
     def from_report(cls, report: dict) -> IngestResult:
         by_day = {date.fromisoformat(d): cls.from_report(r) for d, r in report.get("by_day", {}).items()}
-        return cls(**{**report, "by_day": by_day})
+        by_part = {(date.fromisoformat(k.split(" ")[0]), datetime.fromisoformat(k.split(" ")[1])): cls.from_report(r)
+                   for k, r in report.get("by_part", {}).items()}
+        return cls(**{**report, "by_day": by_day, "by_part": by_part})
 
 
 def landing_folders(landing: str, first: date, last: date) -> list[str]:
@@ -189,14 +197,17 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
         if held is not None:  # a copy of an event an earlier part of the day holds is a duplicate
             unique = unique.join(held, "event_id", "left")
             absorbed = absorbed + F.when(F.col("held_before"), 1).otherwise(0)
-        # one sum per arrival day, observed on the way as the total was: duplicates are stored nowhere
-        unique = unique.observe(
-            deduplicated, *[F.coalesce(F.sum(F.when(F.col("arrival_date") == F.lit(d), absorbed)),
-                                       F.lit(0)).alias(d.isoformat()) for d in days(first, last)])
-        if held is not None:
-            unique = unique.where(F.col("held_before").isNull()).drop("held_before")
         event_date = F.to_date("event_time")
         is_late = F.col("arrival_date") > F.date_add(event_date, config.allowed_lateness_days)
+        # one sum per arrival day, observed on the way as the total was: duplicates are stored
+        # nowhere; with partitions below a day, also each part's duplicates and rows kept
+        present = _parts_present(positioned) if config.partition < DAY_SECONDS else []
+        unique = unique.observe(
+            deduplicated, *[F.coalesce(F.sum(F.when(F.col("arrival_date") == F.lit(d), absorbed)),
+                                       F.lit(0)).alias(d.isoformat()) for d in days(first, last)],
+            *_part_sums(present, is_late, held is not None))
+        if held is not None:
+            unique = unique.where(F.col("held_before").isNull()).drop("held_before")
         kept = unique.select(
             *event_columns(config), F.when(is_late, F.lit(LATE_REASON)).alias("reason"),
             event_date.alias("event_date"), "arrival_date",
@@ -221,8 +232,10 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
         part = str(interval) if interval is not None else None
         commits.require_whole_writes([t.path(lakehouse) for t in written_together(EVENTS, config)], first, last, part)
         written = delta_write.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last), interval=part)
+        observed = deduplicated.get
+        by_part = {part: {name: observed[f"{i} {name}"] for name in PART_SUMS} for i, part in enumerate(present)}
         return _result(positioned, lakehouse, {name: w["rows_written"] for name, w in written.items()},
-                       {d: deduplicated.get[d.isoformat()] for d in days(first, last)}, parts)
+                       {d: observed[d.isoformat()] for d in days(first, last)}, parts, by_part)
     finally:
         positioned.unpersist()
 
@@ -245,7 +258,7 @@ def _last_part_written(spark: SparkSession, lakehouse: str, day: date) -> dateti
     a day), exact for a part's whole minutes; one aggregate where a file has no statistics."""
     tables = [t for t in (EVENTS, QUARANTINE, LATE_EVENTS) if delta_io.table_exists(t.path(lakehouse))]
     files = [f for t in tables for f in delta_io.file_ranges(t.path(lakehouse), ["arrival_part"],
-                                                                 partition_filters=_day_of(t, day))]
+                                                                 partition_filters=arrival_day_partitions(t, day))]
     if all(f is not None for f in files):
         latest = max((f["arrival_part"][1] for f in files), default=None)
         return None if latest is None else latest.replace(tzinfo=UTC) if latest.tzinfo is None else latest
@@ -255,15 +268,15 @@ def _last_part_written(spark: SparkSession, lakehouse: str, day: date) -> dateti
     return None if latest is None else epoch + latest * timedelta(microseconds=1)
 
 
-def _day_of(table: Table, day: date) -> list[tuple[str, str, object]]:
-    """The partitions of ``table`` ingest writes for arrival day ``day`` (late_events: its own
-    reason's only, the partials job writes the table too)."""
+def arrival_day_partitions(table: Table, day: date) -> list[tuple[str, str, object]]:
+    """The partitions of ``table`` ingest owns of arrival day ``day``, as partition filters
+    (late_events: its own reason's only, the partials job writes the table too)."""
     return [*day_filter("arrival_date", day, day), *([("reason", "=", LATE_REASON)] if table == LATE_EVENTS else [])]
 
 
 def _day_rows(spark: SparkSession, lakehouse: str, day: date, *tables: Table) -> list[DataFrame]:
     """The rows ingest wrote for arrival day ``day`` into each of ``tables`` that exists."""
-    return [delta_io.read_table(spark, t.path(lakehouse), partition_filters=_day_of(t, day))
+    return [delta_io.read_table(spark, t.path(lakehouse), partition_filters=arrival_day_partitions(t, day))
             for t in tables if delta_io.table_exists(t.path(lakehouse))]
 
 
@@ -275,8 +288,33 @@ def _held_before(spark: SparkSession, lakehouse: str, parts: Parts) -> DataFrame
     return reduce(DataFrame.unionByName, held).withColumn("held_before", F.lit(True)) if held else None
 
 
+PART_SUMS = ("accepted", "late")
+"""What a part's counts observe on the deduplicated rows: its rows kept. Its records and its
+quarantine are counted from the lines, and its duplicates are its other lines, the copies
+dropped from it (a day's observed duplicates count them at the copy kept instead)."""
+
+
+def _parts_present(positioned: DataFrame) -> list[tuple[date, datetime]]:
+    """Each arrival day's parts the run's lines hold, in order (one small job over the cached lines)."""
+    return sorted((r[0], r[1].replace(tzinfo=UTC) if r[1].tzinfo is None else r[1])
+                  for r in positioned.select("arrival_date", "arrival_part").distinct().collect())
+
+
+def _part_sums(present: list[tuple[date, datetime]], is_late: Column, held: bool) -> list[Column]:
+    """Per part: its rows kept in events and in late_events (``PART_SUMS``), as observed
+    aggregates named ``"<i> <sum>"``."""
+    kept = F.col("held_before").isNull() if held else F.lit(True)
+    sums = []
+    for i, (day, part) in enumerate(present):
+        here = (F.col("arrival_date") == F.lit(day)) & (F.col("arrival_part") == F.lit(part))
+        for name, value in (("accepted", F.when(kept & ~is_late, 1)), ("late", F.when(kept & is_late, 1))):
+            sums.append(F.coalesce(F.sum(F.when(here, value)), F.lit(0)).alias(f"{i} {name}"))
+    return sums
+
+
 def _result(classified: DataFrame, lakehouse: str, written: dict[str, int],
-            duplicates: dict[date, int], parts: Parts | None = None) -> IngestResult:
+            duplicates: dict[date, int], parts: Parts | None = None,
+            by_part: dict[tuple[date, datetime], dict[str, int]] | None = None) -> IngestResult:
     """The input records, from the persisted lines, against the rows written and the duplicates,
     for the range and for each arrival day. A day's rows written are its partition's rows after
     the replace, counted from the Delta log (no data read); they add up to the write's counts. A
@@ -285,15 +323,19 @@ def _result(classified: DataFrame, lakehouse: str, written: dict[str, int],
     # file lies in its arrival day's folder, and may hold records of several reasons).
     lines: dict[date, dict] = {}
     reasons: dict[date, dict[str, int]] = {}
-    for r in classified.groupBy("arrival_date", "reason").agg(
+    part_lines: dict[tuple[date, datetime], dict] = {}
+    for r in classified.groupBy("arrival_date", "arrival_part", "reason").agg(
             F.count(F.lit(1)).alias("n"), F.collect_set("source_file").alias("files")).collect():
-        day = lines.setdefault(r["arrival_date"], {"input_records": 0, "files": set()})
-        day["input_records"] += r["n"]
-        day["files"].update(r["files"])
-        if r["reason"] is not None:
-            reasons.setdefault(r["arrival_date"], {})[r["reason"]] = r["n"]
-    for day in lines.values():
-        day["files"] = len(day["files"])
+        part = r["arrival_part"].replace(tzinfo=UTC) if r["arrival_part"].tzinfo is None else r["arrival_part"]
+        for counts, at in ((lines, r["arrival_date"]), (part_lines, (r["arrival_date"], part))):
+            counted = counts.setdefault(at, {"input_records": 0, "files": set(), "reasons": {}})
+            counted["input_records"] += r["n"]
+            counted["files"].update(r["files"])
+            if r["reason"] is not None:
+                counted["reasons"][r["reason"]] = counted["reasons"].get(r["reason"], 0) + r["n"]
+    for day, counted in lines.items():
+        reasons[day] = counted["reasons"]
+        counted["files"] = len(counted["files"])
 
     def rows(table: Table, day: date, *more: tuple[str, str, object]) -> int:
         if parts is not None:
@@ -324,7 +366,17 @@ def _result(classified: DataFrame, lakehouse: str, written: dict[str, int],
         files=sum(r["files"] for r in lines.values()),
         by_day=by_day,
         parts=None if parts is None else str(parts),
+        by_part={part: _part_result(part_lines[part], sums) for part, sums in (by_part or {}).items()},
     )
+
+
+def _part_result(lines: dict, kept: dict[str, int]) -> IngestResult:
+    """A part's counts: its lines', and its rows kept; the rest of its valid lines are copies."""
+    quarantined = sum(lines["reasons"].values())
+    return IngestResult(
+        input_records=lines["input_records"], accepted=kept["accepted"], quarantined=quarantined,
+        duplicates=lines["input_records"] - quarantined - kept["accepted"] - kept["late"], late=kept["late"],
+        quarantined_by_reason=dict(sorted(lines["reasons"].items())), files=len(lines["files"]))
 
 
 def main(argv: list[str] | None = None) -> int:

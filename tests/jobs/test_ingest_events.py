@@ -5,6 +5,7 @@ import gzip
 import json
 import os
 import zlib
+from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -255,8 +256,8 @@ def test_a_day_ingested_in_parts_in_any_order_writes_what_its_whole_run_writes(s
         return {t.name: sorted(tuple(r) for r in delta_io.read_table(spark, t.path(lake)).collect())
                 for t in (EVENTS, QUARANTINE, LATE_EVENTS)}
 
-    whole = ingest_events.ingest(spark, str(tmp_path / "landing"), str(tmp_path / "whole"), DAY, DAY,
-                                 PipelineConfig())
+    hourly = PipelineConfig(partition=3600)  # each run's counts per part too (``by_part``)
+    whole = ingest_events.ingest(spark, str(tmp_path / "landing"), str(tmp_path / "whole"), DAY, DAY, hourly)
     midnight = datetime(DAY.year, DAY.month, DAY.day, tzinfo=UTC)
     bounds = [midnight + timedelta(hours=h) for h in (0, *PART_CUTS, 24)]
     parts = [RunInterval(a, b) for a, b in zip(bounds, bounds[1:])]
@@ -266,7 +267,7 @@ def test_a_day_ingested_in_parts_in_any_order_writes_what_its_whole_run_writes(s
         if order[0]:  # no file with statistics
             monkeypatch.setattr(delta_io, "file_ranges", lambda *args, **kwargs: [None])
         for i in order:
-            runs.append(ingest_events.ingest(spark, str(tmp_path / "landing"), lake, DAY, DAY, PipelineConfig(),
+            runs.append(ingest_events.ingest(spark, str(tmp_path / "landing"), lake, DAY, DAY, hourly,
                                              interval=parts[i]))
             assert runs[-1].reconciles and runs[-1].input_records, (order, i, runs[-1])
         assert tables(lake) == tables(str(tmp_path / "whole")), order
@@ -274,6 +275,15 @@ def test_a_day_ingested_in_parts_in_any_order_writes_what_its_whole_run_writes(s
         # others, redoes them all, and counts the whole day
         counted = runs if list(order) == sorted(order) else [runs[order.index(0)]]
         assert [sum(getattr(r, c) for r in counted) for c in counts] == [getattr(whole, c) for c in counts], order
+        # and so do their parts' counts: each part's copies dropped are its own
+        assert {p: r for run in counted for p, r in run.by_part.items()} == whole.by_part, order
+    # a part's counts add up to its day's, the duplicates observed at the copies kept included,
+    # and its rows kept are the tables' rows of that part
+    assert len(whole.by_part) == 8  # six hours, 13:45 and the day's end
+    assert [sum(getattr(r, c) for r in whole.by_part.values()) for c in counts] == [getattr(whole, c) for c in counts]
+    kept = Counter(r.arrival_part.replace(tzinfo=UTC) for t in (EVENTS, LATE_EVENTS)
+                   for r in delta_io.read_table(spark, t.path(str(tmp_path / "whole"))).collect())
+    assert {p: r.accepted + r.late for (_, p), r in whole.by_part.items() if r.accepted + r.late} == dict(kept)
     rows = delta_io.read_table(spark, EVENTS.path(str(tmp_path / "whole"))).collect()
     assert [r.source_file.split("/")[-2] for r in rows if r.event_id == at_13.event_id] == ["13"]
     assert {r.arrival_part.hour for r in rows if "/1345/" in r.source_file} == {13}
