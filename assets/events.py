@@ -11,8 +11,10 @@ from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource
 from assets.spark_work import SPARK_POOL
 from jobs import ingest_events
+from jobs.ingest_events import COUNTS, PART_COUNTS
 from jobs.tables import EVENTS, QUARANTINE, SOURCE_ASSET, op_name, root
 from windowing_core.config import PipelineConfig
+from windowing_core.run_interval import part_key
 from windowing_core.window_spec import DAY_SECONDS
 
 
@@ -79,11 +81,24 @@ def build_events_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                 "by_reason": dg.MetadataValue.json(counts.quarantined_by_reason),
             } for day, counts in by_day.items()})
         read = "; ".join(result.parts or f"{run}" for result, run in zip(results, planned))
-        totals = {name: sum(getattr(r, name) for r in results)
-                  for name in ("input_records", "accepted", "quarantined", "duplicates", "late")}
+        below_a_day = {}
+        if config.partition != DAY_SECONDS:
+            # Each part's counts, of every part the run read (later parts it redid included): the
+            # ``input_records_reconcile`` check of a partition sums the newest of each of its parts.
+            parts = {part: counts for result in results for part, counts in result.by_part.items()}
+            below_a_day = {PART_COUNTS: dg.MetadataValue.json(
+                {f"{day} {part.isoformat()}": {name: getattr(c, name) for name in COUNTS}
+                 for (day, part), c in sorted(parts.items())})}
+            by_key: dict[str, list] = {}
+            for (day, part), counts in parts.items():
+                by_key.setdefault(part_key(day, part, config.partition), []).append(counts)
+            for partition in set(by_key) & set(context.partition_keys):
+                context.add_asset_metadata({
+                    "dagster/row_count": sum(c.accepted for c in by_key[partition]),
+                    **{name: sum(getattr(c, name) for c in by_key[partition]) for name in COUNTS},
+                }, asset_key=events, partition_key=partition)
         yield dg.MaterializeResult(asset_key=events, metadata={
-            "run_arrival_days": read,
-            **({f"run_{name}": n for name, n in totals.items()} if config.partition != DAY_SECONDS else {}),
+            "run_arrival_days": read, **below_a_day,
             "source": config.source.location if config.source is not None else lakehouse.landing_root,
             "path": dg.MetadataValue.path(EVENTS.path(tables)),
         })

@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, time, timedelta
 import dagster as dg
 
 from windowing_core.config import PipelineConfig
-from windowing_core.run_interval import RunInterval, partition_cron
+from windowing_core.run_interval import PART_FORMAT, RunInterval, partition_cron
 from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
 DEFAULT_START_DATE = "2025-01-01"
@@ -46,10 +46,6 @@ def partitions_from_environment(environ: Mapping[str, str],
     return dg.TimeWindowPartitionsDefinition(
         cron_schedule=partition_cron(seconds), fmt=PART_FORMAT,
         start=datetime.combine(start, time(), UTC), end=datetime.combine(after, time(), UTC) if after else None)
-
-
-PART_FORMAT = "%Y-%m-%d-%H:%M"
-"""A partition key below a day: Dagster's hourly partitions' format (``2025-01-28-13:00``)."""
 
 
 @functools.cache

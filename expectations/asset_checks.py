@@ -18,7 +18,7 @@ definition time.)
 import warnings
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 import dagster as dg
@@ -26,13 +26,15 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (  # n
     AssetCheckEvaluationTargetMaterializationData,
 )
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from expectations import conservation, reconciliation, suites, validation
 from expectations.catalog import Check, Outcome, checks_of, spine_checks
 from jobs import point_in_time_join, sliding_windows
 from jobs.errors import MissingInputError, MissingTableError, SourceError
+from jobs.ingest.arrival_parts import Parts, midnight
 from jobs.ingest.quarantine import LATE_REASON
-from jobs.ingest_events import read_input
+from jobs.ingest_events import COUNTS, PART_COUNTS, read_input
 from jobs.runtime import progress
 from jobs.storage import commits, delta_io
 from jobs.tables import (
@@ -56,6 +58,8 @@ from jobs.tables import days as day_list
 from jobs.windows import window_inputs
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
+from windowing_core.run_interval import part_key, part_keys
+from windowing_core.window_spec import DAY_SECONDS
 
 Results = dict[str, dict[date, Outcome]]
 
@@ -71,6 +75,9 @@ class Inputs:
     days: list[date]
     selected: set[str]
     instance: dg.DagsterInstance | None = None
+    until: datetime | None = None
+    """Partitions below a day: where the last one judged ends, within its day. The checks judge
+    the days as they stand up to it: a row of the last day at or after it is not judged yet."""
 
     @property
     def first(self) -> date:
@@ -79,6 +86,10 @@ class Inputs:
     @property
     def last(self) -> date:
         return self.days[-1]
+
+    def through(self, rows: DataFrame, time: str) -> DataFrame:
+        """``rows`` before ``until`` by their ``time`` column (all of them for whole days)."""
+        return rows if self.until is None else rows.where(F.col(time) < F.lit(self.until))
 
     def path(self, table: Table) -> str:
         """Where ``table`` is: the configuration's root (``lakehouse_root``), or for the events a
@@ -91,11 +102,13 @@ class Inputs:
 
     def tally(self, table: Table, column: str, first: date, last: date, *more: tuple) -> reconciliation.Tally:
         """Rows per day of ``column`` (``more``: further partition filters), from the Delta log's
-        file statistics where they answer exactly (no Spark job), else the rows to count."""
+        file statistics where they answer exactly (no Spark job), else the rows to count (before
+        ``until``, by ``arrival_part``: the tables a tally counts are ingest's)."""
         filters = [*day_filter(column, first, last), *more]
         counts = delta_io.partition_row_counts(self.path(table), column, partition_filters=filters)
-        if counts is None:
-            return delta_io.read_table(self.spark, self.path(table), partition_filters=filters)
+        if counts is None or self.until is not None:
+            return self.through(delta_io.read_table(self.spark, self.path(table), partition_filters=filters),
+                                "arrival_part")
         return {date.fromisoformat(d): n for d, n in counts.items()}
 
 
@@ -121,16 +134,23 @@ def evaluate_events(inputs: Inputs) -> Results:
     results = ({"tables_written_whole": tables_written_whole(inputs, EVENTS)}
                if "tables_written_whole" in inputs.selected else {})
     if "schema_matches_declared" in inputs.selected:
-        events = inputs.read(EVENTS, "arrival_date", inputs.first, inputs.last)
+        events = inputs.through(inputs.read(EVENTS, "arrival_date", inputs.first, inputs.last), "arrival_part")
         results.update(validation.run_suite(events, events, suites.events_suite(inputs.config), inputs.days,
                                             {"schema_matches_declared"}))
     if "input_records_reconcile" not in inputs.selected:
         return results
-    reports = {d: ingest_report(inputs.instance, inputs.config, d) for d in inputs.days}
+    below_a_day = inputs.config.partition != DAY_SECONDS
+    reports = {d: (parts_report if below_a_day else ingest_report)(inputs, d) for d in inputs.days}
     covered = [d for r in reports.values() if r is not None for d in r.days] + inputs.days
     first, last = min(covered), max(covered)
     try:
         landing = read_input(inputs.spark, inputs.landing_root, inputs.config, first, last)
+        if inputs.until is not None:  # the last day's parts before it
+            parts = Parts(last, midnight(last), inputs.until - timedelta(microseconds=1))
+            landing = read_input(inputs.spark, inputs.landing_root, inputs.config, last, last, parts)
+            if first < last:
+                landing = read_input(inputs.spark, inputs.landing_root, inputs.config, first,
+                                     last - timedelta(days=1)).unionByName(landing)
     except (MissingInputError, MissingTableError, SourceError) as err:  # gone or moved: cannot be recounted
         return {**results, "input_records_reconcile": {
             d: Outcome(False, {"problem": f"cannot recount the input: {err}"}) for d in inputs.days}}
@@ -143,7 +163,7 @@ def evaluate_events(inputs: Inputs) -> Results:
 
 
 def evaluate_quarantine(inputs: Inputs) -> Results:
-    quarantine = inputs.read(QUARANTINE, "arrival_date", inputs.first, inputs.last)
+    quarantine = inputs.through(inputs.read(QUARANTINE, "arrival_date", inputs.first, inputs.last), "arrival_part")
     results = validation.run_suite(quarantine, quarantine, suites.quarantine_suite(inputs.config), inputs.days,
                                    inputs.selected & {"quarantine_reasons_known"})
     if "quarantine_share_below_limit" in inputs.selected:
@@ -156,7 +176,7 @@ def evaluate_quarantine(inputs: Inputs) -> Results:
 
 
 def evaluate_minute_partials(inputs: Inputs) -> Results:
-    partials = inputs.read(MINUTE_PARTIALS, "event_date", inputs.first, inputs.last)
+    partials = inputs.through(inputs.read(MINUTE_PARTIALS, "event_date", inputs.first, inputs.last), "frame_start")
     suite = suites.minute_partials_suite(inputs.config)
     results = validation.run_suite(partials, suites.prepare_minute_partials(partials, inputs.config), suite,
                                    inputs.days, inputs.selected)
@@ -164,8 +184,8 @@ def evaluate_minute_partials(inputs: Inputs) -> Results:
         lateness = timedelta(days=inputs.config.allowed_lateness_days)
         results["partials_count_accepted_events"] = reconciliation.partials_count_accepted_events(
             partials,
-            inputs.read(EVENTS, "arrival_date", inputs.first, inputs.last + lateness),
-            inputs.read(LATE_EVENTS, "event_date", inputs.first, inputs.last),
+            inputs.through(inputs.read(EVENTS, "arrival_date", inputs.first, inputs.last + lateness), "event_time"),
+            inputs.through(inputs.read(LATE_EVENTS, "event_date", inputs.first, inputs.last), "event_time"),
             inputs.days, inputs.config)
     return results
 
@@ -189,7 +209,7 @@ def of_sliding_windows(changes: DataFrame, config: PipelineConfig) -> DataFrame:
 
 
 def evaluate_window_changes(inputs: Inputs) -> Results:
-    changes = inputs.read(WINDOW_CHANGES, "date", inputs.first, inputs.last)
+    changes = inputs.through(inputs.read(WINDOW_CHANGES, "date", inputs.first, inputs.last), "window_end")
     day_before = inputs.first - timedelta(days=1)
     # Only the windows the job continued: the first change points of the others (none
     # materialised, every key empty, or another definition of the window) are not judged.
@@ -213,7 +233,8 @@ def evaluate_window_changes(inputs: Inputs) -> Results:
             partition_filters=day_filter("event_date", inputs.first - reach, inputs.last))
         results["changes_conserve_frames"] = conservation.changes_conserve_frames(
             of_sliding_windows(changes, event_time),
-            inputs.read(MINUTE_PARTIALS, "event_date", inputs.first - reach, inputs.last), event_time, inputs.days,
+            inputs.through(inputs.read(MINUTE_PARTIALS, "event_date", inputs.first - reach, inputs.last), "frame_start"),
+            event_time, inputs.days,
             rows=delta_io.row_count(WINDOW_CHANGES.path(inputs.lakehouse_root),  # the sample's estimate
                                     partition_filters=day_filter("date", inputs.first, inputs.last)),
             frame_count=None if frames is None else sum(frames.values()))
@@ -238,15 +259,24 @@ def partials_materialised(inputs: Inputs) -> dict[date, Outcome]:
 
 
 def evaluate_window_snapshot(inputs: Inputs) -> Results:
-    snapshots = inputs.read(WINDOW_SNAPSHOT, "date", inputs.first - timedelta(days=1), inputs.last)
-    current = snapshots.where(snapshots["date"] >= inputs.first)
-    results = validation.run_suite(current, suites.prepare_window_snapshot(current, inputs.config, inputs.days),
-                                   suites.window_snapshot_suite(inputs.config), inputs.days, inputs.selected)
-    if "snapshot_matches_last_change" in inputs.selected:
-        results["snapshot_matches_last_change"] = reconciliation.snapshot_matches_last_change(
-            snapshots, of_sliding_windows(inputs.read(WINDOW_CHANGES, "date", inputs.first, inputs.last),
-                                          inputs.config), inputs.config,
-            inputs.days)
+    """Below a day, a day's snapshot is written by its last part: a day not ended yet has none
+    to judge, and passes saying so."""
+    days = inputs.days if inputs.until is None else inputs.days[:-1]
+    results: Results = {}
+    if days:
+        snapshots = inputs.read(WINDOW_SNAPSHOT, "date", days[0] - timedelta(days=1), days[-1])
+        current = snapshots.where(snapshots["date"] >= days[0])
+        results = validation.run_suite(current, suites.prepare_window_snapshot(current, inputs.config, days),
+                                       suites.window_snapshot_suite(inputs.config), days, inputs.selected)
+        if "snapshot_matches_last_change" in inputs.selected:
+            results["snapshot_matches_last_change"] = reconciliation.snapshot_matches_last_change(
+                snapshots, of_sliding_windows(inputs.read(WINDOW_CHANGES, "date", days[0], days[-1]),
+                                              inputs.config), inputs.config,
+                days)
+    for day in inputs.days[len(days):]:
+        for name in inputs.selected:
+            results.setdefault(name, {})[day] = Outcome(True, {
+                "judged": f"nothing yet: the snapshot of {day} is written by its last part, after {inputs.until}"})
     return results
 
 
@@ -276,9 +306,9 @@ EVALUATORS: dict[str, Callable[[Inputs], Results]] = {
 }
 
 
-def ingest_report(instance: dg.DagsterInstance | None, config: PipelineConfig,
-                  day: date) -> reconciliation.IngestReport | None:
+def ingest_report(inputs: Inputs, day: date) -> reconciliation.IngestReport | None:
     """The counts the latest ``events`` materialisation of this arrival day reported."""
+    instance, config = inputs.instance, inputs.config
     if instance is None:
         return None
     records = instance.fetch_materializations(
@@ -297,12 +327,40 @@ def ingest_report(instance: dg.DagsterInstance | None, config: PipelineConfig,
         return None
 
 
+def parts_report(inputs: Inputs, day: date) -> reconciliation.IngestReport | None:
+    """Below a day: the counts of ``day``'s arrival parts up to ``until``, each the newest an
+    ``events`` materialisation reported (``PART_COUNTS``: a run reports every part it read, the
+    later parts of the day it redid too, whichever partition it materialised); None where none
+    of the day's partitions was materialised."""
+    if inputs.instance is None:
+        return None
+    end = inputs.until or datetime.combine(day + timedelta(days=1), time(), UTC)
+    keys = part_keys(day, end, inputs.config.partition)
+    records = inputs.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset_key(EVENTS.name, inputs.config)), asset_partitions=keys),
+        limit=1000, ascending=False).records
+    newest: dict[str, dict] = {}
+    for record in records:
+        entry = record.asset_materialization.metadata.get(PART_COUNTS)
+        for part, counts in (entry.value if entry is not None else {}).items():
+            newest.setdefault(part, counts)
+    judged = [c for part, c in newest.items()
+              if part.startswith(f"{day} ") and part_key(day, datetime.fromisoformat(part.split(" ")[1]),
+                                                        inputs.config.partition) in keys]
+    if not records:
+        return None
+    return reconciliation.IngestReport(day, day, *(sum(c[name] for c in judged) for name in COUNTS))
+
+
 # -- Dagster ------------------------------------------------------------------------------------
 
 
-def _partition_days(context: dg.AssetCheckExecutionContext) -> list[date]:
+def _judged(context: dg.AssetCheckExecutionContext) -> tuple[list[date], datetime | None]:
+    """The days of the partitions the checks judge, and, where the last ends within its day, that end."""
     window = context.partition_time_window
-    return day_list(window.start.date(), (window.end - timedelta(days=1)).date())
+    end = window.end.astimezone(UTC)
+    within = end != datetime.combine(end.date(), time(), UTC)
+    return day_list(window.start.date(), (end - timedelta(microseconds=1)).date()), end if within else None
 
 
 def _metadata(outcome: Outcome) -> dict[str, Any]:
@@ -325,10 +383,10 @@ def _headline(outcome: Outcome) -> str | None:
     return None
 
 
-def _target(instance: dg.DagsterInstance, asset_key: dg.AssetKey, day: date):
-    """The materialisation a day's evaluation judged, so the UI shows the check next to it."""
+def _target(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partition: str):
+    """The materialisation a partition's evaluation judged, so the UI shows the check next to it."""
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=[day.isoformat()]), limit=1).records
+        dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=[partition]), limit=1).records
     if not records:
         return None
     record = records[0]
@@ -336,16 +394,19 @@ def _target(instance: dg.DagsterInstance, asset_key: dg.AssetKey, day: date):
         storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp)
 
 
-def evaluations(checks: list[Check], results: Results, days: list[date], asset_key: dg.AssetKey,
+def evaluations(checks: list[Check], results: Results, partitions: list[str], asset_key: dg.AssetKey,
                 instance: dg.DagsterInstance | None) -> Iterator[dg.AssetCheckEvaluation]:
+    """One evaluation per check and partition: its day's outcome (a day's, or below a day, the
+    day's as it stands up to the last partition judged)."""
     for check in checks:
-        for day in days:
+        for partition in partitions:
+            day = date.fromisoformat(partition[:10])
             outcome = results.get(check.name, {}).get(day) or Outcome(False, {"problem": "not evaluated"})
             yield dg.AssetCheckEvaluation(
                 asset_key=asset_key, check_name=check.name, passed=outcome.passed,
                 metadata=_metadata(outcome), severity=dg.AssetCheckSeverity(check.severity),
-                description=_headline(outcome), blocking=check.blocking, partition=day.isoformat(),
-                target_materialization_data=_target(instance, asset_key, day) if instance else None,
+                description=_headline(outcome), blocking=check.blocking, partition=partition,
+                target_materialization_data=_target(instance, asset_key, partition) if instance else None,
             )
 
 
@@ -371,14 +432,15 @@ def table_checks(table: str, config: PipelineConfig | Deployment, partitions_def
     def run_checks(context: dg.AssetCheckExecutionContext):
         selected = [c for c in checks
                     if dg.AssetCheckKey(checked, c.name) in context.selected_asset_check_keys]
-        days = _partition_days(context)
+        days, until = _judged(context)
         lakehouse = context.resources.lakehouse
         inputs = Inputs(context.resources.pyspark.spark_session, lakehouse.landing_root,
                         root(lakehouse.lakehouse_root, placed), config, days, {c.name for c in selected},
-                        context.instance)
-        with progress.reported(inputs.spark, f"{table}_checks {days[0]} .. {days[-1]}", context.log.info):
+                        context.instance, until)
+        judged = f"{days[0]} .. {days[-1]}" + (f" up to {until:%H:%M}" if until is not None else "")
+        with progress.reported(inputs.spark, f"{table}_checks {judged}", context.log.info):
             results = evaluate(inputs)
-        yield from evaluations(selected, results, days, checked, context.instance)
+        yield from evaluations(selected, results, context.partition_keys, checked, context.instance)
         assets_def = context.op_execution_context.assets_def
         for c in selected:  # the outputs downstream steps wait on (blocking checks)
             yield dg.Output(None, output_name=assets_def.get_output_name_for_asset_check_key(

@@ -47,6 +47,13 @@ from windowing_core.run_interval import RunInterval, refuse_below_a_day
 from windowing_core.window_spec import DAY_SECONDS
 
 
+COUNTS = ("input_records", "accepted", "quarantined", "duplicates", "late")
+"""The counts a run reports, which add up: records = accepted + quarantined + duplicates + late."""
+PART_COUNTS = "part_counts"
+"""The metadata entry of an ``events`` materialisation below a day: each arrival part's
+``COUNTS`` (``"<arrival day> <arrival_part>"``), for the reconciliation of its partitions."""
+
+
 @dataclass
 class IngestResult:
     input_records: int = 0

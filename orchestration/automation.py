@@ -13,17 +13,17 @@ import hashlib
 import json
 import os
 from collections.abc import Collection, Sequence
-from datetime import date, timedelta
+from datetime import date
 
 import dagster as dg
 
 from assets.keys import key
-from assets.partitions import PART_FORMAT
 from assets.resources import LakehouseResource
-from orchestration.backfill import UNDER_WAY as backfill_under_way
-from jobs.ingest.arrival_parts import day_end, folder_time, midnight
+from jobs.ingest.arrival_parts import day_end, folder_time
 from jobs.tables import EVENTS, INGEST_ASSETS, QUARANTINE
+from orchestration.backfill import UNDER_WAY as backfill_under_way
 from windowing_core.config import PipelineConfig
+from windowing_core.run_interval import part_key
 from windowing_core.window_spec import DAY_SECONDS
 
 
@@ -135,13 +135,12 @@ def landing_partitions(folder: str, day: date, seconds: int) -> dict[str, str]:
     for name in sorted(os.listdir(folder)):
         time = folder_time(day, name) if os.path.isdir(os.path.join(folder, name)) else None
         if time is not None:
-            start = time - timedelta(seconds=(time - midnight(day)).total_seconds() % seconds)
-            parts.setdefault(start.strftime(PART_FORMAT), []).append(name)
+            parts.setdefault(part_key(day, time, seconds), []).append(name)
     fingerprints = {k: _digest("".join(folder_fingerprint(os.path.join(folder, n)) for n in names))
                     for k, names in parts.items()}
     rest = _files(folder, leave_out={n for names in parts.values() for n in names})
     if rest:  # files outside the part folders: the day's last part reads them
-        last = (day_end(day) - timedelta(seconds=seconds)).strftime(PART_FORMAT)
+        last = part_key(day, day_end(day), seconds)
         fingerprints[last] = _digest(fingerprints.get(last, "") + json.dumps(sorted(rest)))
     return fingerprints
 

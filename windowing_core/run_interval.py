@@ -6,6 +6,7 @@ interval is checked once, where it is made, and every refusal names it in dateti
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -110,3 +111,23 @@ def partition_cron(seconds: int) -> str:
         return f"0 */{minutes // 60} * * *" if minutes > 60 else "0 * * * *"
     raise ValueError(f"partition ({seconds // 60} minutes) must be a day, minutes that divide an hour or hours "
                      "that divide a day (1d, 1h, 15m ...): a schedule starts each partition")
+
+
+PART_FORMAT = "%Y-%m-%d-%H:%M"
+"""A partition key below a day: Dagster's hourly partitions' format (``2025-01-28-13:00``)."""
+
+
+def part_key(day: date, part: datetime, seconds: int) -> str:
+    """The key of the partition of ``seconds`` (below a day) that reads arrival part ``part`` of
+    ``day``: the one holding its time, or for the day's end (files outside the part folders) the
+    day's last, which the run closing the day is."""
+    midnight = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    offset = min((part - midnight).total_seconds(), DAY_SECONDS - 1)
+    return (midnight + timedelta(seconds=offset - offset % seconds)).strftime(PART_FORMAT)
+
+
+def part_keys(day: date, until: datetime, seconds: int) -> list[str]:
+    """The keys of ``day``'s partitions of ``seconds`` that start before ``until``."""
+    midnight = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    count = math.ceil((until - midnight).total_seconds() / seconds)
+    return [(midnight + timedelta(seconds=i * seconds)).strftime(PART_FORMAT) for i in range(count)]

@@ -11,9 +11,10 @@ from pyspark.sql import functions as F
 
 from assets import build_assets
 from assets.online_values import ONLINE_VALUES
-from assets.partitions import daily_partitions
+from assets.partitions import daily_partitions, partitions_of
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource
+from expectations.asset_checks import build_asset_checks
 from expectations.online_check import CHECK, build_online_check
 from jobs import errors, online_values
 from jobs.storage import delta_io, delta_write
@@ -220,7 +221,8 @@ def test_materialising_a_partition_twice_gives_identical_tables(lakehouse, spark
 
 def test_a_day_materialised_as_hourly_partitions_gives_the_tables_of_its_daily_run(lakehouse, spark):
     """``partition: 1h``: the day's hours in three runs (a range of 13 hours, one hour, the rest),
-    each a part run of every job (``assets.partitions.runs_of``), leave the daily run's tables."""
+    each a part run of every job (``assets.partitions.runs_of``), leave the daily run's tables;
+    every ERROR check passes on every hour, judging the day up to the run's last hour."""
     root, _ = lakehouse
     lake = str(root / "lakehouse")
     day = FIRST + timedelta(days=1)
@@ -229,18 +231,30 @@ def test_a_day_materialised_as_hourly_partitions_gives_the_tables_of_its_daily_r
         return {t.name: Counter(tuple(r) for r in delta_io.read_table(spark, t.path(lake)).collect())
                 for t in (EVENTS, QUARANTINE, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT)}
 
-    dg.materialize(build_assets(CONFIG), resources=resources(root), partition_key=day.isoformat())
+    daily = dg.materialize(build_assets(CONFIG), resources=resources(root), partition_key=day.isoformat())
     before = contents()
     hourly = dataclasses.replace(CONFIG, partition=3600)
     instance = dg.DagsterInstance.ephemeral()
+    checks = build_asset_checks(hourly, partitions_of(hourly))
     for first, last in ((0, 12), (13, 13), (14, 23)):
-        result = dg.materialize(build_assets(hourly), resources=resources(root), instance=instance,
+        result = dg.materialize([*build_assets(hourly), *checks], resources=resources(root), instance=instance,
                                 tags={"dagster/asset_partition_range_start": f"{day}-{first:02d}:00",
                                       "dagster/asset_partition_range_end": f"{day}-{last:02d}:00"})
         assert result.success
         log = [entry.user_message for entry in instance.all_logs(result.run_id)]
         until = f"{day + timedelta(days=1)}T00:00:00" if last == 23 else f"{day}T{last + 1:02d}:00:00"
         assert f"sliding_windows {day}T{first:02d}:00:00 .. {until}: started" in log
+        judged = f"{day} .. {day}" + ("" if last == 23 else f" up to {last + 1:02d}:00")
+        assert f"events_checks {judged}: started" in log
+        evaluations = result.get_asset_check_evaluations()
+        failed = [(e.asset_key.to_user_string(), e.check_name, e.partition) for e in evaluations
+                  if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
+        assert not failed  # (WARN ones may: the values are signed, so sums_non_negative warns)
+        assert {e.partition for e in evaluations} == {f"{day}-{h:02d}:00" for h in range(first, last + 1)}
+    # the run closing the day judges it whole: the parts' newest counts add up to the daily run's
+    reported = {e.metadata["reported"].value["input_records"] for e in evaluations
+                if e.check_name == "input_records_reconcile"}
+    assert reported == {shown_by_day(daily, "ingest_events", "events")[day.isoformat()]["input_records"].value}
     assert contents() == before
     windows = [m for m in result.asset_materializations_for_node("sliding_windows")
                if m.asset_key.to_user_string() == "window_changes"]

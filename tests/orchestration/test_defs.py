@@ -60,9 +60,16 @@ def test_a_table_source_is_an_external_asset_upstream_of_events():
     assert "the events come from the table db.clicks" in str(tick)
 
 
-def test_definitions_of_partitions_below_a_day_are_refused_until_checks_and_sensor_run_parts():
-    with pytest.raises(ValueError, match="partition: 1h: the assets' checks and the landing sensor run by whole days"):
-        build_definitions(PipelineConfig(partition=3600), landing_root="/tmp/landing", lakehouse_root="/tmp/lakehouse")
+def test_partitions_below_a_day_are_every_assets_and_checks_and_the_schedules():
+    defs = build_definitions(PipelineConfig(partition=900), landing_root="/tmp/landing", lakehouse_root="/tmp/lakehouse")
+    graph = defs.resolve_asset_graph()
+    for name in ("events", "minute_partials", "window_changes"):
+        partitions = graph.get(dg.AssetKey(name)).partitions_def
+        assert partitions.cron_schedule == "*/15 * * * *", name
+        assert partitions.get_partition_keys()[:2] == ["2025-01-01-00:00", "2025-01-01-00:15"], name
+    assert {spec.partitions_def.cron_schedule for checks in defs.asset_checks for spec in checks.check_specs
+            if spec.partitions_def is not None} == {"*/15 * * * *"}
+    assert defs.resolve_schedule_def("daily_pipeline_schedule").cron_schedule == "*/15 * * * *"
 
 
 def test_groups_have_their_own_lineage_and_checks_and_share_each_sources_ingest():
