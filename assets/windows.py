@@ -105,11 +105,15 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         shared = {"run_window_end_days": "; ".join(str(run) for run in planned), "windows": windows,
                   "baseline": results[0]["baseline"] if len(results) == 1 else [r["baseline"] for r in results],
                   **run_wide}
-        if config.partition == DAY_SECONDS:  # a day's counts are a partition's only where it is one
-            for table in window_tables(config):
+        for table in window_tables(config):
+            if config.partition == DAY_SECONDS:  # a day's counts are a partition's only where it is one
                 add_day_metadata(context, key(table.name, config), {
                     day: {"dagster/row_count": rows, **final[day]}
                     for day, rows in rows_by_day(table.path(root), "date", window_days).items()})
+                continue
+            for partition in context.partition_keys:  # a part is final when its day is
+                context.add_asset_metadata(final[date.fromisoformat(partition[:10])],
+                                           asset_key=key(table.name, config), partition_key=partition)
         if config.places_by_arrival:
             shared["arrival_time_windows"] = (
                 f"{', '.join(w.name for w in (*config.arrival_windows, *config.arrival_sessions))}: never late; "

@@ -259,6 +259,8 @@ def test_a_day_materialised_as_hourly_partitions_gives_the_tables_of_its_daily_r
     windows = [m for m in result.asset_materializations_for_node("sliding_windows")
                if m.asset_key.to_user_string() == "window_changes"]
     assert sorted(m.partition for m in windows) == [f"{day}-{h:02d}:00" for h in range(14, 24)]
+    assert {m.metadata["final_once_watermark_passes"].value for m in windows} == {
+        f"{day + timedelta(days=1 + CONFIG.allowed_lateness_days)}T00:00:00+00:00"}  # each hour's, its day's
 
 
 @pytest.mark.parametrize("overtaken, attempts, succeeds", [(1, 2, True), (3, 3, False)])
