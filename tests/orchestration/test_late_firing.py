@@ -137,8 +137,8 @@ def test_a_failed_blocking_check_holds_back_the_window_days_that_read_the_bad_da
     bad = FIRST + timedelta(days=3)
     write = minute_partials_job.run
 
-    def run_writing_day_3_twice(spark_session, lakehouse, first, last, config):
-        written = write(spark_session, lakehouse, first, last, config)
+    def run_writing_day_3_twice(spark_session, lakehouse, first, last, config, **options):
+        written = write(spark_session, lakehouse, first, last, config, **options)
         if first <= bad <= last:
             path, only = MINUTE_PARTIALS.path(lakehouse), day_filter("event_date", bad, bad)
             rows = delta_io.read_table(spark_session, path, partition_filters=only)
