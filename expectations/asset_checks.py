@@ -87,9 +87,9 @@ class Inputs:
     def last(self) -> date:
         return self.days[-1]
 
-    def through(self, rows: DataFrame, time: str) -> DataFrame:
-        """``rows`` before ``until`` by their ``time`` column (all of them for whole days)."""
-        return rows if self.until is None else rows.where(F.col(time) < F.lit(self.until))
+    def through(self, rows: DataFrame, column: str) -> DataFrame:
+        """``rows`` before ``until`` by their time ``column`` (all of them for whole days)."""
+        return rows if self.until is None else rows.where(F.col(column) < F.lit(self.until))
 
     def path(self, table: Table) -> str:
         """Where ``table`` is: the configuration's root (``lakehouse_root``), or for the events a
@@ -339,6 +339,8 @@ def parts_report(inputs: Inputs, day: date) -> reconciliation.IngestReport | Non
     records = inputs.instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset_key(EVENTS.name, inputs.config)), asset_partitions=keys),
         limit=1000, ascending=False).records
+    if not records:
+        return None
     newest: dict[str, dict] = {}
     for record in records:
         entry = record.asset_materialization.metadata.get(PART_COUNTS)
@@ -347,8 +349,6 @@ def parts_report(inputs: Inputs, day: date) -> reconciliation.IngestReport | Non
     judged = [c for part, c in newest.items()
               if part.startswith(f"{day} ") and part_key(day, datetime.fromisoformat(part.split(" ")[1]),
                                                         inputs.config.partition) in keys]
-    if not records:
-        return None
     return reconciliation.IngestReport(day, day, *(sum(c[name] for c in judged) for name in COUNTS))
 
 
