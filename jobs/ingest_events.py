@@ -207,7 +207,7 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
         event_date = F.to_date("event_time")
         is_late = F.col("arrival_date") > F.date_add(event_date, config.allowed_lateness_days)
         # one sum per arrival day, observed on the way as the total was: duplicates are stored
-        # nowhere; with partitions below a day, also each part's duplicates and rows kept
+        # nowhere; with partitions below a day, also each part's rows kept (``_part_sums``)
         present = _parts_present(positioned) if config.partition < DAY_SECONDS else []
         unique = unique.observe(
             deduplicated, *[F.coalesce(F.sum(F.when(F.col("arrival_date") == F.lit(d), absorbed)),
