@@ -129,7 +129,7 @@ class Deployment:
         partitions = {g.partition for g in groups}
         if len(partitions) > 1:
             shown = ", ".join(f"{g.group}: {format_duration(g.partition)}" for g in groups)
-            raise ValueError(f"groups: every group has the same partition ({shown}): their ingest and "
+            raise ValueError(f"groups: give every group the same partition ({shown}): their ingest and "
                              "schedules are shared; set it once with a YAML anchor")
         served: dict[tuple[str, str], str] = {}
         for g in groups:

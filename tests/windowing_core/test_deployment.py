@@ -105,7 +105,7 @@ def test_groups_are_read_from_yaml_with_shared_settings_as_anchors(tmp_path):
     ({"groups": {"a": {}}, "spine": {"path": "/s", "ts": "user_id", "groups": {"a": {}}}},
      "spine.groups.a.key and spine.ts are both 'user_id'"),
     ({"groups": {"a": {"partition": "1h"}, "b": {}}},
-     r"groups: every group has the same partition \(a: 1h, b: 1d\): their ingest and schedules are shared"),
+     r"groups: give every group the same partition \(a: 1h, b: 1d\): their ingest and schedules are shared"),
     ({"groups": {"a": {"partition": "1h"}}, "spine": {"path": "/s", "groups": {"a": {}}}},
      "partition: 1h is below a day, and a spine: joined to several groups runs by whole days"),
     ({"groups": {"a": {"partition": "1h", "source": CLICKS}}},
