@@ -14,6 +14,11 @@ from typing import Any
 from windowing_core.window_spec import DAY_SECONDS
 
 
+def midnight(day: date) -> datetime:
+    """The UTC instant a day (or the day of a datetime) starts: event days and parts are UTC."""
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
 @dataclass(frozen=True)
 class RunInterval:
     """``[start, until)`` within one UTC day; a naive datetime is read as UTC."""
@@ -26,8 +31,7 @@ class RunInterval:
                         for t in (self.start, self.until))
         object.__setattr__(self, "start", start)
         object.__setattr__(self, "until", until)
-        midnight = datetime(start.year, start.month, start.day, tzinfo=UTC)
-        if not start < until <= midnight + timedelta(days=1):
+        if not start < until <= midnight(start) + timedelta(days=1):
             raise ValueError(f"a run below a day lies within its one day: {self} is not within {start.date()}")
 
     @classmethod
@@ -121,13 +125,13 @@ def part_key(day: date, part: datetime, seconds: int) -> str:
     """The key of the partition of ``seconds`` (below a day) that reads arrival part ``part`` of
     ``day``: the one holding its time, or for the day's end (files outside the part folders) the
     day's last, which the run closing the day is."""
-    midnight = datetime(day.year, day.month, day.day, tzinfo=UTC)
-    offset = min((part - midnight).total_seconds(), DAY_SECONDS - 1)
-    return (midnight + timedelta(seconds=offset - offset % seconds)).strftime(PART_FORMAT)
+    start = midnight(day)
+    offset = min((part - start).total_seconds(), DAY_SECONDS - 1)
+    return (start + timedelta(seconds=offset - offset % seconds)).strftime(PART_FORMAT)
 
 
 def part_keys(day: date, until: datetime, seconds: int) -> list[str]:
     """The keys of ``day``'s partitions of ``seconds`` that start before ``until``."""
-    midnight = datetime(day.year, day.month, day.day, tzinfo=UTC)
-    count = math.ceil((until - midnight).total_seconds() / seconds)
-    return [(midnight + timedelta(seconds=i * seconds)).strftime(PART_FORMAT) for i in range(count)]
+    start = midnight(day)
+    count = math.ceil((until - start).total_seconds() / seconds)
+    return [(start + timedelta(seconds=i * seconds)).strftime(PART_FORMAT) for i in range(count)]

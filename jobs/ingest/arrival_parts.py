@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 
 import pyarrow.fs as pafs
 from pyspark.sql import Column
@@ -20,13 +20,10 @@ from pyspark.sql import functions as F
 
 from jobs.errors import MissingInputError
 from jobs.storage import locations
+from windowing_core.run_interval import midnight
 
 PART_NAME = r"([01][0-9]|2[0-3])([0-5][0-9])?"
 """A part folder's name: an hour (``00`` .. ``23``) and, optionally, its minute (``1345``)."""
-
-
-def midnight(day: date) -> datetime:
-    return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
 def day_end(day: date) -> datetime:
