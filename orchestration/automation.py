@@ -171,8 +171,10 @@ def build_landing_sensor(partitions: dg.TimeWindowPartitionsDefinition,
         seen = json.loads(context.cursor) if context.cursor else {}
         if seen and all(isinstance(v, str) for v in seen.values()):  # one landing root's, as cursors were
             seen = {lakehouse.landing_root: seen}
-        valid = set(partitions.get_partition_keys())  # not the partition under way: it has not ended
-        days = {k[:10] for k in valid}
+        # Not the partition under way (it has not ended); asked key by key, not listed: fifteen
+        # minutes since 2020 are 200,000 keys a tick.
+        first, last = partitions.get_first_partition_window(), partitions.get_last_partition_window()
+        days = (first.start.date(), last.start.date()) if first and last else None
         now, requests, missing, waiting = {}, [], [], set()
         for ingest, keys in zip(landings, targets):
             root = ingest.source.landing if ingest.source is not None else lakehouse.landing_root
@@ -183,11 +185,11 @@ def build_landing_sensor(partitions: dg.TimeWindowPartitionsDefinition,
             ingested = context.instance.get_materialized_partitions(keys[0])
             under_way = days_under_way(context.instance, keys[0], partitions)
             for day in sorted(os.listdir(root)):
-                if day not in days or not os.path.isdir(os.path.join(root, day)):
+                when = _date_of(day)
+                if not (days and when and days[0] <= when <= days[1] and os.path.isdir(os.path.join(root, day))):
                     continue
-                for name, fingerprint in landing_partitions(os.path.join(root, day), date.fromisoformat(day),
-                                                            ingest.partition).items():
-                    if name not in valid:
+                for name, fingerprint in landing_partitions(os.path.join(root, day), when, ingest.partition).items():
+                    if not partitions.has_partition_key(name):
                         continue
                     if under_way is None or name in under_way:  # looked at again once that run ends
                         waiting.add(name)
@@ -209,6 +211,15 @@ def build_landing_sensor(partitions: dg.TimeWindowPartitionsDefinition,
                                           else [])]))
 
     return landing_sensor
+
+
+def _date_of(folder: str) -> date | None:
+    """The arrival day a landing folder's name says (``YYYY-MM-DD``), else None."""
+    try:
+        day = date.fromisoformat(folder)
+    except ValueError:
+        return None
+    return day if day.isoformat() == folder else None  # not 20250102 or 2025-W01-1, which it also reads
 
 
 _RUNS_UNDER_WAY = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,

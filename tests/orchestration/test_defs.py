@@ -169,13 +169,19 @@ def test_below_a_day_the_landing_sensor_asks_for_the_part_of_each_hour_folder_an
         tmp_path):
     """``partition: 1h``: an hour folder's files are its hour's (``1345`` is 13:00's); a file
     outside the part folders (in the day's folder, or in ``24/``, no hour) is the day's last
-    hour's, which the run closing the day reads. A file landing in ``13/`` asks for 13:00 again."""
+    hour's, which the run closing the day reads. A file landing in ``13/`` asks for 13:00 again.
+    Folders not named as an arrival day of the partitions ask for nothing."""
     landing = tmp_path / "landing"
     day = landing / "2025-01-02"
     for folder in ("07", "13", "1345", "24"):
         (day / folder).mkdir(parents=True)
         (day / folder / "a.json").write_text("{}\n")
     (day / "late.json").write_text("{}\n")
+    # Not arrival days of the partitions: another spelling of the day (ISO week, basic format),
+    # a day past the end, a folder of notes
+    for folder in ("2025-W01-4/09", "20250102/05", "2025-01-05/10", "notes/11"):
+        (landing / folder).mkdir(parents=True)
+        (landing / folder / "a.json").write_text("{}\n")
     config = PipelineConfig(partition=3600)
     sensor = build_landing_sensor(
         partitions_from_environment({"PANES_START_DATE": "2025-01-01", "PANES_END_DATE": "2025-01-03"}, 3600),
