@@ -21,8 +21,8 @@ from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
 
-from jobs.runtime import pipes
-from jobs.tables import root
+from jobs.runtime import compilers, pipes
+from jobs.tables import EVENTS, ingest_root, root
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
 from windowing_core.run_interval import RunInterval, refuse_below_a_day
@@ -127,14 +127,23 @@ def parsed(parser: argparse.ArgumentParser, argv: list[str] | None, *,
         parser.error(f"bad configuration: {err}")
 
 
+InputSize = Callable[[argparse.Namespace, PipelineConfig, date, date], dict[str, int]]
+
+
+def events_of_the_days(args: argparse.Namespace, config: PipelineConfig, first: date, last: date) -> dict[str, int]:
+    """A run's input as the jobs after ingest weigh it: the events of its arrival days."""
+    return compilers.events_input(EVENTS.path(ingest_root(args.lakehouse, config)), first, last)
+
+
 def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = None, *, landing: bool = False,
-            below_a_day: str | None = None) -> int:
+            below_a_day: str | None = None, input_size: InputSize = events_of_the_days) -> int:
     """Parse the shared flags, load the configuration, run ``job(spark, config, args, first, last)``
     and print its one-line summary, or a one-line error. Its progress goes to stderr
     (``jobs.runtime.progress``). A job that runs part of a day passes ``below_a_day``, its stage
     (``windowing_core.run_interval.STAGES``, whose rules refuse an interval in one line):
     ``--from/--until`` then sets ``args.interval`` (a ``RunInterval``; else None), and its day is
-    ``first`` and ``last``."""
+    ``first`` and ``last``. ``input_size`` weighs the run's input for the JVM's compilers
+    (``jobs.runtime.compilers``) where the job starts its own."""
     from jobs.runtime import progress  # Spark and Delta load only once a job runs, not for --help
 
     parser = job_arguments(doc, landing=landing, below_a_day=below_a_day is not None)
@@ -152,10 +161,11 @@ def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = N
         parser.error("--landing is required (or a source: in the configuration)")
     try:
         every = progress.every_seconds()
+        compilers.choice()
     except ValueError as err:
         parser.error(str(err))
     with pipes.session():  # where Dagster launched the job through Pipes; else nothing
-        return _run(parser, job, args, config, last, every)
+        return _run(parser, job, args, config, last, every, input_size)
 
 
 def _interval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RunInterval | None:
@@ -210,7 +220,7 @@ def log4j_options(log: str) -> str:
 
 
 def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argparse.Namespace,
-         config: PipelineConfig, last: date, every: float) -> int:
+         config: PipelineConfig, last: date, every: float, input_size: InputSize) -> int:
     from jobs.errors import (
         ConcurrentWriteError,
         DamagedTableError,
@@ -228,8 +238,12 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
     if starts_a_jvm():  # else the JVM's logging is whoever started it's
         log = spark_log_file(_name(job))
         print(f"{parser.prog}: Spark's own log: {log}", file=sys.stderr)
-        overrides = {"spark.driver.extraJavaOptions":
-                     f"{SPARK_DEFAULTS['spark.driver.extraJavaOptions']} {log4j_options(log)}"}
+        quick = compilers.quick(**input_size(args, config, args.date, last))
+        if quick:
+            print(f"{parser.prog}: a small input: the JVM compiles with C1 alone ({compilers.JIT_ENV}=full for C2)",
+                  file=sys.stderr)
+        options = (SPARK_DEFAULTS["spark.driver.extraJavaOptions"], log4j_options(log), compilers.java_options(quick))
+        overrides = {"spark.driver.extraJavaOptions": " ".join(o for o in options if o)}
     spark = get_spark(overrides, roots=[args.lakehouse, getattr(args, "landing", None) or ""])
     try:
         label = f"{_name(job)} {args.interval or f'{args.date} .. {last}'}"

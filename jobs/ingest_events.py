@@ -36,7 +36,7 @@ from jobs.ingest import arrival_parts, landing_files, table_source
 from jobs.ingest.arrival_parts import Parts
 from jobs.ingest.parse import with_encoding_checked, with_file_positions, with_line_numbers, with_parsed_fields
 from jobs.ingest.quarantine import LATE_REASON, with_reason
-from jobs.runtime import pipes
+from jobs.runtime import compilers, pipes
 from jobs.storage import commits, delta_io, delta_write
 from jobs.tables import (
     EVENTS, LATE_EVENTS, QUARANTINE, TABLE_COLUMN, Table, day_filter, days, declared_columns,
@@ -397,7 +397,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"{result.duplicates} duplicates, {result.late} late"
                 + (f" for arrival parts {result.parts}" if result.parts else ""))
 
-    return run_job(__doc__, job, argv, landing=True, below_a_day="ingest")
+    return run_job(__doc__, job, argv, landing=True, below_a_day="ingest", input_size=landing_input)
+
+
+def landing_input(args, config: PipelineConfig, first: date, last: date) -> dict[str, int]:
+    """A run's input as ingest weighs it for the JVM's compilers (``jobs.runtime.compilers``): its
+    landing folders' bytes; a table source is not weighed."""
+    if config.source is not None and config.source.is_table:
+        return {}
+    landing = config.source.landing if config.source is not None else args.landing
+    return compilers.landing_input(landing_folders(landing, first, last))
 
 
 if __name__ == "__main__":

@@ -124,6 +124,7 @@ def test_a_missing_landing_folder_run_as_a_module_is_one_line_exit_one(tmp_path)
     assert lines[-1] == errors[0] and not [line for line in lines if " WARN " in line or " ERROR " in line], lines
     log = next(line.split("Spark's own log: ", 1)[1] for line in lines if "Spark's own log: " in line)
     assert os.path.dirname(log) == str(tmp_path / "logs") and " WARN " in open(log).read()
+    assert any("a small input: the JVM compiles with C1 alone" in line for line in lines)  # no bytes to ingest
 
 
 def test_a_refused_concurrent_write_is_one_line_naming_the_table(spark, tmp_path, monkeypatch, capsys):

@@ -1,0 +1,93 @@
+"""Which JIT compilers a job run alone gives its JVM: the quick one alone for a small input.
+
+Most of a small job run alone is its cold JVM compiling Spark's and Delta's code: HotSpot's
+optimising compiler (C2) spends more CPU than the rows do, on cores the driver needs, and its code
+pays that back only on larger inputs. So where the run's input is small, the JVM stops
+at the quick compiler (C1, ``-XX:TieredStopAtLevel=1``); where it is larger, or cannot be sized
+before Spark starts (a table source, object storage), it keeps the default tiers.
+
+The sizes are the run's own input, never the lakehouse's: the landing files of the days ingest
+reads, the events of the arrival days the other jobs run (from the Delta log's counts, no data
+read). Each limit is the largest size at which C1 alone was measured to win (``docs/performance.md``,
+"A job's start"). ``PANES_JIT`` sets it by hand: ``quick``, ``full`` or ``auto`` (the default).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from datetime import date
+from pathlib import Path
+
+from jobs.storage import delta_io
+from jobs.tables import day_filter
+
+JIT_ENV = "PANES_JIT"
+CHOICES = ("auto", "quick", "full")
+QUICK_OPTION = "-XX:TieredStopAtLevel=1"
+
+SMALL_EVENTS = 1_000_000
+"""The most events of a run's arrival days that the quick compiler takes (partials, windows):
+at 10^6 events a day, run alone, partials took 0.79x and windows 0.84x their time under C2."""
+SMALL_LANDING_BYTES = 16 * 2**20
+"""The most landing bytes of a run's days that the quick compiler takes (ingest): a day of
+200,000 demo events (14 MB) took 0.84x its time under C2, one of 10^6 (70 MB) 1.35x."""
+
+
+def choice() -> str:
+    """``PANES_JIT``, checked: a bad value is a configuration error (a ValueError, one line)."""
+    text = (os.environ.get(JIT_ENV) or "auto").strip().lower()
+    if text not in CHOICES:
+        raise ValueError(f"{JIT_ENV} must be one of {', '.join(CHOICES)}, not {text!r}")
+    return text
+
+
+def bytes_under(folders: Iterable[str], limit: int) -> int | None:
+    """The bytes of the files under local ``folders`` (missing ones hold none), counted until
+    they pass ``limit``; None for a folder that is not local, which cannot be sized cheaply."""
+    total = 0
+    for folder in folders:
+        if "://" in folder and not folder.startswith("file:"):
+            return None
+        for dirpath, _, names in os.walk(folder.removeprefix("file:")):
+            for name in names:
+                try:
+                    total += Path(dirpath, name).stat().st_size
+                except OSError:
+                    continue
+                if total > limit:
+                    return total
+    return total
+
+
+def quick(*, events: int | None = None, landing_bytes: int | None = None) -> bool:
+    """Whether a run of this input compiles with C1 alone: under ``PANES_JIT=auto``, only where
+    its size is known and under its limit."""
+    wanted = choice()
+    if wanted != "auto":
+        return wanted == "quick"
+    if events is not None:
+        return events <= SMALL_EVENTS
+    if landing_bytes is not None:
+        return landing_bytes <= SMALL_LANDING_BYTES
+    return False
+
+
+def landing_input(folders: list[str]) -> dict[str, int]:
+    """What ``quick`` weighs for ingest: the bytes of the landing folders it reads (none for
+    folders not on a local disk)."""
+    size = bytes_under(folders, SMALL_LANDING_BYTES)
+    return {} if size is None else {"landing_bytes": size}
+
+
+def events_input(events_path: str, first: date, last: date) -> dict[str, int]:
+    """What ``quick`` weighs for the jobs after ingest: the events of arrival days ``first ..
+    last``, counted in the Delta log (none where it cannot say)."""
+    try:
+        return {"events": delta_io.row_count(events_path, partition_filters=day_filter("arrival_date", first, last))}
+    except Exception:  # the size only advises: the job itself says what is wrong with its input
+        return {}
+
+
+def java_options(quick_compile: bool) -> str:
+    return QUICK_OPTION if quick_compile else ""

@@ -1,0 +1,119 @@
+"""Which JIT compilers a job run alone starts its JVM with: C1 alone for a small input only."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from jobs import cli, ingest_events, minute_partials
+from jobs.runtime import compilers, spark_session
+
+
+@pytest.fixture(autouse=True)
+def auto(monkeypatch):
+    monkeypatch.delenv(compilers.JIT_ENV, raising=False)
+
+
+def test_a_small_known_input_compiles_quickly_and_a_large_or_unknown_one_fully():
+    assert compilers.quick(events=compilers.SMALL_EVENTS)
+    assert not compilers.quick(events=compilers.SMALL_EVENTS + 1)
+    assert compilers.quick(landing_bytes=0)
+    assert not compilers.quick(landing_bytes=compilers.SMALL_LANDING_BYTES + 1)
+    assert not compilers.quick()  # a table source, object storage: the default tiers
+
+
+@pytest.mark.parametrize("setting, small, large", [("quick", True, True), ("full", False, False),
+                                                   ("AUTO", True, False)])
+def test_panes_jit_decides_by_hand(monkeypatch, setting, small, large):
+    monkeypatch.setenv(compilers.JIT_ENV, setting)
+    assert compilers.quick(events=1) is small
+    assert compilers.quick(events=10**9) is large
+
+
+def test_a_bad_panes_jit_is_a_one_line_error(monkeypatch, capsys):
+    monkeypatch.setenv(compilers.JIT_ENV, "c2")
+    with pytest.raises(SystemExit) as exit_:
+        minute_partials.main(["--lakehouse", "y", "--date", "2025-01-30"])
+    assert exit_.value.code == cli.EXIT_BAD_ARGUMENTS
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "PANES_JIT must be one of auto, quick, full, not 'c2'")
+
+
+def test_landing_bytes_count_every_file_below_a_day_and_stop_past_the_limit(tmp_path):
+    day = tmp_path / "2025-01-30"
+    (day / "13").mkdir(parents=True)
+    (day / "a.json").write_bytes(b"x" * 100)
+    (day / "13" / "b.json.gz").write_bytes(b"x" * 50)
+    folders = [str(day), str(tmp_path / "2025-01-31")]  # a day with no folder holds nothing
+    assert compilers.bytes_under(folders, limit=1_000) == 150
+    assert 100 < compilers.bytes_under(folders, limit=120) <= 150  # counting stopped past the limit
+    assert compilers.bytes_under(["s3a://bucket/landing/2025-01-30"], limit=1_000) is None
+    assert compilers.landing_input(["s3a://bucket/landing/2025-01-30"]) == {}
+
+
+def test_the_events_of_the_run_days_are_counted_from_the_delta_log(tmp_path):
+    path = str(tmp_path / "events")
+    days = [date(2025, 1, 29)] * 2 + [date(2025, 1, 30)] * 3 + [date(2025, 1, 31)] * 5
+    write_deltalake(path, pa.table({"event_id": [str(i) for i in range(len(days))],
+                                    "arrival_date": pa.array(days, pa.date32())}),
+                    partition_by=["arrival_date"])
+    assert compilers.events_input(path, date(2025, 1, 30), date(2025, 1, 30)) == {"events": 3}
+    assert compilers.events_input(path, date(2025, 1, 29), date(2025, 1, 30)) == {"events": 5}
+    assert compilers.events_input(str(tmp_path / "none"), date(2025, 1, 30), date(2025, 1, 30)) == {}
+
+
+class Started(Exception):
+    """Raised by the stand-in for ``get_spark``: the test needs the JVM's options, not a JVM."""
+
+
+@pytest.fixture
+def jvm_options(monkeypatch):
+    """The driver options a job run alone would start its JVM with."""
+    seen = []
+
+    def started(overrides=None, roots=()):
+        seen.append((overrides or {}).get("spark.driver.extraJavaOptions", ""))
+        raise Started
+
+    monkeypatch.setattr(spark_session, "starts_a_jvm", lambda: True)
+    monkeypatch.setattr(spark_session, "get_spark", started)
+    monkeypatch.setenv(cli.LOG_DIR_ENV, "/tmp/panes-test-logs")
+    return seen
+
+
+def _ingest(tmp_path) -> None:
+    with pytest.raises(Started):
+        ingest_events.main(["--landing", str(tmp_path / "landing"), "--lakehouse", str(tmp_path / "lake"),
+                            "--date", "2025-01-30"])
+
+
+def test_a_small_ingest_starts_its_jvm_with_the_quick_compiler_alone(tmp_path, monkeypatch, jvm_options):
+    folder = tmp_path / "landing" / "2025-01-30"
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_bytes(b'{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z"}\n' * 100)
+    _ingest(tmp_path)
+    monkeypatch.setattr(compilers, "SMALL_LANDING_BYTES", 1_000)  # the same day, now over the limit
+    _ingest(tmp_path)
+    monkeypatch.setattr(compilers, "SMALL_LANDING_BYTES", 10**9)
+    monkeypatch.setenv(compilers.JIT_ENV, "full")
+    _ingest(tmp_path)
+    quick = [compilers.QUICK_OPTION in options for options in jvm_options]
+    assert quick == [True, False, False]
+    assert all("-XX:+UseParallelGC" in options and "-Dlog4j2.configurationFile" in options for options in jvm_options)
+
+
+def test_the_jobs_after_ingest_weigh_the_events_of_their_days(tmp_path, monkeypatch, jvm_options):
+    lake = tmp_path / "lake"
+    write_deltalake(str(lake / "events"), pa.table({"event_id": ["a", "b", "c"],
+                                                    "arrival_date": pa.array([date(2025, 1, 30)] * 3, pa.date32())}),
+                    partition_by=["arrival_date"])
+    for limit in (3, 2):
+        monkeypatch.setattr(compilers, "SMALL_EVENTS", limit)
+        with pytest.raises(Started):
+            minute_partials.main(["--lakehouse", str(lake), "--date", "2025-01-30"])
+    with pytest.raises(Started):  # no events table yet: not weighed, the default tiers
+        minute_partials.main(["--lakehouse", str(tmp_path / "empty"), "--date", "2025-01-30"])
+    assert [compilers.QUICK_OPTION in options for options in jvm_options] == [True, False, False]
