@@ -25,6 +25,7 @@ be ingested an hour at a time (``--from/--until``).
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import reduce
@@ -400,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     return run_job(__doc__, job, argv, landing=True, below_a_day="ingest", input_size=landing_input)
 
 
-def landing_input(args, config: PipelineConfig, first: date, last: date) -> dict[str, int]:
+def landing_input(args: argparse.Namespace, config: PipelineConfig, first: date, last: date) -> dict[str, int]:
     """A run's input as ingest weighs it for the JVM's compilers (``jobs.runtime.compilers``): its
     landing folders' bytes; a table source is not weighed."""
     if config.source is not None and config.source.is_table:

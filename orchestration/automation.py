@@ -9,10 +9,11 @@ partition mappings say which partitions those are, so nothing else runs.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import date
 
 import dagster as dg
@@ -145,6 +146,20 @@ def landing_partitions(folder: str, day: date, seconds: int) -> dict[str, str]:
     return fingerprints
 
 
+def ingested_by_a_daily_run(folder: str, day: date, seconds: int, before: dict[str, str],
+                            ingested: Collection[str]) -> Callable[[str], bool]:
+    """Below a day, whether a part of ``day`` counts as ingested by the run of a daily deployment
+    before the switch to parts: Dagster keeps history per partition key, so the parts have none
+    of their own. A part counts where the day's own key was materialised and either the cursor has
+    seen the part since the switch (so a change to it is a new fingerprint), or the day's folder is
+    as the daily sensor last saw it (its cursor's fingerprint of the day still matches)."""
+    day_key = day.isoformat()
+    if seconds == DAY_SECONDS or day_key not in ingested:
+        return lambda name: False
+    unchanged = functools.cache(lambda: before.get(day_key) == folder_fingerprint(folder))
+    return lambda name: name in before or unchanged()
+
+
 def build_landing_sensor(partitions: dg.TimeWindowPartitionsDefinition,
                          ingests: Sequence[PipelineConfig] = (PipelineConfig(),)) -> dg.SensorDefinition:
     """Ingests an arrival day of each source of landing folders (the default ones, and any a
@@ -188,7 +203,9 @@ def build_landing_sensor(partitions: dg.TimeWindowPartitionsDefinition,
                 when = _date_of(day)
                 if not (days and when and days[0] <= when <= days[1] and os.path.isdir(os.path.join(root, day))):
                     continue
-                for name, fingerprint in landing_partitions(os.path.join(root, day), when, ingest.partition).items():
+                folder = os.path.join(root, day)
+                by_day = ingested_by_a_daily_run(folder, when, ingest.partition, before, ingested)
+                for name, fingerprint in landing_partitions(folder, when, ingest.partition).items():
                     if not partitions.has_partition_key(name):
                         continue
                     if under_way is None or name in under_way:  # looked at again once that run ends
@@ -197,7 +214,7 @@ def build_landing_sensor(partitions: dg.TimeWindowPartitionsDefinition,
                             now[root][name] = before[name]
                         continue
                     now[root][name] = fingerprint
-                    if (name in before and before[name] != fingerprint) or name not in ingested:
+                    if (name in before and before[name] != fingerprint) or not (name in ingested or by_day(name)):
                         prefix = "" if ingest.ingest_at is None else f"{ingest.ingest_at}:"
                         requests.append(dg.RunRequest(run_key=f"{prefix}{name}:{fingerprint}", partition_key=name,
                                                       asset_selection=keys))

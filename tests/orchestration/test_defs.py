@@ -203,6 +203,45 @@ def test_below_a_day_the_landing_sensor_asks_for_the_part_of_each_hour_folder_an
     assert {k for k in third if third[k] != first[k]} == {"2025-01-02-13:00", "2025-01-02-23:00"}
 
 
+def test_switched_from_daily_to_hourly_the_landing_sensor_asks_only_for_what_the_daily_runs_left(tmp_path):
+    """``partition: 1d`` then ``1h``: Dagster has the days' history, not the hours'. A day ingested
+    daily whose folder is as the daily sensor last saw it asks for nothing, then for the hour of a
+    file landing in it; a day whose folder changed after its daily run, or never ingested, asks
+    for each of its hours."""
+    landing = tmp_path / "landing"
+    days = {day: landing / day for day in ("2025-01-02", "2025-01-03", "2025-01-04")}
+    for folder in days.values():
+        for hour in ("07", "13"):
+            (folder / hour).mkdir(parents=True)
+            (folder / hour / "a.json").write_text("{}\n")
+    instance = dg.DagsterInstance.ephemeral()
+    daily_cursor = {}
+    for day in ("2025-01-02", "2025-01-03"):  # what the daily deployment ingested, and its sensor saw
+        instance.report_runless_asset_event(dg.AssetMaterialization("events", partition=day))
+        daily_cursor[day] = folder_fingerprint(str(days[day]))
+    (days["2025-01-03"] / "13" / "b.json").write_text("{}\n")  # landed after the daily run
+    sensor = build_landing_sensor(
+        partitions_from_environment({"PANES_START_DATE": "2025-01-01", "PANES_END_DATE": "2025-01-05"}, 3600),
+        (PipelineConfig(partition=3600),))
+    resources = {"lakehouse": LakehouseResource(landing_root=str(landing), lakehouse_root=str(tmp_path / "lake"))}
+
+    def tick(cursor):
+        with dg.build_sensor_context(instance=instance, resources=resources, cursor=json.dumps(cursor)) as context:
+            result = sensor(context)
+            requests = [] if isinstance(result, dg.SkipReason) else result
+            return sorted(r.partition_key for r in requests), json.loads(context.cursor)
+
+    first, cursor = tick({str(landing): daily_cursor})
+    assert first == ["2025-01-03-07:00", "2025-01-03-13:00", "2025-01-04-07:00", "2025-01-04-13:00"]
+    for part in first:  # their runs ended
+        instance.report_runless_asset_event(dg.AssetMaterialization("events", partition=part))
+    second, cursor = tick(cursor)
+    assert second == []
+    (days["2025-01-02"] / "13" / "b.json").write_text("{}\n")
+    third, _ = tick(cursor)
+    assert third == ["2025-01-02-13:00"]
+
+
 def test_a_bad_progress_interval_fails_when_the_definitions_load(monkeypatch):
     from orchestration.definitions import _defs_from_environment
 
