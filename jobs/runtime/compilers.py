@@ -44,12 +44,13 @@ def choice() -> str:
 
 def bytes_under(folders: Iterable[str], limit: int) -> int | None:
     """The bytes of the files under local ``folders`` (missing ones hold none), counted until
-    they pass ``limit``; None for a folder that is not local, which cannot be sized cheaply."""
+    they pass ``limit``; None for a folder that is not local, which cannot be sized cheaply. Links
+    are followed, as ingest reads through them (a loop only counts past the limit)."""
     total = 0
     for folder in folders:
         if "://" in folder and not folder.startswith("file:"):
             return None
-        for dirpath, _, names in os.walk(folder.removeprefix("file:")):
+        for dirpath, _, names in os.walk(folder.removeprefix("file:"), followlinks=True):
             for name in names:
                 try:
                     total += Path(dirpath, name).stat().st_size
