@@ -237,7 +237,7 @@ def evaluate_window_changes(inputs: Inputs) -> Results:
             event_time, inputs.days,
             rows=delta_io.row_count(WINDOW_CHANGES.path(inputs.lakehouse_root),  # the sample's estimate
                                     partition_filters=day_filter("date", inputs.first, inputs.last)),
-            frame_count=None if frames is None else sum(frames.values()))
+            frame_count=None if frames is None else sum(frames.values()), until=inputs.until)
     return results
 
 

@@ -14,7 +14,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Row
@@ -27,7 +27,7 @@ from windowing_core.aggregations import Aggregation
 from windowing_core.change_points import change_points
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import day_start
-from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, from_epoch_seconds
+from windowing_core.window_spec import ALL_KEYS, DAY_SECONDS, WindowSpec, from_epoch_seconds, to_epoch_seconds
 
 
 class RangeFold:
@@ -226,7 +226,7 @@ def sampled_keys(changes: DataFrame, partials: DataFrame, days: list[date], reac
 def changes_conserve_frames(changes: DataFrame, partials: DataFrame, config: PipelineConfig,
                             days: list[date], sample_keys: int = CONSERVATION_SAMPLE_KEYS,
                             rows: int | None = None, frame_count: int | None = None,
-                            oversample: float = 64) -> dict[date, Outcome]:
+                            oversample: float = 64, until: datetime | None = None) -> dict[date, Outcome]:
     """For a sample of keys per day, the change points equal a direct recomputation from frames.
 
     ``partials`` must hold the frames of event days ``first - frames_reach_days .. last``.
@@ -238,7 +238,9 @@ def changes_conserve_frames(changes: DataFrame, partials: DataFrame, config: Pip
     (sketches) are left out; then a change point where only they changed is not an error.
     ``rows``: the change points' rows where known (the Delta log's count), to size the sample's
     hash threshold without counting them; ``frame_count``: the frames in reach where known exactly;
-    ``oversample`` as ``sampled_keys``.
+    ``oversample`` as ``sampled_keys``. ``until``: below a day, where the judged partitions end;
+    a window end at or after it belongs to a partition not judged yet (``changes`` and
+    ``partials`` hold nothing from it on).
     """
     checked = [a for a in config.aggregations if python_combinable(a)]
     skipped = [a.name for a in config.aggregations if not python_combinable(a)]
@@ -268,13 +270,14 @@ def changes_conserve_frames(changes: DataFrame, partials: DataFrame, config: Pip
     for r in sample.changes:
         recorded[(r["date"], r["key"], r["window"])][r["end"]] = tuple(r[n] for n in names)
 
+    judged_until = math.inf if until is None else to_epoch_seconds(until)
     outcomes = {}
     for day in days:
         problems: list[dict] = []
         for key in keys_by_day.get(day, []):
             for spec in [s for s in config.windows if s.keyed == (key != ALL_KEYS)]:
                 value = range_folded_values(frames.get((day, key), []), spec, checked)
-                want = expected_rows(value, spec, day)
+                want = {end: row for end, row in expected_rows(value, spec, day).items() if end < judged_until}
                 have = recorded.get((day, key, spec.name), {})
                 for end in sorted(set(want) | set(have)):
                     kind = _mismatch(spec, end in want, have.get(end), value(end)[0], strict=not skipped)

@@ -7,7 +7,7 @@ promise on the data itself: the output watermark (the last closed window end eve
 table has been computed to, with no missing day before it) against the newest event time.
 """
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 import dagster as dg
 
@@ -17,6 +17,7 @@ from expectations.catalog import WARN
 from jobs.storage import delta_io
 from jobs.tables import EVENTS, WINDOW_CHANGES, WINDOW_SNAPSHOT, ingest_root, root
 from windowing_core.config import PipelineConfig
+from windowing_core.run_interval import partition_key, partition_starts
 from windowing_core.window_spec import from_epoch_seconds, to_epoch_seconds
 
 
@@ -33,20 +34,21 @@ def with_freshness(assets: list[dg.AssetsDefinition], config: PipelineConfig) ->
             if isinstance(a, dg.AssetsDefinition) else a for a in assets]
 
 
-def output_watermark(config: PipelineConfig, materialized_days: set[str]) -> tuple[datetime | None, list[str]]:
-    """The last window end (of the slowest window) covered by contiguous materialised days,
-    and the days missing inside the materialised range."""
-    if not materialized_days:
+def output_watermark(config: PipelineConfig, materialized: set[str]) -> tuple[datetime | None, list[str]]:
+    """The last window end (of the slowest window) covered by contiguous materialised partitions
+    (days, or parts of ``partition:``), and the partitions missing inside the materialised range."""
+    step = timedelta(seconds=config.partition)
+    starts = sorted(partition_starts(materialized, config.partition))
+    if not starts:
         return None, []
-    days = sorted(date.fromisoformat(d) for d in materialized_days)
-    first, last = days[0], days[-1]
-    missing = [(first + timedelta(days=i)).isoformat() for i in range((last - first).days + 1)
-               if (first + timedelta(days=i)).isoformat() not in materialized_days]
-    covered = date.fromisoformat(missing[0]) if missing else last + timedelta(days=1)
-    end_of_cover = to_epoch_seconds(datetime(covered.year, covered.month, covered.day, tzinfo=timezone.utc))
+    covered, last = set(starts), starts[-1]
+    missing = [start for start in (starts[0] + i * step for i in range((last - starts[0]) // step + 1))
+               if start not in covered]
+    end_of_cover = to_epoch_seconds(missing[0] if missing else last + step)
     # a configuration of session windows only: their rows are final up to the covered days' end
-    return from_epoch_seconds(min((w.end_at_or_before(end_of_cover - 1) for w in config.windows),
-                                  default=end_of_cover)), missing
+    return (from_epoch_seconds(min((w.end_at_or_before(end_of_cover - 1) for w in config.windows),
+                                   default=end_of_cover)),
+            [partition_key(start, config.partition) for start in missing])
 
 
 def build_watermark_check(config: PipelineConfig) -> dg.AssetChecksDefinition:
@@ -72,7 +74,7 @@ def build_watermark_check(config: PipelineConfig) -> dg.AssetChecksDefinition:
             "newest_event_time": str(newest),
             "lag_seconds": None if lag is None else int(lag.total_seconds()),
             "bound_seconds": int(bound.total_seconds()),
-            "missing_days": ", ".join(missing[:20]) or "none",
+            "missing_partitions": ", ".join(missing[:20]) or "none",
         })
 
     return output_watermark_within_bound

@@ -7,6 +7,7 @@ interval is checked once, where it is made, and every refusal names it in dateti
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -135,3 +136,22 @@ def part_keys(day: date, until: datetime, seconds: int) -> list[str]:
     start = midnight(day)
     count = math.ceil((until - start).total_seconds() / seconds)
     return [(start + timedelta(seconds=i * seconds)).strftime(PART_FORMAT) for i in range(count)]
+
+
+def partition_starts(keys: Iterable[str], seconds: int) -> set[datetime]:
+    """The starts of the partitions of ``seconds`` that materialised partition ``keys`` cover: a
+    part's own key, and a day's key every part of that day (a deployment that ran daily before it
+    ran in parts). Under daily partitions a part's key covers no whole day and counts for none."""
+    starts = set()
+    for key in keys:
+        if len(key) == len("YYYY-MM-DD"):
+            day = midnight(date.fromisoformat(key))
+            starts.update(day + timedelta(seconds=s) for s in range(0, DAY_SECONDS, seconds))
+        elif seconds < DAY_SECONDS:
+            starts.add(datetime.strptime(key, PART_FORMAT).replace(tzinfo=UTC))
+    return starts
+
+
+def partition_key(start: datetime, seconds: int) -> str:
+    """The key of the partition of ``seconds`` that starts at ``start``."""
+    return start.date().isoformat() if seconds == DAY_SECONDS else start.strftime(PART_FORMAT)

@@ -89,6 +89,19 @@ def test_changes_conserve_frames_fails_on_drifted_change_points(spark, broken, p
     assert [r["problem"] for r in outcome.metadata["sample_rows"]] == [problem]
 
 
+def test_below_a_day_a_window_end_at_or_after_the_judged_partitions_end_is_not_judged_yet(spark):
+    """Partitions up to 11:00 judged (``until``): the change points at 11:00 and after belong to
+    partitions not run yet, while a missing one before it is still caught."""
+    until = at(DAY, 11, 0)
+    judged = {end: value for end, value in TRUE_CHANGES.items() if end < (11, 0)}
+    outcome = conservation.changes_conserve_frames(changes_of_k(spark, judged), frames_of_k(spark), CONFIG, [DAY],
+                                                   until=until)[DAY]
+    assert outcome.passed, outcome.metadata
+    outcome = conservation.changes_conserve_frames(changes_of_k(spark, {}), frames_of_k(spark), CONFIG, [DAY],
+                                                   until=until)[DAY]
+    assert [r["window_end"] for r in outcome.metadata["sample_rows"]] == [at(DAY, 10, 30).isoformat()]
+
+
 def test_changes_conserve_frames_finds_a_key_whose_change_points_are_all_missing(spark):
     outcome = conservation.changes_conserve_frames(changes_of_k(spark, {}), frames_of_k(spark), CONFIG,
                                                      [DAY])[DAY]

@@ -315,6 +315,17 @@ def test_the_output_watermark_stops_at_the_first_missing_day():
     assert output_watermark(config, set()) == (None, [])
 
 
+def test_below_a_day_the_output_watermark_stops_at_the_first_missing_part_and_a_daily_key_covers_its_day():
+    """``partition: 1h``: the keys are parts (``2025-01-28-13:00``); a day materialised before the
+    switch from ``1d`` covers each of its parts."""
+    config = PipelineConfig(partition=3600)
+    watermark, missing = output_watermark(config, {"2025-01-27", "2025-01-28-00:00", "2025-01-28-01:00",
+                                                   "2025-01-28-03:00"})
+    assert missing == ["2025-01-28-02:00"]
+    assert watermark == datetime(2025, 1, 28, 1, 59, tzinfo=timezone.utc)
+    assert output_watermark(config, {"2025-01-28-13:00"}) == (datetime(2025, 1, 28, 13, 59, tzinfo=timezone.utc), [])
+
+
 def test_automation_fires_every_asset_downstream_of_ingest_and_sensors_start_running():
     graph = defs.resolve_asset_graph()
     automated = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition}
