@@ -240,7 +240,8 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
         print(f"{parser.prog}: Spark's own log: {log}", file=sys.stderr)
         quick = compilers.quick(**input_size(args, config, args.date, last))
         if quick:
-            print(f"{parser.prog}: a small input: the JVM compiles with C1 alone ({compilers.JIT_ENV}=full for C2)",
+            why = "a small input" if compilers.choice() == "auto" else f"{compilers.JIT_ENV}=quick"
+            print(f"{parser.prog}: {why}: the JVM compiles with C1 alone ({compilers.JIT_ENV}=full for C2)",
                   file=sys.stderr)
         options = (SPARK_DEFAULTS["spark.driver.extraJavaOptions"], log4j_options(log), compilers.java_options(quick))
         overrides = {"spark.driver.extraJavaOptions": " ".join(o for o in options if o)}

@@ -4,7 +4,7 @@ A window output for event time t can only be final once every arrival day within
 lateness has landed, so it is promised within lateness + processing slack: that is the
 freshness policy of the window assets. The ``output_watermark_within_bound`` check measures the
 promise on the data itself: the output watermark (the last closed window end every window
-table has been computed to, with no missing day before it) against the newest event time.
+table has been computed to, with no missing partition before it) against the newest event time.
 """
 
 from datetime import datetime, timedelta
@@ -60,7 +60,7 @@ def build_watermark_check(config: PipelineConfig) -> dg.AssetChecksDefinition:
                     blocking=False,
                     metadata={"severity": WARN},
                     description=f"[{WARN}] The output watermark lags the newest event time by at most {bound}, "
-                                "with no missing day before it: otherwise windows are late, not wrong.")
+                                "with no missing partition before it: otherwise windows are late, not wrong.")
     def output_watermark_within_bound(context: dg.AssetCheckExecutionContext,
                                       lakehouse: LakehouseResource) -> dg.AssetCheckResult:
         materialized = context.instance.get_materialized_partitions(key(WINDOW_CHANGES.name, config))
