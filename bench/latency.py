@@ -94,8 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             if delta_io.table_exists(changes) and delta_io.row_count(changes):
                 readable = time.time() - landed
             time.sleep(1)
-        while any(r.status in (dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED)
-                  for r in instance.get_runs()) and time.time() - landed < args.timeout:
+        while any(not r.is_finished for r in instance.get_runs()) and time.time() - landed < args.timeout:
             time.sleep(2)  # the runs' processes outlive the daemon: let them end here
     records = sorted(instance.get_run_records(), key=lambda r: r.create_timestamp)
     run_seconds = 0.0

@@ -20,6 +20,7 @@ from datetime import date
 from pathlib import Path
 
 from jobs.storage import delta_io
+from jobs.storage.locations import is_local
 from jobs.tables import day_filter
 
 JIT_ENV = "PANES_JIT"
@@ -48,7 +49,7 @@ def bytes_under(folders: Iterable[str], limit: int) -> int | None:
     are followed, as ingest reads through them (a loop only counts past the limit)."""
     total = 0
     for folder in folders:
-        if "://" in folder and not folder.startswith("file:"):
+        if not is_local(folder):
             return None
         for dirpath, _, names in os.walk(folder.removeprefix("file:"), followlinks=True):
             for name in names:
