@@ -217,12 +217,11 @@ class Checks:
     def __init__(self, ds: DaySet):
         import dagster as dg
 
-        from expectations import asset_checks
-        from expectations.catalog import checks_of
+        from expectations.catalog import EVALUATORS, checks_of
 
         self.ds, self.dg = ds, dg
         self.instance = dg.DagsterInstance.ephemeral()
-        self.tables = [t for t in asset_checks.EVALUATORS if checks_of(ds.config, t)]
+        self.tables = [t for t in EVALUATORS if checks_of(ds.config, t)]
         self.names = {t: {c.name for c in checks_of(ds.config, t)} for t in self.tables}
 
     def report_ingest(self, result) -> None:
@@ -234,13 +233,13 @@ class Checks:
                 "late_beyond_allowed_lateness": counts.late}))
 
     def __call__(self) -> dict:
-        from expectations import asset_checks
+        from expectations.catalog import EVALUATORS
+        from expectations.inputs import Inputs
 
         ds, failed, evaluated = self.ds, [], 0
         for table in self.tables:
-            inputs = asset_checks.Inputs(ds.spark, ds.landing, ds.lakehouse, ds.config, [DAY], self.names[table],
-                                         self.instance)
-            for check, by_day in asset_checks.EVALUATORS[table](inputs).items():
+            inputs = Inputs(ds.spark, ds.landing, ds.lakehouse, ds.config, [DAY], self.names[table], self.instance)
+            for check, by_day in EVALUATORS[table](inputs).items():
                 evaluated += 1
                 if not by_day[DAY].passed:
                     failed.append(f"{table}.{check}: {json.dumps(by_day[DAY].metadata, default=str)[:300]}")

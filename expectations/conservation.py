@@ -20,7 +20,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
-from expectations.catalog import CONSERVATION_SAMPLE_KEYS, Outcome
+from expectations.check import Outcome
 from expectations.validation import SAMPLE_ROWS, json_safe
 from jobs.windows.running_state import with_all_keys
 from windowing_core.aggregations import Aggregation
@@ -112,6 +112,10 @@ def expected_rows(value: Callable[[int], tuple[tuple, bool]], spec: WindowSpec,
     before = value(ends.start - spec.every)[0]
     return dict(change_points(((t, value(t)[0]) for t in ends), before))
 
+
+SAMPLE_KEYS = 8
+"""Keys per day whose change points ``changes_conserve_frames`` recomputes from minute partials
+(plus half as many keys with frames but no change point that day)."""
 
 COLLECTED_ROWS = 20_000
 """Up to this many change points and frames in reach together (the Delta log's counts), the
@@ -224,7 +228,7 @@ def sampled_keys(changes: DataFrame, partials: DataFrame, days: list[date], reac
 
 
 def changes_conserve_frames(changes: DataFrame, partials: DataFrame, config: PipelineConfig,
-                            days: list[date], sample_keys: int = CONSERVATION_SAMPLE_KEYS,
+                            days: list[date], sample_keys: int = SAMPLE_KEYS,
                             rows: int | None = None, frame_count: int | None = None,
                             oversample: float = 64, until: datetime | None = None) -> dict[date, Outcome]:
     """For a sample of keys per day, the change points equal a direct recomputation from frames.

@@ -33,7 +33,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
-from expectations.catalog import Outcome
+from expectations.check import Outcome
 
 SAMPLE_ROWS = 5
 

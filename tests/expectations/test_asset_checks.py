@@ -14,9 +14,9 @@ from pyspark.sql import functions as F
 
 from expectations.catalog import ERROR, WARN, catalog
 from jobs.storage import delta_io
-from orchestration.demo_events import generate_demo_events
 from jobs.tables import EVENTS, QUARANTINE
 from orchestration.definitions import build_definitions
+from orchestration.demo_events import generate_demo_events
 from tests.expectations.frames import DAY, NEXT
 from windowing_core.aggregations import aggregation
 from windowing_core.config import PipelineConfig
@@ -28,7 +28,7 @@ CONFIG = PipelineConfig(
              # the window kinds of issue 28: the checks hold for them too
              WindowSpec.of("all_keys", "1d", "30m", keyed=False), WindowSpec.of("today", "1d", step="2h"),
              WindowSpec.of("odd", "50m", "20m", offset="-8h", emit="final")),
-    aggregations=(aggregation("count"), aggregation("sum")),  # the rest are covered by test_suites
+    aggregations=(aggregation("count"), aggregation("sum")),  # the rest are covered by the tables' own tests
     where="value < 5",  # the checks count what a row filter leaves out
 )
 

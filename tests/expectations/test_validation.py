@@ -1,7 +1,14 @@
 """Running a suite: the column-pair and compound-column expectations the range's batch asks as
 column expectations over derived conditions find exactly the rows Great Expectations' own find."""
 
+import pytest
+
+from expectations import events as events_checks
+from expectations import minute_partials as partials_checks
 from expectations import validation
+from expectations import window_changes as changes_checks
+from jobs.tables import EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, declared_columns
+from tests.expectations.frames import DAY, SUITE_CONFIG, TYPED, at, table
 
 ROWS = [  # k, a, b: equal, greater, smaller, one or both missing, and repeated (k, a) with nulls
     ("x", 1, 1), ("x", 2, 1), ("y", 1, 2), ("y", None, 1), ("z", 1, None), ("z", None, None),
@@ -56,3 +63,41 @@ def test_a_suite_shows_the_expectations_it_was_given(spark):
                                                             detailed=False)).values()
     assert summary["expectations"][0]["expectation"] == "expect_column_pair_values_to_be_equal"
     assert summary["expectations"][0]["column_A"] == "a" and not summary["passed"]
+
+
+@pytest.mark.parametrize("change", ["renamed", "retyped", "reordered", "extra"])
+def test_schema_matches_declared_fails_on_a_changed_schema(spark, change):
+    declared = declared_columns(WINDOW_CHANGES.name, SUITE_CONFIG)
+    columns = {
+        "renamed": [("user", "string"), *declared[1:]],
+        "retyped": [(n, "string" if n == "count" else t) for n, t in declared],
+        "reordered": [declared[1], declared[0], *declared[2:]],
+        "extra": [*declared[:-1], ("debug", "string"), declared[-1]],
+    }[change]
+    suite = changes_checks.suite(SUITE_CONFIG)
+    assert validation.schema_outcome(table(spark, declared, []), suite).passed
+    outcome = validation.schema_outcome(table(spark, columns, []), suite)
+    assert not outcome.passed
+    assert outcome.metadata["actual"] == [f"{n} {t}" for n, t in columns]
+
+
+def test_derived_columns_are_not_part_of_the_schema(spark):
+    """The schema is judged on the table as read, not on the frame the row checks see."""
+    frame = table(spark, declared_columns(MINUTE_PARTIALS.name, SUITE_CONFIG),
+                  [{"key": "a", "frame_start": at(DAY, 1), "event_date": DAY}])
+    result = validation.run_suite(frame, partials_checks.prepare(frame, SUITE_CONFIG),
+                                  partials_checks.suite(SUITE_CONFIG), [DAY], {"schema_matches_declared"})
+    assert result["schema_matches_declared"][DAY].passed
+
+
+def test_schema_matches_declared_tells_a_decimal_scale_and_a_field_type(spark):
+    declared = declared_columns(WINDOW_CHANGES.name, TYPED)
+    rescaled = [(n, "decimal(38,0)" if n == "revenue" else t) for n, t in declared]
+    suite = changes_checks.suite(TYPED)
+    assert validation.schema_outcome(table(spark, declared, []), suite).passed
+    assert not validation.schema_outcome(table(spark, rescaled, []), suite).passed
+    events = declared_columns(EVENTS.name, TYPED)
+    assert ("amount", "decimal(12,2)") in events and ("page", "string") in events
+    retyped = [(n, "double" if n == "amount" else t) for n, t in events]
+    assert validation.schema_outcome(table(spark, events, []), events_checks.suite(TYPED)).passed
+    assert not validation.schema_outcome(table(spark, retyped, []), events_checks.suite(TYPED)).passed

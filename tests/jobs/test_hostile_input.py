@@ -18,7 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from expectations import asset_checks, catalog
+from expectations import catalog
+from expectations.inputs import Inputs
+from expectations.window_changes import partials_materialised
 from jobs import cli, ingest_events, minute_partials, sliding_windows
 from jobs.errors import ConcurrentWriteError
 from jobs.storage import delta_io, delta_write
@@ -167,16 +169,16 @@ def test_windows_over_a_day_without_its_partials_exit_one_and_the_check_fails(sp
 
     # The check flags a window day computed before its partials (windows written anyway).
     assert window_inputs.unmaterialised_partials(spark, lake, [date(2025, 1, 26), DAY], PipelineConfig()) == [DAY]
-    inputs = asset_checks.Inputs(spark, str(landing), lake, PipelineConfig(), [date(2025, 1, 26), DAY],
+    inputs = Inputs(spark, str(landing), lake, PipelineConfig(), [date(2025, 1, 26), DAY],
                                  {"partials_materialised"})
-    outcomes = asset_checks.partials_materialised(inputs)
+    outcomes = partials_materialised(inputs)
     assert (outcomes[date(2025, 1, 26)].passed, outcomes[DAY].passed) == (True, False)
     assert "partials_materialised" in {c.name for c in catalog.checks_of(PipelineConfig(), "window_changes")
                                        if c.blocking}
 
     assert minute_partials.main(["--lakehouse", lake, "--date", DAY.isoformat()]) == 0
     assert sliding_windows.main(["--lakehouse", lake, "--date", DAY.isoformat()]) == 0
-    assert asset_checks.partials_materialised(inputs)[DAY].passed
+    assert partials_materialised(inputs)[DAY].passed
 
 
 def test_a_bootstrap_over_a_day_whose_partials_were_never_built_exits_one_until_they_are(spark, tmp_path, capsys):

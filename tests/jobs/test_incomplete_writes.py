@@ -14,7 +14,8 @@ from datetime import date, datetime, timedelta
 
 import pytest
 
-from expectations import asset_checks
+from expectations.inputs import Inputs
+from expectations.written_whole import tables_written_whole
 from jobs import errors, ingest_events, minute_partials, sliding_windows
 from jobs.storage import delta_io, delta_write
 from jobs.tables import EVENTS, INTERVAL_STATE, QUARANTINE, WINDOW_CHANGES, WINDOW_SNAPSHOT
@@ -54,8 +55,8 @@ def killing_the_write_to(table, monkeypatch):
 
 
 def written_whole(spark, landing, lakehouse, table, config, days) -> dict:
-    inputs = asset_checks.Inputs(spark, str(landing), lakehouse, config, days, {"tables_written_whole"})
-    return {d: outcome.passed for d, outcome in asset_checks.tables_written_whole(inputs, table).items()}
+    inputs = Inputs(spark, str(landing), lakehouse, config, days, {"tables_written_whole"})
+    return {d: outcome.passed for d, outcome in tables_written_whole(inputs, table).items()}
 
 
 def test_a_run_killed_between_its_commits_is_finished_before_any_other_day(spark, tmp_path, monkeypatch):
