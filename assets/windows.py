@@ -95,7 +95,7 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                                     lambda spark, run=run: sliding_windows.run(spark, root, run.first, run.last,
                                                                                config, interval=run.interval))
                    for run in planned]
-        result = results[-1]  # one run, but for parts of days (never with sessions or counts)
+        result = results[-1]  # one run, but for parts of days: one per part, the last the newest
 
         def total(table: str) -> int:
             return sum(r[table]["rows_written"] for r in results)
@@ -133,7 +133,7 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                      datetime.fromtimestamp(mark / 1_000_000, timezone.utc).isoformat()
                      for clock, mark in result["session_watermark"].items()}
             yield dg.MaterializeResult(asset_key=key(SESSION_STATE.name, config), metadata={
-                "rows_written_in_run": result["session_state"]["rows_written"], **shared,
+                "rows_written_in_run": total("session_state"), **shared,
                 # sessions ending at or before it are closed (one final row each in window_changes);
                 # by arrival time it is the newest arrival: such a session is final once it passes
                 **({"session_watermark": marks["event"]} if "event" in marks else {}),
@@ -142,7 +142,7 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
             })
         if config.counts:
             yield dg.MaterializeResult(asset_key=key(COUNT_STATE.name, config), metadata={
-                "rows_written_in_run": result["count_state"]["rows_written"], **shared,
+                "rows_written_in_run": total("count_state"), **shared,
                 "path": dg.MetadataValue.path(COUNT_STATE.path(root)),
             })
 

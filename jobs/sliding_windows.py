@@ -226,6 +226,10 @@ def reached_marks(spark: SparkSession, windows: Windows, plans: dict[str, ReadPl
     return marks.withColumns({c: F.timestamp_seconds(c) for c in ends})
 
 
+NOTHING_WRITTEN = {"rows_written": 0, "files_written": 0}
+"""What a run says of a table it leaves alone (a part before the day's end: the snapshot, the state)."""
+
+
 def by_clock(config: PipelineConfig, clock: str) -> PipelineConfig | None:
     """The configuration with only the sliding windows of one clock (``time``), or None."""
     windows = tuple(w for w in config.windows if w.time == clock)
@@ -240,7 +244,8 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
 
     ``interval`` (within the one day ``first == last``) runs part of a day: it replaces
     the change points whose ``window_end`` lies in it, and a window's snapshot of the day where
-    the interval holds the day's last end (``ReadPlan``). Sliding windows of event time only."""
+    the interval holds the day's last end (``ReadPlan``); the sessions' and counts' state where it
+    closes the day. Windows of event time only."""
     refuse_below_a_day(config, "windows", interval, first, last)
     commits.require_whole_writes([t.path(lakehouse) for t in written_together(WINDOW_CHANGES, config)], first, last,
                                  str(interval) if interval else None)
@@ -253,8 +258,8 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         rows = arrival_rows if rows is None else rows.unionByName(arrival_rows)
         info = {"baseline": {**info["baseline"], **arrival_info["baseline"]},
                 "persisted": info["persisted"] + arrival_info["persisted"], "ends_day": info["ends_day"]}
-    sessions, session_info = session_windows.session_windows(spark, lakehouse, first, last, config)
-    counts, count_info = count_windows.count_windows(spark, lakehouse, first, last, config)
+    sessions, session_info = session_windows.session_windows(spark, lakehouse, first, last, config, interval)
+    counts, count_info = count_windows.count_windows(spark, lakehouse, first, last, config, interval)
     rows = with_key_columns(reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
                                    [r for r in (rows, sessions, counts) if r is not None]), config)
     days = day_filter("date", first, last)
@@ -272,9 +277,10 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
                                        row_filters=interval_filter(within[t], interval.start, interval.until)
                                        if interval else [])
                for t in written_by_run}
-    if config.sessions:
+    carries = interval is None or interval.closes_day  # a part before the day's end leaves its state alone
+    if config.sessions and carries:
         targets[SESSION_STATE.name] = session_windows.state_target(lakehouse, first, last, config)
-    if config.counts:
+    if config.counts and carries:
         targets[COUNT_STATE.name] = count_windows.state_target(lakehouse, first, last, config)
     if config.sessions or config.counts:
         declared = {c: t for name in targets for c, t in declared_columns(name, config)}
@@ -286,11 +292,11 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         for df in info["persisted"]:
             df.unpersist()
     return {"changes": written[WINDOW_CHANGES.name],
-            "snapshots": written.get(WINDOW_SNAPSHOT.name, {"rows_written": 0, "files_written": 0}),
+            "snapshots": written.get(WINDOW_SNAPSHOT.name, NOTHING_WRITTEN),
             "baseline": {**info["baseline"], **session_info["baseline"], **count_info["baseline"]},
-            **({"session_state": written[SESSION_STATE.name], "session_watermark": session_info["watermark"]}
-               if config.sessions else {}),
-            **({"count_state": written[COUNT_STATE.name]} if config.counts else {}),
+            **({"session_state": written.get(SESSION_STATE.name, NOTHING_WRITTEN),
+                "session_watermark": session_info["watermark"]} if config.sessions else {}),
+            **({"count_state": written.get(COUNT_STATE.name, NOTHING_WRITTEN)} if config.counts else {}),
             **({"interval_state": written[INTERVAL_STATE.name]} if interval else {})}
 
 

@@ -48,6 +48,11 @@ class RunInterval:
         """``[start, until)`` in epoch seconds, as the jobs' time arithmetic counts."""
         return int(self.start.timestamp()), int(self.until.timestamp())
 
+    @property
+    def closes_day(self) -> bool:
+        """Whether the interval runs to its day's end: its run writes what the next day continues from."""
+        return self.until == midnight(self.day) + timedelta(days=1)
+
     def require_day(self, first: date, last: date) -> None:
         """Refuse a run of days ``first .. last`` this interval is not within."""
         if not first == last == self.day:
@@ -75,9 +80,9 @@ def why_not_below_a_day(config: Any, stage: str) -> str | None:
     if stage == "partials" and config.places_by_arrival:
         return "a run below a day computes frames by event time only: this configuration has arrival-time windows"
     if stage == "windows":
-        if config.sessions or config.counts or config.arrival_windows:
-            return ("a run below a day computes sliding windows of event time only: this configuration has "
-                    "session, count or arrival-time windows")
+        if config.arrival_windows or config.arrival_sessions:
+            return ("a run below a day computes windows of event time only: this configuration has "
+                    "arrival-time windows or sessions")
         for spec in config.windows:
             if spec.every > DAY_SECONDS:  # a day without an end: its snapshot's as_of lies before it
                 return f"window {spec.name!r} ends less often than daily: it runs by whole days"

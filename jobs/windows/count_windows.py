@@ -37,6 +37,7 @@ from jobs.windows import carried_state
 from jobs.windows.partial_merges import with_finished_values
 from jobs.windows.window_grid import Windows
 from windowing_core.config import PipelineConfig
+from windowing_core.run_interval import RunInterval
 
 EARLIEST = date(1970, 1, 1)
 """Where a bootstrap starts reading events: every day before the run."""
@@ -72,8 +73,10 @@ def _multiple_at_or_after(n: Column, slide: Column) -> Column:
     return n + slide - 1 - F.pmod(n + slide - 1, slide)
 
 
-def firings(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: date, last: date) -> DataFrame:
-    """``window_changes`` rows: every firing among the events of days ``first .. last``."""
+def firings(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: date, last: date,
+            interval: RunInterval | None = None) -> DataFrame:
+    """``window_changes`` rows: every firing among the events of days ``first .. last`` (or in
+    ``interval``)."""
     size, slide = counts.param(lambda s: s.size), counts.param(lambda s: s.slide)
     start = _multiple_at_or_after(F.greatest("position", "first_new"), slide)
     stop = F.least(F.col("position") + size - 1, F.col("total"))
@@ -89,7 +92,8 @@ def firings(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: d
     return with_finished_values(kept, config).select(
         "key", "window", "window_start", "window_end", "event_count", *[a.name for a in config.aggregations],
         F.to_date("window_end").alias("date"), F.lit(WINDOW_CHANGES.name).alias(TABLE_COLUMN)
-    ).where(F.col("date").between(F.lit(first), F.lit(last)))
+    ).where(F.col("date").between(F.lit(first), F.lit(last)) if interval is None else
+            (F.col("window_end") >= F.lit(interval.start)) & (F.col("window_end") < F.lit(interval.until)))
 
 
 def carried(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: date, last: date) -> DataFrame:
@@ -113,11 +117,16 @@ def carried(pieces: DataFrame, counts: Windows, config: PipelineConfig, first: d
                     F.lit(COUNT_STATE.name).alias(TABLE_COLUMN)))
 
 
-def count_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
-                  config: PipelineConfig) -> tuple[DataFrame | None, dict]:
+def count_windows(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig,
+                  interval: RunInterval | None = None) -> tuple[DataFrame | None, dict]:
     """The rows of ``window_changes`` and ``count_state`` (``TABLE_COLUMN``) of every count
     window for days ``first .. last``; ``info["baseline"]`` says per window whether it continued
-    from the state of the day before or was bootstrapped from every earlier event."""
+    from the state of the day before or was bootstrapped from every earlier event.
+
+    ``interval`` (part of the one day ``first == last``) writes the firings in it, numbering the
+    day's events before its end after the state of the day before: a firing is its window's last
+    event, so none in the part depends on a later one. Only the part that closes the day writes
+    the day's state."""
     if not config.counts:
         return None, {"baseline": {}}
     counts = Windows(config.counts)
@@ -125,6 +134,8 @@ def count_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
     fresh = counts.where(lambda s: s.name not in continued)
     reach = EARLIEST if fresh else first
     events = event_pieces(accepted_events(spark, lakehouse, config, reach, last), config)
+    if interval is not None:  # the day's events before the part's end
+        events = events.where(F.col("event_time") < F.lit(interval.until))
     pieces = []
     if continued:
         pieces.append(_for_windows(events.where(F.col("event_date") >= F.lit(first)), counts.where(
@@ -137,10 +148,11 @@ def count_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
     for more in pieces[1:]:
         union = union.unionByName(more)
     ordered = numbered(union, counts, first)
-    rows = (firings(ordered, counts, config, first, last)
-            .unionByName(carried(ordered, counts, config, first, last), allowMissingColumns=True)
-            .unionByName(carried_state.day_marks(spark, COUNT_STATE, counts, DEFINITION, first, last),
-                         allowMissingColumns=True))
+    rows = firings(ordered, counts, config, first, last, interval)
+    if interval is None or interval.closes_day:
+        rows = (rows.unionByName(carried(ordered, counts, config, first, last), allowMissingColumns=True)
+                .unionByName(carried_state.day_marks(spark, COUNT_STATE, counts, DEFINITION, first, last),
+                             allowMissingColumns=True))
     return rows, {"baseline": {s.name: "state" if s.name in continued else "bootstrap" for s in counts.specs}}
 
 

@@ -61,6 +61,7 @@ from jobs.windows import arrival_frames, carried_state
 from jobs.windows.partial_merges import merged_in_passes, merges, most_rows_of, prefix_merged, with_finished_values
 from jobs.windows.window_grid import Windows
 from windowing_core.config import PipelineConfig
+from windowing_core.run_interval import RunInterval
 from windowing_core.sessions import SessionSpec
 
 MICROS = 1_000_000
@@ -173,8 +174,13 @@ def _change_rows(rows: DataFrame, config: PipelineConfig, end: str) -> DataFrame
         _date(F.col(end)).alias("date"), F.lit(WINDOW_CHANGES.name).alias(TABLE_COLUMN))
 
 
-def _on_days(micros: Column, first: date, last: date) -> Column:
-    return (_date(micros) >= F.lit(first)) & (_date(micros) <= F.lit(last))
+def _in_run(micros: Column, first: date, last: date, interval: RunInterval | None) -> Column:
+    """Whether an instant (epoch microseconds) is the run's to write: on days ``first .. last``, or
+    below a day within its interval."""
+    if interval is None:
+        return (_date(micros) >= F.lit(first)) & (_date(micros) <= F.lit(last))
+    start, until = (seconds * MICROS for seconds in interval.seconds)
+    return (micros >= F.lit(start)) & (micros < F.lit(until))
 
 
 def _sessions(numbered: DataFrame, config: PipelineConfig) -> DataFrame:
@@ -183,32 +189,32 @@ def _sessions(numbered: DataFrame, config: PipelineConfig) -> DataFrame:
 
 
 def closed_sessions(numbered: DataFrame, sessions: Windows, config: PipelineConfig, first: date, last: date,
-                    watermarks: dict[str, int | None]) -> DataFrame:
-    """``emit: final`` rows: each session whose end lies on ``first .. last`` and is at or
-    behind the watermark of its clock (microseconds; None: no events, nothing closed)."""
+                    watermarks: dict[str, int | None], interval: RunInterval | None = None) -> DataFrame:
+    """``emit: final`` rows: each session whose end lies on ``first .. last`` (or in ``interval``)
+    and is at or behind the watermark of its clock (microseconds; None: no events, nothing closed)."""
     end = session_end(F.col("start"), F.col("last"), sessions)
     watermark = sessions.param(lambda s: watermarks[s.time] if watermarks[s.time] is not None else -(2 ** 62))
     closed = (_sessions(numbered, config).withColumn("end", end)
-              .where(_on_days(F.col("end"), first, last) & (F.col("end") <= watermark)))
+              .where(_in_run(F.col("end"), first, last, interval) & (F.col("end") <= watermark)))
     return _change_rows(with_finished_values(closed, config), config, "end")
 
 
 def session_changes(numbered: DataFrame, sessions: Windows, config: PipelineConfig, first: date,
-                    last: date) -> DataFrame:
-    """``emit: changes`` rows on days ``first .. last``: the session so far at the end of each
+                    last: date, interval: RunInterval | None = None) -> DataFrame:
+    """``emit: changes`` rows on days ``first .. last`` (or in ``interval``): the session so far at the end of each
     piece's last frame (a running merge over the session's pieces, as the carried state is),
     and the step back to empty at the first bucket end after each session's end, unless the
     key's next session starts in the frame holding that end (its first change is then there)."""
     so_far = with_sessions_so_far(numbered, config).select(
         "window", "key", "start", _bucket_end(F.col("last"), sessions).alias("at"), "event_count",
         *partial_columns(config))
-    joins = with_finished_values(so_far.where(_on_days(F.col("at"), first, last)), config)
+    joins = with_finished_values(so_far.where(_in_run(F.col("at"), first, last, interval)), config)
     spans = numbered.groupBy("window", "key", "session").agg(F.min("first").alias("start"), F.max("last").alias("last"))
     step_back = _bucket_end(session_end(F.col("start"), F.col("last"), sessions), sessions)
     next_start = F.lead("start").over(Window.partitionBy("window", "key").orderBy("start"))
     empty = [a.spark_empty_value().alias(a.name) for a in config.aggregations]
     closes = (spans.select("window", "key", "start", step_back.alias("at"), next_start.alias("next_start"))
-              .where(_on_days(F.col("at"), first, last)
+              .where(_in_run(F.col("at"), first, last, interval)
                      & (F.col("next_start").isNull() | (_bucket_end(F.col("next_start"), sessions) != F.col("at"))))
               .select("window", "key", "start", "at", F.lit(0).cast("long").alias("event_count"), *empty))
     return _change_rows(joins, config, "at").unionByName(_change_rows(closes, config, "at"))
@@ -309,17 +315,25 @@ def carried_sessions(spark: SparkSession, lakehouse: str, sessions: Windows, con
 # -- the job ----------------------------------------------------------------------------------------
 
 
-def session_windows(spark: SparkSession, lakehouse: str, first: date, last: date,
-                    config: PipelineConfig) -> tuple[DataFrame | None, dict]:
+def session_windows(spark: SparkSession, lakehouse: str, first: date, last: date, config: PipelineConfig,
+                    interval: RunInterval | None = None) -> tuple[DataFrame | None, dict]:
     """The rows of ``window_changes`` and ``session_state`` (``TABLE_COLUMN``) of every session
     window for days ``first .. last``; ``info["baseline"]`` says per window whether it continued
     from the state of the day before or was bootstrapped, ``info["watermark"]`` per time (event,
-    arrival) the watermark that closed ``final`` sessions."""
+    arrival) the watermark that closed ``final`` sessions.
+
+    ``interval`` (part of the one day ``first == last``) writes the rows ending in it, from the
+    state of the day before and the day's frames before its end: a row ending in it depends on no
+    later frame (a piece that extends a session starts before its end). Only the part that closes
+    the day writes the day's state."""
     if not config.sessions:
         return None, {"baseline": {}, "watermark": {}}
     sessions = Windows(config.sessions)
     clocks = sorted({spec.time for spec in config.sessions})
     frames = {clock: _frames(spark, lakehouse, first, last, config, clock) for clock in clocks}
+    if interval is not None:  # the day's frames before the part's end
+        until = interval.seconds[1] * MICROS
+        frames = {clock: pieces.where(F.col("first") < F.lit(until)) for clock, pieces in frames.items()}
     marks = {clock: watermark(spark, lakehouse, config, clock) for clock in clocks}
     carried, baseline = carried_sessions(spark, lakehouse, sessions, config, first)
     numbered = with_session_numbers(pieces_of(frames, sessions).unionByName(carried), sessions)
@@ -328,8 +342,10 @@ def session_windows(spark: SparkSession, lakehouse: str, first: date, last: date
         family = sessions.where(lambda s, e=emit: s.emit == e)
         if family:
             own = numbered if family.names == sessions.names else numbered.where(family.filter())
-            rows.append(emitted(own, family, config, first, last, *((marks,) if emit == "final" else ())))
-    rows += [open_sessions(numbered, sessions, config, first, last), day_marks(spark, sessions, first, last)]
+            rows.append(emitted(own, family, config, first, last, *((marks,) if emit == "final" else ()),
+                                interval=interval))
+    if interval is None or interval.closes_day:
+        rows += [open_sessions(numbered, sessions, config, first, last), day_marks(spark, sessions, first, last)]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), rows)
     return union, {"baseline": baseline, "watermark": marks}
 

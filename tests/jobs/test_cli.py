@@ -143,8 +143,8 @@ def test_a_bad_run_below_a_day_is_a_one_line_error(argv, message, capsys):
 
 
 @pytest.mark.parametrize("module, yaml, start, message", [
-    ("jobs.sliding_windows", "windows:\n  s: {gap: 30m}\n", "10:00",
-     "a run below a day computes sliding windows of event time only: this configuration has session"),
+    ("jobs.sliding_windows", "windows:\n  s: {gap: 30m, time: arrival}\n", "10:00",
+     "a run below a day computes windows of event time only: this configuration has arrival-time windows or sessions"),
     ("jobs.sliding_windows", "windows:\n  w: {length: 14d, slide: 2d}\n", "10:00",
      "window 'w' ends less often than daily: it runs by whole days"),
     ("jobs.minute_partials", "bucket: 5m\nwindows:\n  w: {length: 1h, slide: 5m}\n", "10:01",

@@ -524,8 +524,8 @@ def test_range_run_equals_day_by_day_runs(spark, tmp_path):
 
 
 @pytest.mark.parametrize("config, hours, message", [
-    (PipelineConfig(sessions=(SessionSpec.of("s30m", "30m"),)), (6, 7),
-     "a run below a day computes sliding windows of event time only: this configuration has session"),
+    (PipelineConfig(sessions=(SessionSpec.of("s30m", "30m", time="arrival"),)), (6, 7),
+     "a run below a day computes windows of event time only: this configuration has arrival-time windows or sessions"),
     (PipelineConfig(), (30, 31), "a run below a day lies within its one day: 2025-01-29T06:00:00 .. "
                                  "2025-01-29T07:00:00 is not within 2025-01-28 .. 2025-01-28"),
 ])

@@ -495,8 +495,8 @@ def test_a_bad_custom_aggregation_is_one_line_naming_it(raw, message):
     ({"partition": "30s"}, "partition must be whole minutes, got 30 s"),
     ({"partition": "2d"}, r"partition \(2880 minutes\) must be a day"),
     ({"partition": "15m", "bucket": "10m", "windows": {"w": {"length": "1h", "slide": "10m"}}}, r"partition \(15m\) must be whole buckets \(10m\)"),
-    ({"partition": "1h", "windows": {"s": {"gap": "30m"}}},
-     "partition: 1h is below a day, and a run below a day computes sliding windows of event time only"),
+    ({"partition": "1h", "windows": {"s": {"gap": "30m", "time": "arrival"}}},
+     "partition: 1h is below a day, and a run below a day computes frames by event time only"),
     ({"partition": "1h", "windows": {"w": {"length": "7d", "slide": "2d"}}},
      "partition: 1h is below a day, and window 'w' ends less often than daily: it runs by whole days"),
     ({"partition": "1h", "windows": {"w": {"length": "1d", "time": "arrival"}}},
@@ -513,3 +513,6 @@ def test_a_partition_below_a_day_is_refused_where_a_stage_cannot_run_in_parts(ra
 def test_a_partition_is_a_day_or_a_part_a_schedule_starts(text, seconds):
     assert PipelineConfig.from_dict({"partition": text}).partition == seconds
     assert PipelineConfig.from_dict({}).partition == 86400
+    # sessions and count windows of event time run in parts too
+    windows = {"s": {"gap": "30m"}, "c": {"count": 5, "slide": 2}, "w": {"length": "1h", "slide": "1m"}}
+    assert PipelineConfig.from_dict({"partition": text, "windows": windows}).partition == seconds

@@ -18,6 +18,7 @@ from tests.landing import ensure_days, random_landing
 from windowing_core.config import PipelineConfig
 from windowing_core.count_windows import CountSpec
 from windowing_core.reference import accepted_events, count_rows, session_rows
+from windowing_core.run_interval import RunInterval
 from windowing_core.sessions import SessionSpec
 from windowing_core.window_spec import WindowSpec
 
@@ -160,6 +161,18 @@ CASES = [
 ]
 
 
+# Cases whose second event day's windows run below a day, cut at these hours, in this order (the
+# part closing the day, which writes the day's state, first): each part writes the rows ending in it.
+CUTS = {33: ((7, 16), (2, 0, 1))}
+
+
+def parts_of(day: date, cuts: tuple[int, ...], order: tuple[int, ...]) -> list[RunInterval]:
+    midnight = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+    bounds = [midnight + timedelta(hours=h) for h in (0, *cuts, 24)]
+    parts = [RunInterval(a, b) for a, b in zip(bounds, bounds[1:])]
+    return [parts[i] for i in order]
+
+
 @pytest.mark.parametrize("seed, sessions, windows, counts, aggregations, day_by_day", CASES)
 def test_sessions_equal_the_oracle_as_arrivals_land(spark, tmp_path, seed, sessions, windows, counts, aggregations,
                                                    day_by_day):
@@ -178,13 +191,19 @@ def test_sessions_equal_the_oracle_as_arrivals_land(spark, tmp_path, seed, sessi
     lake = str(tmp_path / "lake")
     names = [a.name for a in config.aggregations]
     landed_until = FIRST - timedelta(days=1)
+    cut_day, parts_run = FIRST + timedelta(days=1), 0
     for arrival in (FIRST + timedelta(days=1), FIRST + timedelta(days=3), FIRST + timedelta(days=EVENT_DAYS + 2)):
         ingest_events.ingest(spark, str(tmp_path / "landing"), lake, landed_until + timedelta(days=1), arrival, config)
         first = max(FIRST, landed_until + timedelta(days=1 - config.allowed_lateness_days))
         minute_partials.run(spark, lake, first, min(arrival, FIRST + timedelta(days=EVENT_DAYS - 1)), config)
         days = [first + timedelta(days=i) for i in range((last_day - first).days + 1)]
         for run_first, run_last in ([(d, d) for d in days] if day_by_day else [(first, last_day)]):
-            sliding_windows.run(spark, lake, run_first, run_last, config)
+            if run_first == run_last == cut_day and seed in CUTS:
+                for part in parts_of(cut_day, *CUTS[seed]):
+                    sliding_windows.run(spark, lake, cut_day, cut_day, config, interval=part)
+                    parts_run += 1
+            else:
+                sliding_windows.run(spark, lake, run_first, run_last, config)
         landed_until = arrival
 
         landed = [e for e in landing.events if e.arrival_date <= arrival]
@@ -198,6 +217,7 @@ def test_sessions_equal_the_oracle_as_arrivals_land(spark, tmp_path, seed, sessi
                                                           "event_count", *names).collect())
         assert_rows_equal(actual, expected, config, lead=5)
     assert expected, "the case must close sessions"
+    assert bool(parts_run) == (seed in CUTS), "a cut case must run its day in parts"
     assert any(r[3].date() > r[2].date() for r in expected), "the case must have a session crossing midnight"
     for spec in (*sessions, *counts):
         if spec.name != "c30":  # more events than any key has: it never fires
