@@ -26,7 +26,7 @@ state at every end.
     python -m jobs.sliding_windows --lakehouse DIR --date YYYY-MM-DD
     python -m jobs.sliding_windows --lakehouse DIR --from 2025-01-27T13:00 --until 2025-01-27T14:00
 
-The second runs part of a day (sliding windows of event time only): it replaces the change
+The second runs part of a day (windows of event time only): it replaces the change
 points ending in ``[from, until)``, continuing from the state an earlier run of the day left at
 the end before it (``interval_state``, ``window_inputs.carried_windows``), or else from the day
 before's snapshot over the day's frames so far.

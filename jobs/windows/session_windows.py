@@ -201,9 +201,9 @@ def closed_sessions(numbered: DataFrame, sessions: Windows, config: PipelineConf
 
 def session_changes(numbered: DataFrame, sessions: Windows, config: PipelineConfig, first: date,
                     last: date, interval: RunInterval | None = None) -> DataFrame:
-    """``emit: changes`` rows on days ``first .. last`` (or in ``interval``): the session so far at the end of each
-    piece's last frame (a running merge over the session's pieces, as the carried state is),
-    and the step back to empty at the first bucket end after each session's end, unless the
+    """``emit: changes`` rows on days ``first .. last`` (or in ``interval``): the session so far
+    at the end of each piece's last frame (a running merge over the session's pieces, as the
+    carried state is), and the step back to empty at the first bucket end after each session's end, unless the
     key's next session starts in the frame holding that end (its first change is then there)."""
     so_far = with_sessions_so_far(numbered, config).select(
         "window", "key", "start", _bucket_end(F.col("last"), sessions).alias("at"), "event_count",
