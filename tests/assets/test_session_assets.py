@@ -1,11 +1,18 @@
 """Dagster materialises session and count windows with the other windows, and every check holds
 for them."""
 
+import dataclasses
 from collections import Counter
 from datetime import date, timedelta
 
 import dagster as dg
+from dagster_pyspark import PySparkResource
 
+from assets import build_assets
+from assets.partitions import partitions_of
+from assets.resources import LakehouseResource
+from assets.spark_launch import SparkLaunchResource
+from expectations.asset_checks import build_asset_checks
 from jobs.storage import delta_io
 from jobs.tables import COUNT_STATE, SESSION_STATE, WINDOW_CHANGES
 from orchestration.definitions import build_definitions
@@ -59,3 +66,46 @@ def test_a_range_run_materialises_sessions_beside_sliding_windows_and_their_chec
     assert {r[1] for r in expected} == {"visits", "live", "arrived", "last_5"}, "every window must write rows"
     instants = Counter((e.key, e.event_time) for e in accepted_events(landed, CONFIG))
     assert max(instants.values()) > 1, "the case must hold events of one key at one instant"
+
+
+def test_a_day_of_sessions_and_count_windows_materialised_as_hourly_partitions_keeps_its_daily_tables(
+        tmp_path, spark):
+    """``partition: 1h``: a day materialised again as hourly ranges (13 hours, one hour, the rest)
+    leaves its sessions', counts' and state tables as its daily run wrote them, and every ERROR
+    check passes on every hour."""
+    config = dataclasses.replace(CONFIG, sessions=CONFIG.sessions[:2])  # arrival time runs by days
+    random_landing(tmp_path / "landing", 41, FIRST, 2, events_per_day=25, ties=0.3)
+    ensure_days(tmp_path / "landing", FIRST, FIRST + timedelta(days=3))
+    lake = str(tmp_path / "lake")
+    resources = {"pyspark": PySparkResource(spark_config={"spark.master": "local[2]"}),
+                 "lakehouse": LakehouseResource(landing_root=str(tmp_path / "landing"), lakehouse_root=lake),
+                 "spark_launch": SparkLaunchResource()}
+    day = FIRST + timedelta(days=1)
+    assert dg.materialize(build_assets(config), resources=resources,
+                          tags={"dagster/asset_partition_range_start": FIRST.isoformat(),
+                                "dagster/asset_partition_range_end": day.isoformat()}).success
+
+    def contents():
+        return {t.name: Counter(tuple(r) for r in delta_io.read_table(spark, t.path(lake)).collect())
+                for t in (WINDOW_CHANGES, SESSION_STATE, COUNT_STATE)}
+
+    before = contents()
+    hourly = dataclasses.replace(config, partition=3600)
+    checks = build_asset_checks(hourly, partitions_of(hourly))
+    instance = dg.DagsterInstance.ephemeral()
+    for first, last in ((0, 12), (13, 13), (14, 23)):
+        result = dg.materialize([*build_assets(hourly), *checks], resources=resources, instance=instance,
+                                tags={"dagster/asset_partition_range_start": f"{day}-{first:02d}:00",
+                                      "dagster/asset_partition_range_end": f"{day}-{last:02d}:00"})
+        assert result.success
+        failed = [(e.asset_key.to_user_string(), e.check_name, e.partition)
+                  for e in result.get_asset_check_evaluations()
+                  if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
+        assert failed == []
+        state = [m for m in result.asset_materializations_for_node("sliding_windows")
+                 if m.asset_key.to_user_string() == SESSION_STATE.name]
+        # only the part closing the day writes the day's state
+        assert {m.metadata["rows_written_in_run"].value > 0 for m in state} == {last == 23}
+    assert contents() == before
+    written = delta_io.read_table(spark, WINDOW_CHANGES.path(lake)).where(f"date = '{day}'")
+    assert {r.window for r in written.select("window").distinct().collect()} >= {"visits", "live", "last_5"}
