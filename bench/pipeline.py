@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.measure import MemorySampler, _rest, cpu_seconds, settle
+from orchestration.event_set.shape import EventShape
 
 DAY = date(2025, 1, 8)
 EVENT_DAYS = 8  # D-7 .. D: every frame a 7-day window ending on D holds
@@ -166,14 +167,14 @@ def prepare(spark, work: Path, events_per_day: int, keys: int, seed: int, reuse:
     from jobs.tables import EVENTS
     from windowing_core.config import PipelineConfig
 
-    from bench.generate import arrival_dates, benchmark_events, write_landing
+    from bench.generate import accepted, arrival_dates, benchmark_events, write_landing
 
     config = config or PipelineConfig()
     folder = work / f"day-{events_per_day}-{keys}keys"
     lakehouse, landing = folder / "lakehouse", folder / "landing"
     marker = folder / "generated.json"
     wanted = {"events_per_day": events_per_day, "keys": keys, "seed": seed, "day": DAY.isoformat(),
-              "key_field": config.key_field}
+              "key_field": config.key_field, "shape": repr(EventShape(keys=keys))}
     started = time.perf_counter()
     first = DAY - timedelta(days=EVENT_DAYS - 1)
     if reuse and marker.exists() and json.loads(marker.read_text()).get("wanted") == wanted:
@@ -190,8 +191,8 @@ def prepare(spark, work: Path, events_per_day: int, keys: int, seed: int, reuse:
         folder.mkdir(parents=True)
         events = benchmark_events(spark, events_per_day * EVENT_DAYS, first, EVENT_DAYS, keys, seed=seed)
         dates = [d.isoformat() for d in arrival_dates(first, EVENT_DAYS)]
-        delta_write.replace_partitions(events.where(events["arrival_date"] < DAY), EVENTS.path(str(lakehouse)),
-                                    partition_by=list(EVENTS.partition_by),
+        delta_write.replace_partitions(accepted(events.where(events["arrival_date"] < DAY)),
+                                       EVENTS.path(str(lakehouse)), partition_by=list(EVENTS.partition_by),
                                     partition_filters=[("arrival_date", "in", dates)])
         lines = write_landing(events.where(events["arrival_date"] == DAY), str(landing), DAY, config.key_field,
                               seed)

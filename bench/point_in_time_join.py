@@ -48,6 +48,7 @@ from jobs.as_of.join import with_values_as_of
 from jobs.as_of.reading import AT, KEY, Reading
 from jobs.storage import delta_io, delta_write
 from jobs.tables import WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter
+from orchestration.event_set.shape import EventShape
 from windowing_core.config import PipelineConfig
 from windowing_core.spine import SpineSpec
 
@@ -102,13 +103,14 @@ def write_by_the_jobs(spark: SparkSession, lake: str, events: int, keys: int, da
     return (delta_io.row_count(WINDOW_CHANGES.path(lake)), delta_io.row_count(WINDOW_SNAPSHOT.path(lake)))
 
 
-def write_spine(spark: SparkSession, path: str, rows: int, keys: int, days: int, key_format: str = "k%d") -> None:
+def write_spine(spark: SparkSession, path: str, rows: int, keys: int, days: int, key_format: str = "k%d",
+                first_key: int = 0) -> None:
     start_ms = int(datetime(FIRST.year, FIRST.month, FIRST.day, tzinfo=timezone.utc).timestamp()) * 1000
     ms = F.pmod(F.xxhash64("id", F.lit(5)), F.lit(days * DAY * 1000))
     on_minute = F.pmod(F.xxhash64("id", F.lit(6)), F.lit(4)) == 0
     ms = F.when(on_minute, ms - F.pmod(ms, F.lit(60_000))).otherwise(ms)
     (spark.range(rows)
-     .select(F.format_string(key_format, F.pmod(F.xxhash64("id", F.lit(4)), F.lit(keys))).alias("user_id"),
+     .select(F.format_string(key_format, F.pmod(F.xxhash64("id", F.lit(4)), F.lit(keys)) + first_key).alias("user_id"),
              F.timestamp_millis(F.lit(start_ms) + ms).alias("ts"), (F.col("id") % 10 == 0).alias("label"))
      .write.mode("overwrite").parquet(path))
 
@@ -171,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     exact = args.precision == "event"
     if exact:
         changes, snapshots = write_by_the_jobs(spark, lake, int(args.events or 10 * spine_rows), keys, args.days)
-        write_spine(spark, spine, spine_rows, keys, args.days, key_format="u%07d")  # bench.generate's keys
+        write_spine(spark, spine, spine_rows, keys, args.days, key_format=EventShape(keys=keys).key_format,
+                    first_key=1)  # bench.generate's keys
     else:
         changes, snapshots = write_window_tables(spark, lake, keys, args.days, args.changes_per_key_day)
         write_spine(spark, spine, spine_rows, keys, args.days)

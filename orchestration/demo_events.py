@@ -1,7 +1,8 @@
 """Write a realistic, reproducible demo event set into a landing folder.
 
-Why: the pipeline (ingest -> minute partials -> sliding windows) has to be shown, tested and
-benchmarked on data that behaves like production traffic - a few heavy users and a long tail,
+The set's shape (keys, daily cycle, values, delays, re-sends) is ``orchestration.event_set.shape``'s,
+which ``bench.generate`` draws in Spark; this module draws it in Python, line by line. Why: the
+pipeline (ingest -> minute partials -> sliding windows) has to be shown, tested and benchmarked on data that behaves like production traffic - a few heavy users and a long tail,
 a daily rhythm, records that land a day or two late (and a few beyond the allowed lateness),
 re-sent duplicates and a handful of broken lines - yet real logs cannot ship with the project,
 and data that changes between runs makes results impossible to compare. So the set is built
@@ -36,9 +37,6 @@ Run alone: ``python -m orchestration.demo_events --landing DIR [--start YYYY-MM-
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
-import math
 import os
 import random
 import sys
@@ -47,37 +45,21 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 
+from orchestration.event_set.landing_lines import (
+    MALFORMED_KINDS,
+    event_record,
+    malformed_line,
+    record_line,
+    write_file,
+)
+from orchestration.event_set.shape import EventShape
+
 __all__ = ["MALFORMED_KINDS", "DemoEventsSummary", "generate_demo_events", "generate_demo_purchases",
            "generate_demo_spine", "main"]
 
 DEFAULT_START = date(2025, 1, 27)
-ZIPF_EXPONENT = 1.1
 SECONDS_PER_DAY = 86_400
 BATCH_HOURS = (0, 6, 12, 18)  # one file per six-hour arrival batch
-BEYOND_DELAY_DAYS = (4, 5)  # beyond the default allowed lateness (2 days), and then some
-# Re-sends may land one day after their (possibly beyond-lateness) original.
-ARRIVAL_SPAN_DAYS = max(BEYOND_DELAY_DAYS) + 1
-MISSING_EVENT_ID_SHARE = 0.04
-VALUE_OMITTED_SHARE = 0.5  # omitted -> the ingest default, 1 (a page view)
-VALUE_ONE_SHARE = 0.3  # explicit 1; the rest get a small integer 1..5
-DUPLICATE_SAME_FOLDER_SHARE = 0.7  # the rest of the re-sends land in the next day's folder
-PEAK_HOUR_UTC = 17.0
-CYCLE_AMPLITUDE = 0.75  # traffic at the peak / trough is (1 +/- amplitude) x the mean
-
-MALFORMED_KINDS = (
-    "not_json",
-    "truncated_json",
-    "missing_key",
-    "null_key",
-    "bad_timestamp",
-    "bad_value",
-)
-_NOT_JSON_LINES = (
-    "<html><body><h1>502 Bad Gateway</h1></body></html>",
-    "GET /products/42?ref=mail HTTP/1.1",
-    "user_id=u00042&ts=1738241110",
-    "event_id,user_id,timestamp,value",
-)
 
 # A record waiting to be written: (absolute arrival second since start, day index, seq, line).
 _Pending = tuple[int, int, int, str]
@@ -127,6 +109,7 @@ class _Counts:
 class _Samplers:
     """Cumulative weights shared by every day: key popularity and minute-of-day traffic."""
 
+    shape: EventShape
     key_ids: tuple[str, ...]  # by popularity rank, most popular first
     key_cum_weights: tuple[float, ...]
     minute_cum_weights: tuple[float, ...]
@@ -153,18 +136,17 @@ def generate_demo_events(
     ``*.json.gz`` files are replaced, so a rerun leaves the same folder contents.
     """
     start = _as_utc_date(start)
-    _validate(days, events_per_day, keys, late_share, late_2d_share, beyond_share,
-              duplicate_share, malformed_per_day, key_field)
-    samplers = _build_samplers(random.Random(f"panes-demo:{seed}:keys"), keys)
+    _validate(days, events_per_day, keys, malformed_per_day, key_field)
+    shape = EventShape(keys=keys, late_share=late_share, late_2d_share=late_2d_share, beyond_share=beyond_share,
+                       duplicate_share=duplicate_share)
+    samplers = _build_samplers(random.Random(f"panes-demo:{seed}:keys"), shape)
     counts = _Counts()
     pending: list[_Pending] = []
     for day_index in range(days):
         rng = random.Random(f"panes-demo:{seed}:day:{day_index}")
-        pending.extend(_day_records(
-            rng, samplers, counts, start, day_index, events_per_day, key_field,
-            late_share, late_2d_share, beyond_share, duplicate_share, malformed_per_day,
-        ))
-    files = _write_folders(Path(landing), start, days + ARRIVAL_SPAN_DAYS, pending)
+        pending.extend(_day_records(rng, samplers, counts, start, day_index, events_per_day, key_field,
+                                    malformed_per_day))
+    files = _write_folders(Path(landing), start, days + shape.arrival_span_days, pending)
     return _summarise(counts, start, days, files)
 
 
@@ -191,7 +173,7 @@ def generate_demo_spine(
     start = _as_utc_date(start)
     if rows_per_day <= 0 or days <= 0:
         raise ValueError("days and rows_per_day must be positive")
-    samplers = _build_samplers(random.Random(f"panes-demo:{seed}:keys"), keys)
+    samplers = _build_samplers(random.Random(f"panes-demo:{seed}:keys"), EventShape(keys=keys))
     rng = random.Random(f"panes-demo:{seed}:spine")
     midnight = datetime(start.year, start.month, start.day, tzinfo=timezone.utc)
     moments = []
@@ -242,7 +224,7 @@ def generate_demo_purchases(
     start = _as_utc_date(start)
     if purchases_per_day <= 0 or days <= 0:
         raise ValueError("days and purchases_per_day must be positive")
-    samplers = _build_samplers(random.Random(f"panes-demo:{seed}:keys"), keys)
+    samplers = _build_samplers(random.Random(f"panes-demo:{seed}:keys"), EventShape(keys=keys))
     rng = random.Random(f"panes-demo:{seed}:purchases")
     midnight = datetime(start.year, start.month, start.day, tzinfo=timezone.utc)
     columns: dict[str, list] = {name: [] for name in
@@ -282,20 +264,15 @@ def _write_parquet(table, path: str | os.PathLike[str]) -> int:
 # --- sampling ----------------------------------------------------------------------------------
 
 
-def _build_samplers(rng: random.Random, keys: int) -> _Samplers:
-    width = max(5, len(str(keys)))
-    key_ids = [f"u{number:0{width}d}" for number in range(1, keys + 1)]
+def _build_samplers(rng: random.Random, shape: EventShape) -> _Samplers:
+    key_ids = [shape.key_format % number for number in range(1, shape.keys + 1)]
     rng.shuffle(key_ids)  # popularity is not tied to the id's number
     return _Samplers(
+        shape=shape,
         key_ids=tuple(key_ids),
-        key_cum_weights=_cumulative(1.0 / rank**ZIPF_EXPONENT for rank in range(1, keys + 1)),
-        minute_cum_weights=_cumulative(_traffic_weight(minute / 60) for minute in range(1440)),
+        key_cum_weights=_cumulative(shape.key_weight(rank) for rank in range(1, shape.keys + 1)),
+        minute_cum_weights=_cumulative(shape.traffic(minute / 60) for minute in range(1440)),
     )
-
-
-def _traffic_weight(hour_utc: float) -> float:
-    """Relative traffic at a time of day: a cosine peaking at PEAK_HOUR_UTC."""
-    return 1.0 + CYCLE_AMPLITUDE * math.cos(2 * math.pi * (hour_utc - PEAK_HOUR_UTC) / 24)
 
 
 def _cumulative(weights: Iterable[float]) -> tuple[float, ...]:
@@ -326,23 +303,22 @@ def _event_id(rng: random.Random) -> str:
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
-def _value(rng: random.Random) -> int | None:
+def _value(rng: random.Random, shape: EventShape) -> int | None:
     draw = rng.random()
-    if draw < VALUE_OMITTED_SHARE:
+    if draw < shape.value_omitted_share:
         return None
-    if draw < VALUE_OMITTED_SHARE + VALUE_ONE_SHARE:
+    if draw < shape.value_omitted_share + shape.value_one_share:
         return 1
-    return rng.randint(1, 5)
+    return rng.randint(*shape.value_range)
 
 
-def _delay_days(rng: random.Random, late_share: float, late_2d_share: float,
-                beyond_share: float) -> int:
+def _delay_days(rng: random.Random, shape: EventShape) -> int:
     draw = rng.random()
-    if draw < beyond_share:
-        return rng.choice(BEYOND_DELAY_DAYS)
-    if draw < beyond_share + late_2d_share:
+    if draw < shape.beyond_share:
+        return rng.choice(shape.beyond_delay_days)
+    if draw < shape.beyond_share + shape.late_2d_share:
         return 2
-    if draw < beyond_share + late_share:
+    if draw < shape.beyond_share + shape.late_share:
         return 1
     return 0
 
@@ -352,50 +328,40 @@ def _timestamp(day_text: str, second: int) -> str:
     return f"{day_text}T{hours:02d}:{rest // 60:02d}:{rest % 60:02d}Z"
 
 
-def _record_line(key_field: str, key: object, timestamp: object, value: object,
-                 event_id: str | None) -> str:
-    record: dict[str, object] = {key_field: key, "timestamp": timestamp}
-    if value is not None:
-        record["value"] = value
-    if event_id is not None:
-        record["event_id"] = event_id
-    return json.dumps(record)
-
-
 # --- one event day -----------------------------------------------------------------------------
 
 
 def _day_records(
     rng: random.Random, samplers: _Samplers, counts: _Counts, start: date, day_index: int,
-    n: int, key_field: str, late_share: float, late_2d_share: float, beyond_share: float,
-    duplicate_share: float, malformed_per_day: int,
+    n: int, key_field: str, malformed_per_day: int,
 ) -> list[_Pending]:
     """All lines whose event date is ``start + day_index``: originals, re-sends, broken lines."""
     day_text = (start + timedelta(days=day_index)).isoformat()
     day_start = day_index * SECONDS_PER_DAY
+    shape = samplers.shape
     originals: list[_Pending] = []
     with_ids: list[int] = []
     for second, key in zip(_event_seconds(rng, samplers, n), _event_keys(rng, samplers, n)):
-        event_id = None if rng.random() < MISSING_EVENT_ID_SHARE else _event_id(rng)
-        line = _record_line(key_field, key, _timestamp(day_text, second), _value(rng), event_id)
-        delay = _delay_days(rng, late_share, late_2d_share, beyond_share)
-        arrival = _arrival(rng, day_start + second, delay)
+        event_id = None if rng.random() < shape.missing_event_id_share else _event_id(rng)
+        line = record_line(event_record(key_field, key, _timestamp(day_text, second), _value(rng, shape), event_id))
+        delay = _delay_days(rng, shape)
+        arrival = _arrival(rng, day_start + second, delay, shape)
         _count_original(counts, delay, event_id is None)
         if event_id is not None:
             with_ids.append(len(originals))
         originals.append((arrival, day_index, len(originals), line))
-    resends = _resends(rng, originals, with_ids, duplicate_share)
+    resends = _resends(rng, originals, with_ids, shape)
     counts.duplicate += len(resends)
     broken = _malformed(rng, samplers, counts, day_text, day_index, key_field,
                         malformed_per_day, first_seq=len(originals) + len(resends))
     return originals + resends + broken
 
 
-def _arrival(rng: random.Random, event_second: int, delay_days: int) -> int:
+def _arrival(rng: random.Random, event_second: int, delay_days: int, shape: EventShape) -> int:
     """Absolute arrival second: shortly after the event, or at a random time days later."""
     if delay_days == 0:
         day_end = event_second - event_second % SECONDS_PER_DAY + SECONDS_PER_DAY - 1
-        return min(event_second + int(rng.expovariate(1 / 45)), day_end)
+        return min(event_second + int(rng.expovariate(1 / shape.on_time_delay_s)), day_end)
     folder_start = (event_second // SECONDS_PER_DAY + delay_days) * SECONDS_PER_DAY
     return folder_start + rng.randrange(SECONDS_PER_DAY)
 
@@ -412,16 +378,16 @@ def _count_original(counts: _Counts, delay_days: int, without_event_id: bool) ->
 
 
 def _resends(rng: random.Random, originals: list[_Pending], with_ids: list[int],
-             share: float) -> list[_Pending]:
+             shape: EventShape) -> list[_Pending]:
     """Identical copies of some records, landing after their original."""
     resends: list[_Pending] = []
     for index in with_ids:
-        if rng.random() >= share:
+        if rng.random() >= shape.duplicate_share:
             continue
         arrival, day_index, _, line = originals[index]
         folder_start = arrival - arrival % SECONDS_PER_DAY
-        if rng.random() < DUPLICATE_SAME_FOLDER_SHARE:
-            again = min(arrival + 1 + int(rng.expovariate(1 / 600)),
+        if rng.random() < shape.duplicate_same_folder_share:
+            again = min(arrival + 1 + int(rng.expovariate(1 / shape.resend_delay_s)),
                         folder_start + SECONDS_PER_DAY - 1)
         else:
             again = folder_start + SECONDS_PER_DAY + rng.randrange(SECONDS_PER_DAY)
@@ -439,30 +405,11 @@ def _malformed(
         kind = MALFORMED_KINDS[(day_index * how_many + offset) % len(MALFORMED_KINDS)]
         second = _event_seconds(rng, samplers, 1)[0]
         key = _event_keys(rng, samplers, 1)[0]
-        line = _malformed_line(rng, kind, key_field, key, _timestamp(day_text, second))
+        line = malformed_line(rng, kind, key_field, key, _timestamp(day_text, second), _event_id(rng))
         arrival = day_index * SECONDS_PER_DAY + rng.randrange(SECONDS_PER_DAY)
         broken.append((arrival, day_index, first_seq + offset, line))
         counts.malformed_by_kind[kind] += 1
     return broken
-
-
-def _malformed_line(rng: random.Random, kind: str, key_field: str, key: str,
-                    timestamp: str) -> str:
-    event_id = _event_id(rng)
-    if kind == "not_json":
-        return rng.choice(_NOT_JSON_LINES)
-    if kind == "truncated_json":
-        whole = _record_line(key_field, key, timestamp, rng.randint(1, 5), event_id)
-        return whole[: rng.randrange(5, len(whole) - 5)]
-    if kind == "missing_key":
-        return json.dumps({"timestamp": timestamp, "value": 1, "event_id": event_id})
-    if kind == "null_key":
-        return _record_line(key_field, None, timestamp, 1, event_id)
-    if kind == "bad_timestamp":
-        return _record_line(key_field, key, "yesterday", 1, event_id)
-    if kind == "bad_value":
-        return _record_line(key_field, key, timestamp, "abc", event_id)
-    raise ValueError(f"unknown malformed kind {kind!r}")
 
 
 # --- writing -----------------------------------------------------------------------------------
@@ -506,20 +453,10 @@ def _clear_landing_files(folder: Path) -> None:
 
 def _write_batch(folder: Path, folder_date: date, batch_index: int, lines: list[str],
                  gzipped: bool) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    name = f"events-{folder_date.isoformat()}-{BATCH_HOURS[batch_index]:02d}.json"
-    data = ("\n".join(lines) + "\n").encode("utf-8")
-    if gzipped:
-        name += ".gz"
-        data = gzip.compress(data, compresslevel=6, mtime=0)  # mtime=0: byte-identical reruns
-    path = folder / name
-    temporary = folder / f".{name}.tmp"
-    temporary.write_bytes(data)
-    os.replace(temporary, path)  # a reader never sees a half-written file
+    name = f"events-{folder_date.isoformat()}-{BATCH_HOURS[batch_index]:02d}.json" + (".gz" if gzipped else "")
     batch_closed = datetime.combine(folder_date, time(BATCH_HOURS[batch_index]), timezone.utc) + (
         timedelta(hours=24 // len(BATCH_HOURS), seconds=-1))
-    os.utime(path, (batch_closed.timestamp(), batch_closed.timestamp()))
-    return path
+    return write_file(folder / name, lines, gzipped=gzipped, modified=batch_closed.timestamp())
 
 
 # --- summary and validation --------------------------------------------------------------------
@@ -559,9 +496,8 @@ def _as_utc_date(value: date) -> date:
     return value
 
 
-def _validate(days: int, events_per_day: int, keys: int, late_share: float,
-              late_2d_share: float, beyond_share: float, duplicate_share: float,
-              malformed_per_day: int, key_field: str) -> None:
+def _validate(days: int, events_per_day: int, keys: int, malformed_per_day: int, key_field: str) -> None:
+    """The arguments the shape does not hold (``EventShape`` checks its own)."""
     if days < 1:
         raise ValueError(f"days must be >= 1, got {days}")
     if events_per_day < 0:
@@ -570,15 +506,6 @@ def _validate(days: int, events_per_day: int, keys: int, late_share: float,
         raise ValueError(f"keys must be >= 1, got {keys}")
     if malformed_per_day < 0:
         raise ValueError(f"malformed_per_day must be >= 0, got {malformed_per_day}")
-    for name, share in (("late_share", late_share), ("late_2d_share", late_2d_share),
-                        ("beyond_share", beyond_share), ("duplicate_share", duplicate_share)):
-        if not 0.0 <= share <= 1.0:
-            raise ValueError(f"{name} must be between 0 and 1, got {share}")
-    if late_2d_share > late_share:
-        raise ValueError(
-            f"late_2d_share ({late_2d_share}) must not exceed late_share ({late_share})")
-    if late_share + beyond_share > 1.0:
-        raise ValueError("late_share + beyond_share must not exceed 1")
     if not key_field or key_field in ("timestamp", "value", "event_id"):
         raise ValueError(f"key_field must be a non-empty name other than timestamp/value/event_id, "
                          f"got {key_field!r}")

@@ -1,8 +1,11 @@
-"""Random landing folders for property tests, with the oracle's view of the same records."""
+"""Random landing folders for property tests, with the oracle's view of the same records.
+
+Its draws are hostile on purpose, unlike the generated set's realistic shape
+(``orchestration.event_set``): four keys so every window sees collisions, events clustered at
+midnight, ties, typed values on a grid and altered re-sends. Its lines and files are the set's."""
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import random
@@ -14,6 +17,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from orchestration.event_set.landing_lines import record_line, write_file
 from windowing_core.reference import Event
 
 
@@ -39,15 +43,6 @@ def random_value(ddl: str, rng: random.Random) -> Any:
     if ddl == "string":
         return rng.choice(["home", "cart", "", "Zürich", "a b", "home"])
     return rng.random() < 0.5
-
-
-def _json_text(value: Any) -> str:
-    """A JSON value as written: a decimal in its own digits, never through a float."""
-    return str(value) if isinstance(value, Decimal) else json.dumps(value)
-
-
-def _line(record: dict) -> str:
-    return "{" + ", ".join(f"{json.dumps(k)}: {_json_text(v)}" for k, v in record.items()) + "}"
 
 
 BAD_TYPED_VALUES = {"bigint": 1.5, "double": "fast", "string": 7, "boolean": "yes"}
@@ -124,7 +119,7 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
             for arrival, rec in copies:
                 file_no = rng.randrange(2)
                 hour = placing.choice([None, *part_hours]) if part_hours else None
-                line = _line(rec)
+                line = record_line(rec)
                 in_file = files.setdefault((arrival, hour, file_no), [])
                 in_file.append(line)
                 landing.events.append(Event(
@@ -139,21 +134,19 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
                     arrival_part=None if hour is None else datetime(
                         arrival.year, arrival.month, arrival.day, hour, tzinfo=timezone.utc)))
         bad_lines = ['{"user_id": "k1", "timestamp": "soon"}', "not json", '{"timestamp": "2025-01-01T00:00:00Z"}',
-                     *(_line({"user_id": "k1", "timestamp": f"{day.isoformat()}T12:00:00Z", name: bad})
+                     *(record_line({"user_id": "k1", "timestamp": f"{day.isoformat()}T12:00:00Z", name: bad})
                        for name in key_fields[1:] for bad in (" ", 7))]
         for name, ddl in (fields or {}).items():
             bad = (Decimal(1).scaleb(-int(ddl.rstrip(")").split(",")[1]) - 1) if ddl.startswith("decimal")
                    else BAD_TYPED_VALUES[ddl])
-            bad_lines.append(_line({"user_id": "k1", "timestamp": f"{day.isoformat()}T12:00:00Z", name: bad}))
+            bad_lines.append(record_line({"user_id": "k1", "timestamp": f"{day.isoformat()}T12:00:00Z", name: bad}))
         for bad in bad_lines:
             if rng.random() < 0.5:
                 files.setdefault((day, None, 0), []).append(bad)
                 landing.malformed += 1
     for (arrival, hour, file_no), lines in sorted(files.items(), key=lambda item: (item[0][0], str(item[0][1:]))):
         path = root / arrival.isoformat() / _file_name(hour, file_no)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = ("\n".join(lines) + "\n").encode()
-        path.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
+        write_file(path, lines, gzipped=path.suffix == ".gz")
         landing.lines += len(lines)
     return landing
 
