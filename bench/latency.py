@@ -20,7 +20,6 @@ latency must keep is printed beside it: the three daemon intervals the path wait
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -28,6 +27,10 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from orchestration.event_set.landing_lines import event_record, record_line
+from orchestration.event_set.python_draws import PythonDraws
+from orchestration.event_set.shape import EventShape
 
 ROOT = Path(__file__).resolve().parent.parent
 DAEMON_INTERVALS = 3 * 30
@@ -49,10 +52,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def landed_lines(hour: datetime, events: int, keys: int, seed: int = 7) -> str:
-    rng = random.Random(seed)
-    return "".join(json.dumps({"user_id": f"u{rng.randrange(keys):05d}", "event_id": f"e{i}",
-                               "timestamp": f"{hour + timedelta(seconds=rng.randrange(3600)):%Y-%m-%dT%H:%M:%SZ}"})
-                   + "\n" for i in range(events))
+    """``events`` events of the generated set's shape (``orchestration.event_set``) in one hour."""
+    draws, rng = PythonDraws(EventShape(keys=keys), seed), random.Random(f"bench-latency:{seed}")
+    def at() -> str:
+        return f"{hour + timedelta(seconds=rng.randrange(3600)):%Y-%m-%dT%H:%M:%SZ}"
+
+    return "".join(record_line(event_record("user_id", key, at(), draws.value(rng), f"e{i}")) + "\n"
+                   for i, key in enumerate(draws.keys(rng, events)))
 
 
 def main(argv: list[str] | None = None) -> int:

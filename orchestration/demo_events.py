@@ -40,7 +40,7 @@ import argparse
 import os
 import random
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
@@ -52,6 +52,7 @@ from orchestration.event_set.landing_lines import (
     record_line,
     write_file,
 )
+from orchestration.event_set.python_draws import PythonDraws, new_event_id
 from orchestration.event_set.shape import EventShape
 
 __all__ = ["MALFORMED_KINDS", "DemoEventsSummary", "generate_demo_events", "generate_demo_purchases",
@@ -105,16 +106,6 @@ class _Counts:
     )
 
 
-@dataclass(frozen=True)
-class _Samplers:
-    """Cumulative weights shared by every day: key popularity and minute-of-day traffic."""
-
-    shape: EventShape
-    key_ids: tuple[str, ...]  # by popularity rank, most popular first
-    key_cum_weights: tuple[float, ...]
-    minute_cum_weights: tuple[float, ...]
-
-
 def generate_demo_events(
     landing: str | os.PathLike[str],
     *,
@@ -139,12 +130,12 @@ def generate_demo_events(
     _validate(days, events_per_day, keys, malformed_per_day, key_field)
     shape = EventShape(keys=keys, late_share=late_share, late_2d_share=late_2d_share, beyond_share=beyond_share,
                        duplicate_share=duplicate_share)
-    samplers = _build_samplers(random.Random(f"panes-demo:{seed}:keys"), shape)
+    draws = PythonDraws(shape, seed)
     counts = _Counts()
     pending: list[_Pending] = []
     for day_index in range(days):
         rng = random.Random(f"panes-demo:{seed}:day:{day_index}")
-        pending.extend(_day_records(rng, samplers, counts, start, day_index, events_per_day, key_field,
+        pending.extend(_day_records(rng, draws, counts, start, day_index, events_per_day, key_field,
                                     malformed_per_day))
     files = _write_folders(Path(landing), start, days + shape.arrival_span_days, pending)
     return _summarise(counts, start, days, files)
@@ -173,7 +164,7 @@ def generate_demo_spine(
     start = _as_utc_date(start)
     if rows_per_day <= 0 or days <= 0:
         raise ValueError("days and rows_per_day must be positive")
-    samplers = _build_samplers(random.Random(f"panes-demo:{seed}:keys"), EventShape(keys=keys))
+    draws = PythonDraws(EventShape(keys=keys), seed)
     rng = random.Random(f"panes-demo:{seed}:spine")
     midnight = datetime(start.year, start.month, start.day, tzinfo=timezone.utc)
     moments = []
@@ -183,7 +174,7 @@ def generate_demo_spine(
             if rng.random() < 0.25:
                 millisecond -= millisecond % 60_000
             moments.append(midnight + timedelta(days=day_index, milliseconds=millisecond))
-    keys = _event_keys(rng, samplers, len(moments))
+    keys = draws.keys(rng, len(moments))
     table = pa.table({
         key_field: pa.array(keys, pa.string()),
         "country": pa.array([home_country(k, seed) for k in keys], pa.string()),
@@ -224,18 +215,18 @@ def generate_demo_purchases(
     start = _as_utc_date(start)
     if purchases_per_day <= 0 or days <= 0:
         raise ValueError("days and purchases_per_day must be positive")
-    samplers = _build_samplers(random.Random(f"panes-demo:{seed}:keys"), EventShape(keys=keys))
+    draws = PythonDraws(EventShape(keys=keys), seed)
     rng = random.Random(f"panes-demo:{seed}:purchases")
     midnight = datetime(start.year, start.month, start.day, tzinfo=timezone.utc)
     columns: dict[str, list] = {name: [] for name in
                                 ("purchase_id", "user_id", "country", "ts", "price", "quantity", "loaded_at")}
     for day_index in range(days):
-        buyers = _event_keys(rng, samplers, purchases_per_day)
-        for buyer, second in zip(buyers, _event_seconds(rng, samplers, purchases_per_day)):
+        buyers = draws.keys(rng, purchases_per_day)
+        for buyer, second in zip(buyers, draws.seconds(rng, purchases_per_day)):
             moment = midnight + timedelta(days=day_index, seconds=second)
             delay = timedelta(days=1, hours=rng.randrange(6)) if rng.random() < 0.1 else timedelta(
                 minutes=rng.randrange(1, 30))
-            columns["purchase_id"].append(_event_id(rng))
+            columns["purchase_id"].append(new_event_id(rng))
             columns["user_id"].append(buyer)
             columns["country"].append(rng.choice(COUNTRIES) if rng.random() < ABROAD_SHARE
                                       else home_country(buyer, seed))
@@ -261,68 +252,6 @@ def _write_parquet(table, path: str | os.PathLike[str]) -> int:
     return table.num_rows
 
 
-# --- sampling ----------------------------------------------------------------------------------
-
-
-def _build_samplers(rng: random.Random, shape: EventShape) -> _Samplers:
-    key_ids = [shape.key_format % number for number in range(1, shape.keys + 1)]
-    rng.shuffle(key_ids)  # popularity is not tied to the id's number
-    return _Samplers(
-        shape=shape,
-        key_ids=tuple(key_ids),
-        key_cum_weights=_cumulative(shape.key_weight(rank) for rank in range(1, shape.keys + 1)),
-        minute_cum_weights=_cumulative(shape.traffic(minute / 60) for minute in range(1440)),
-    )
-
-
-def _cumulative(weights: Iterable[float]) -> tuple[float, ...]:
-    total = 0.0
-    out = []
-    for weight in weights:
-        total += weight
-        out.append(total)
-    return tuple(out)
-
-
-def _event_seconds(rng: random.Random, samplers: _Samplers, n: int) -> list[int]:
-    """Whole seconds of the day, following the daily cycle, in event-time order."""
-    minutes = rng.choices(range(1440), cum_weights=samplers.minute_cum_weights, k=n)
-    return sorted(minute * 60 + rng.randrange(60) for minute in minutes)
-
-
-def _event_keys(rng: random.Random, samplers: _Samplers, n: int) -> list[str]:
-    return rng.choices(samplers.key_ids, cum_weights=samplers.key_cum_weights, k=n)
-
-
-def _event_id(rng: random.Random) -> str:
-    """A version-4 UUID string drawn from ``rng`` (so it is reproducible)."""
-    bits = rng.getrandbits(128)
-    bits = (bits & ~(0xF << 76)) | (0x4 << 76)  # version 4
-    bits = (bits & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
-    text = f"{bits:032x}"
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
-
-
-def _value(rng: random.Random, shape: EventShape) -> int | None:
-    draw = rng.random()
-    if draw < shape.value_omitted_share:
-        return None
-    if draw < shape.value_omitted_share + shape.value_one_share:
-        return 1
-    return rng.randint(*shape.value_range)
-
-
-def _delay_days(rng: random.Random, shape: EventShape) -> int:
-    draw = rng.random()
-    if draw < shape.beyond_share:
-        return rng.choice(shape.beyond_delay_days)
-    if draw < shape.beyond_share + shape.late_2d_share:
-        return 2
-    if draw < shape.beyond_share + shape.late_share:
-        return 1
-    return 0
-
-
 def _timestamp(day_text: str, second: int) -> str:
     hours, rest = divmod(second, 3600)
     return f"{day_text}T{hours:02d}:{rest // 60:02d}:{rest % 60:02d}Z"
@@ -332,19 +261,19 @@ def _timestamp(day_text: str, second: int) -> str:
 
 
 def _day_records(
-    rng: random.Random, samplers: _Samplers, counts: _Counts, start: date, day_index: int,
+    rng: random.Random, draws: PythonDraws, counts: _Counts, start: date, day_index: int,
     n: int, key_field: str, malformed_per_day: int,
 ) -> list[_Pending]:
     """All lines whose event date is ``start + day_index``: originals, re-sends, broken lines."""
     day_text = (start + timedelta(days=day_index)).isoformat()
     day_start = day_index * SECONDS_PER_DAY
-    shape = samplers.shape
+    shape = draws.shape
     originals: list[_Pending] = []
     with_ids: list[int] = []
-    for second, key in zip(_event_seconds(rng, samplers, n), _event_keys(rng, samplers, n)):
-        event_id = None if rng.random() < shape.missing_event_id_share else _event_id(rng)
-        line = record_line(event_record(key_field, key, _timestamp(day_text, second), _value(rng, shape), event_id))
-        delay = _delay_days(rng, shape)
+    for second, key in zip(draws.seconds(rng, n), draws.keys(rng, n)):
+        event_id = None if rng.random() < shape.missing_event_id_share else new_event_id(rng)
+        line = record_line(event_record(key_field, key, _timestamp(day_text, second), draws.value(rng), event_id))
+        delay = draws.delay_days(rng)
         arrival = _arrival(rng, day_start + second, delay, shape)
         _count_original(counts, delay, event_id is None)
         if event_id is not None:
@@ -352,7 +281,7 @@ def _day_records(
         originals.append((arrival, day_index, len(originals), line))
     resends = _resends(rng, originals, with_ids, shape)
     counts.duplicate += len(resends)
-    broken = _malformed(rng, samplers, counts, day_text, day_index, key_field,
+    broken = _malformed(rng, draws, counts, day_text, day_index, key_field,
                         malformed_per_day, first_seq=len(originals) + len(resends))
     return originals + resends + broken
 
@@ -396,16 +325,16 @@ def _resends(rng: random.Random, originals: list[_Pending], with_ids: list[int],
 
 
 def _malformed(
-    rng: random.Random, samplers: _Samplers, counts: _Counts, day_text: str, day_index: int,
+    rng: random.Random, draws: PythonDraws, counts: _Counts, day_text: str, day_index: int,
     key_field: str, how_many: int, first_seq: int,
 ) -> list[_Pending]:
     """Broken lines, cycling through MALFORMED_KINDS, landing on their event day."""
     broken: list[_Pending] = []
     for offset in range(how_many):
         kind = MALFORMED_KINDS[(day_index * how_many + offset) % len(MALFORMED_KINDS)]
-        second = _event_seconds(rng, samplers, 1)[0]
-        key = _event_keys(rng, samplers, 1)[0]
-        line = malformed_line(rng, kind, key_field, key, _timestamp(day_text, second), _event_id(rng))
+        second = draws.seconds(rng, 1)[0]
+        key = draws.keys(rng, 1)[0]
+        line = malformed_line(rng, kind, key_field, key, _timestamp(day_text, second), new_event_id(rng))
         arrival = day_index * SECONDS_PER_DAY + rng.randrange(SECONDS_PER_DAY)
         broken.append((arrival, day_index, first_seq + offset, line))
         counts.malformed_by_kind[kind] += 1

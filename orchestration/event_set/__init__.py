@@ -1,4 +1,4 @@
-"""One generated event set, drawn two ways: ``orchestration.demo_events`` samples it in Python,
-byte for byte the same on every machine (the demo, the checks in CI, the ingest tests), and
-``bench.generate`` samples it in Spark for volume. The property tests' ``tests.landing`` writes
-its hostile records through the same lines and files."""
+"""One generated event set: its shape (``shape``), drawn in Python (``python_draws``: the demo's
+``orchestration.demo_events``, byte for byte the same on every machine, and ``bench latency``'s
+landed file) and in Spark for volume (``bench.generate``); its records written as landing lines
+and files (``landing_lines``), as the property tests' hostile ``tests.landing`` writes its own."""
