@@ -34,6 +34,10 @@ def partitions_from_environment(environ: Mapping[str, str],
     a materialisation as missing, so days before the data would show as work left to do. Without
     an end the partitions run to today, as a pipeline that keeps ingesting needs; a fixed end
     suits data that stops (the demo's days). A malformed date fails when the Definitions load.
+
+    Below a day the partition under way exists too (``end_offset=1``): a file landing in the
+    current hour is ingested and its windows computed within minutes, and computed again as more
+    lands and when the schedule runs the part as it ends. A day's partition exists once it ends.
     """
     start = _day(environ, "PANES_START_DATE") or date.fromisoformat(DEFAULT_START_DATE)
     end = _day(environ, "PANES_END_DATE")
@@ -44,7 +48,7 @@ def partitions_from_environment(environ: Mapping[str, str],
         return dg.DailyPartitionsDefinition(start_date=start.isoformat(),
                                             end_date=after.isoformat() if after else None)
     return dg.TimeWindowPartitionsDefinition(
-        cron_schedule=partition_cron(seconds), fmt=PART_FORMAT,
+        cron_schedule=partition_cron(seconds), fmt=PART_FORMAT, end_offset=1,
         start=datetime.combine(start, time(), UTC), end=datetime.combine(after, time(), UTC) if after else None)
 
 

@@ -1,14 +1,15 @@
 """``python -m bench latency``: from a file landing in an hour folder to its change points, with the
 real Dagster daemon.
 
-    python -m bench latency                      # 10,000 events in the last hour that ended, ~3 min
+    python -m bench latency                      # 10,000 events in the hour under way, ~3 min
     python -m bench latency --events 1000
 
 A deployment of ``partition: 1h`` in a folder of its own (landing, lakehouse, and a
 ``DAGSTER_HOME`` with the project's ``instance/dagster.yaml``; partitions from the day of the hour),
 ``dagster-daemon run`` over the project's workspace, then one file of ``--events`` events lands
-in the folder of the last hour that ended (written aside and renamed in, as a producer should).
-Nothing else runs: the landing sensor asks for that hour's ingest, and the late-firing sensor for
+in the folder of the hour under way (written aside and renamed in, as a producer should), its
+events between the hour's start and the landing. Nothing else runs: the landing sensor asks for
+that hour's ingest (the partition under way exists below a day), and the late-firing sensor for
 the partials and windows its arrival can change, which Dagster launches as one backfill of one
 run. Timed from the landing, as the instance recorded the runs: each run's request, start and
 end, and the first moment ``window_changes`` holds rows (polled every second). The bound the
@@ -51,11 +52,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def landed_lines(hour: datetime, events: int, keys: int, seed: int = 7) -> str:
-    """``events`` events of the generated set's shape (``orchestration.event_set``) in one hour."""
+def landed_lines(start: datetime, seconds: int, events: int, keys: int, seed: int = 7) -> str:
+    """``events`` events of the generated set's shape (``orchestration.event_set``) in the
+    ``seconds`` from ``start``."""
     draws, rng = PythonDraws(EventShape(keys=keys), seed), random.Random(f"bench-latency:{seed}")
+
     def at() -> str:
-        return f"{hour + timedelta(seconds=rng.randrange(3600)):%Y-%m-%dT%H:%M:%SZ}"
+        return f"{start + timedelta(seconds=rng.randrange(max(1, seconds))):%Y-%m-%dT%H:%M:%SZ}"
 
     return "".join(record_line(event_record("user_id", key, at(), draws.value(rng), f"e{i}")) + "\n"
                    for i, key in enumerate(draws.keys(rng, events)))
@@ -70,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         folder.mkdir(parents=True)
     shutil.copy(ROOT / "instance" / "dagster.yaml", home / "dagster.yaml")
     (work / "panes.yaml").write_text("partition: 1h\n")
-    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     env = {"DAGSTER_HOME": str(home), "PANES_CONFIG": str(work / "panes.yaml"), "PANES_LANDING": str(landing),
            "PANES_LAKEHOUSE": str(lakehouse), "PANES_START_DATE": hour.date().isoformat(),
            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
@@ -83,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     from orchestration.backfill import running_daemon
     from orchestration.demo import WORKSPACE
 
-    text = landed_lines(hour, args.events, args.keys)
+    text = landed_lines(hour, int((datetime.now(UTC) - hour).total_seconds()), args.events, args.keys)
     folder = landing / hour.date().isoformat() / f"{hour:%H}"
     changes = WINDOW_CHANGES.path(str(lakehouse))
     instance = dg.DagsterInstance.get()

@@ -7,7 +7,7 @@ promise on the data itself: the output watermark (the last closed window end eve
 table has been computed to, with no missing partition before it) against the newest event time.
 """
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
@@ -34,11 +34,14 @@ def with_freshness(assets: list[dg.AssetsDefinition], config: PipelineConfig) ->
             if isinstance(a, dg.AssetsDefinition) else a for a in assets]
 
 
-def output_watermark(config: PipelineConfig, materialized: set[str]) -> tuple[datetime | None, list[str]]:
+def output_watermark(config: PipelineConfig, materialized: set[str],
+                     now: datetime | None = None) -> tuple[datetime | None, list[str]]:
     """The last window end (of the slowest window) covered by contiguous materialised partitions
-    (days, or parts of ``partition:``), and the partitions missing inside the materialised range."""
+    (days, or parts of ``partition:``) that have ended by ``now``, and the partitions missing
+    inside the materialised range. The partition under way has not seen all its data yet."""
     step = timedelta(seconds=config.partition)
-    starts = sorted(partition_starts(materialized, config.partition))
+    starts = sorted(start for start in partition_starts(materialized, config.partition)
+                    if now is None or start + step <= now)
     if not starts:
         return None, []
     covered, last = set(starts), starts[-1]
@@ -64,7 +67,7 @@ def build_watermark_check(config: PipelineConfig) -> dg.AssetChecksDefinition:
     def output_watermark_within_bound(context: dg.AssetCheckExecutionContext,
                                       lakehouse: LakehouseResource) -> dg.AssetCheckResult:
         materialized = context.instance.get_materialized_partitions(key(WINDOW_CHANGES.name, config))
-        watermark, missing = output_watermark(config, materialized)
+        watermark, missing = output_watermark(config, materialized, datetime.now(UTC))
         newest = delta_io.column_max(EVENTS.path(ingest_root(root(lakehouse.lakehouse_root, config), config)),
                                      "event_time")
         lag = None if watermark is None or newest is None else max(newest - watermark, timedelta(0))

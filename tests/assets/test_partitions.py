@@ -34,6 +34,15 @@ def test_parts_of_a_day_are_keyed_by_their_start_through_the_last_day(seconds, f
     assert (keys[0], keys[1], keys[-1][:10], len(keys)) == (first, second, "2025-02-08", count)
 
 
+@pytest.mark.parametrize("seconds", [900, 3600])
+def test_below_a_day_the_partition_under_way_exists_and_a_day_once_it_has_ended(seconds):
+    now = datetime.now(UTC)
+    start = {"PANES_START_DATE": now.date().isoformat()}
+    under_way = partitions_from_environment(start, seconds).get_last_partition_window()
+    assert under_way.start <= now < under_way.end
+    assert partitions_from_environment(start).get_last_partition_window() is None  # today is not a partition yet
+
+
 def _upstream(mapping: dg.TimeWindowPartitionMapping, partitions: dg.TimeWindowPartitionsDefinition,
               key: str) -> list[str]:
     subset = partitions.empty_subset().with_partition_keys([key])

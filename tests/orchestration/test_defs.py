@@ -203,6 +203,33 @@ def test_below_a_day_the_landing_sensor_asks_for_the_part_of_each_hour_folder_an
     assert {k for k in third if third[k] != first[k]} == {"2025-01-02-13:00", "2025-01-02-23:00"}
 
 
+def test_below_a_day_a_file_landing_in_the_hour_under_way_is_ingested_without_waiting_for_its_end(tmp_path):
+    """With partitions running to now, the current hour is a partition: its folder is asked for
+    as soon as a file lands, and again when another does. A day's partition exists once it ends."""
+    now = datetime.now(timezone.utc)
+    folder = tmp_path / "landing" / now.date().isoformat() / f"{now.hour:02d}"
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text("{}\n")
+    environ = {"PANES_START_DATE": (now.date() - timedelta(days=1)).isoformat()}
+    resources = {"lakehouse": LakehouseResource(landing_root=str(tmp_path / "landing"),
+                                                lakehouse_root=str(tmp_path / "lake"))}
+
+    def tick(seconds, cursor=None):
+        sensor = build_landing_sensor(partitions_from_environment(environ, seconds), (PipelineConfig(partition=seconds),))
+        with dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), resources=resources,
+                                     cursor=cursor) as context:
+            result = sensor(context)
+            return {r.partition_key: r.run_key for r in result} if isinstance(result, list) else {}, context.cursor
+
+    hour = f"{now:%Y-%m-%d-%H}:00"
+    first, cursor = tick(3600)
+    assert list(first) == [hour]
+    (folder / "b.json").write_text("{}\n")
+    second, _ = tick(3600, cursor)
+    assert list(second) == [hour] and second[hour] != first[hour]
+    assert tick(86400)[0] == {}  # today has not ended
+
+
 def test_switched_from_daily_to_hourly_the_landing_sensor_asks_only_for_what_the_daily_runs_left(tmp_path):
     """``partition: 1d`` then ``1h``: Dagster has the days' history, not the hours'. A day ingested
     daily whose folder is as the daily sensor last saw it asks for nothing, then for the hour of a
@@ -324,6 +351,28 @@ def test_below_a_day_the_output_watermark_stops_at_the_first_missing_part_and_a_
     assert missing == ["2025-01-28-02:00"]
     assert watermark == datetime(2025, 1, 28, 1, 59, tzinfo=timezone.utc)
     assert output_watermark(config, {"2025-01-28-13:00"}) == (datetime(2025, 1, 28, 13, 59, tzinfo=timezone.utc), [])
+    # the partition under way has not seen all its data: its windows do not move the watermark
+    under_way = datetime(2025, 1, 28, 13, 20, tzinfo=timezone.utc)
+    assert output_watermark(config, {"2025-01-28-12:00", "2025-01-28-13:00"}, now=under_way) == (
+        datetime(2025, 1, 28, 12, 59, tzinfo=timezone.utc), [])
+    assert output_watermark(config, {"2025-01-28-13:00"}, now=under_way) == (None, [])
+
+
+@pytest.mark.parametrize("partition, tick, expected", [
+    (3600, datetime(2025, 1, 2, 14, tzinfo=timezone.utc), "2025-01-02-13:00"),
+    (900, datetime(2025, 1, 3, 0, tzinfo=timezone.utc), "2025-01-02-23:45"),
+    (86400, datetime(2025, 1, 3, 1, tzinfo=timezone.utc), "2025-01-02"),
+])
+def test_the_schedule_runs_each_partition_as_it_ends_not_the_one_under_way(partition, tick, expected):
+    """Below a day the partition under way exists (the sensor and late firings keep it current):
+    the schedule's tick at a part's end asks for the part that ended, as the daily one asks at
+    01:00 for the day before."""
+    defs = build_definitions(PipelineConfig(partition=partition), landing_root="l", lakehouse_root="h")
+    schedule = defs.resolve_schedule_def("daily_pipeline_schedule")
+    assert schedule.cron_schedule == {3600: "0 * * * *", 900: "*/15 * * * *", 86400: "0 1 * * *"}[partition]
+    with dg.build_schedule_context(scheduled_execution_time=tick, repository_def=defs.get_repository_def()) as context:
+        requests = schedule.evaluate_tick(context).run_requests
+    assert [(r.partition_key, r.run_key) for r in requests] == [(expected, expected)]
 
 
 def test_automation_fires_every_asset_downstream_of_ingest_and_sensors_start_running():
