@@ -238,13 +238,16 @@ def _run(parser: argparse.ArgumentParser, job: Callable[..., str], args: argpars
     if starts_a_jvm():  # else the JVM's logging is whoever started it's
         log = spark_log_file(_name(job))
         print(f"{parser.prog}: Spark's own log: {log}", file=sys.stderr)
-        quick = compilers.quick(**input_size(args, config, args.date, last))
+        size = input_size(args, config, args.date, last)
+        quick, interpreted = compilers.quick(**size), compilers.interpreted(**size)
+        why = "a small input" if compilers.choice() == "auto" else f"{compilers.JIT_ENV}=quick"
         if quick:
-            why = "a small input" if compilers.choice() == "auto" else f"{compilers.JIT_ENV}=quick"
-            print(f"{parser.prog}: {why}: the JVM compiles with C1 alone ({compilers.JIT_ENV}=full for C2)",
-                  file=sys.stderr)
+            print(f"{parser.prog}: {why}: the JVM compiles with C1 alone"
+                  f"{' and Spark evaluates expressions interpreted' if interpreted else ''} "
+                  f"({compilers.JIT_ENV}=full for C2 and generated code)", file=sys.stderr)
         options = (SPARK_DEFAULTS["spark.driver.extraJavaOptions"], log4j_options(log), compilers.java_options(quick))
-        overrides = {"spark.driver.extraJavaOptions": " ".join(o for o in options if o)}
+        overrides = {"spark.driver.extraJavaOptions": " ".join(o for o in options if o),
+                     **compilers.spark_settings(interpreted)}
     spark = get_spark(overrides, roots=[args.lakehouse, getattr(args, "landing", None) or ""])
     try:
         label = f"{_name(job)} {args.interval or f'{args.date} .. {last}'}"

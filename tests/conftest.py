@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from jobs.runtime.compilers import INTERPRETED
+
 # The tests' data is tiny, and their plans are large: compiling generated code for a query (Janino,
 # then the JIT compiling the classes made) costs more than the rows it runs over. With Spark's
 # interpreted evaluation (``factoryMode`` is the setting Spark's own tests use to run both ways),
 # 8 tests (arrival windows, point-in-time reads, a pipeline case) took 227 instead of 276
-# core-seconds, 141 s instead of 174 s (2026-11-28, one process, alternating). Every job outside
-# the tests runs generated code: the algebra's own tests run it (``generated_code``), as does one
-# pipeline case with every kind and every test whose jobs run in processes of their own (the
-# command line, Spark Connect, a cluster, Pipes), comparing their tables with this session's.
-INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+# core-seconds, 141 s instead of 174 s (2026-11-28, one process, alternating). The product runs
+# generated code but on a tiny input run alone (``jobs.runtime.compilers``): the algebra's own
+# tests run it (``generated_code``), as does one pipeline case with every kind and every test
+# whose jobs run under a JVM started for them (Spark Connect, a cluster, Pipes), comparing their
+# tables with this session's.
 GENERATED = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
 
 

@@ -1,15 +1,19 @@
-"""Which JIT compilers a job run alone gives its JVM: the quick one alone for a small input.
+"""How a job run alone compiles: the JVM's JIT, and Spark's code for its expressions, both the
+quick way for a small input.
 
 Most of a small job run alone is its cold JVM compiling Spark's and Delta's code: HotSpot's
 optimising compiler (C2) spends more CPU than the rows do, on cores the driver needs, and its code
 pays that back only on larger inputs. So where the run's input is small, the JVM stops
 at the quick compiler (C1, ``-XX:TieredStopAtLevel=1``); where it is larger, or cannot be sized
-before Spark starts (a table source, object storage), it keeps the default tiers.
+before Spark starts (a table source, object storage), it keeps the default tiers. Below a
+smaller limit Spark also evaluates expressions interpreted instead of generating and compiling
+Java for each query (whole-stage code generation), as Spark's own tests can (``factoryMode``).
 
 The sizes are the run's own input, never the lakehouse's: the landing files of the days ingest
 reads, the events of the arrival days the other jobs run (from the Delta log's counts, no data
-read). Each limit is the largest size at which C1 alone was measured to win (``docs/performance.md``,
-"A job's start"). ``PANES_JIT`` sets it by hand: ``quick``, ``full`` or ``auto`` (the default).
+read). Each limit is the largest size at which the quick way was measured to win
+(``docs/performance.md``, "A job's start"). ``PANES_JIT`` sets it by hand: ``quick`` (both),
+``full`` (neither) or ``auto`` (the default).
 """
 
 from __future__ import annotations
@@ -33,6 +37,17 @@ at 10^6 events a day, run alone, partials took 0.79x and windows 0.84x their tim
 SMALL_LANDING_BYTES = 16 * 2**20
 """The most landing bytes of a run's days that the quick compiler takes (ingest): a day of
 200,000 demo events (14 MB) took 0.84x its time under C2, one of 10^6 (70 MB) 1.35x."""
+
+
+TINY_EVENTS = 20_000
+"""The most events of a run's arrival days that Spark evaluates interpreted (partials, windows):
+in one session, a day of 2,000 events took 0.62x (partials) and 0.74x (windows) its time with
+generated code, one of 20,000 0.77x and 0.89x, one of 200,000 1.36x and 1.77x."""
+TINY_LANDING_BYTES = 512 * 2**10
+"""The most landing bytes that ingest evaluates interpreted: a day of 2,000 events (274 KB) took
+0.86x its time with generated code, one of 20,000 (2.6 MB) 1.07x."""
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+"""Spark's settings for expressions evaluated without generated code."""
 
 
 def choice() -> str:
@@ -62,17 +77,26 @@ def bytes_under(folders: Iterable[str], limit: int) -> int | None:
     return total
 
 
-def quick(*, events: int | None = None, landing_bytes: int | None = None) -> bool:
-    """Whether a run of this input compiles with C1 alone: under ``PANES_JIT=auto``, only where
-    its size is known and under its limit."""
+def _small(events: int | None, landing_bytes: int | None, most_events: int, most_bytes: int) -> bool:
+    """Under ``PANES_JIT=auto``, only where the input's size is known and within the limits."""
     wanted = choice()
     if wanted != "auto":
         return wanted == "quick"
     if events is not None:
-        return events <= SMALL_EVENTS
+        return events <= most_events
     if landing_bytes is not None:
-        return landing_bytes <= SMALL_LANDING_BYTES
+        return landing_bytes <= most_bytes
     return False
+
+
+def quick(*, events: int | None = None, landing_bytes: int | None = None) -> bool:
+    """Whether a run of this input compiles with C1 alone."""
+    return _small(events, landing_bytes, SMALL_EVENTS, SMALL_LANDING_BYTES)
+
+
+def interpreted(*, events: int | None = None, landing_bytes: int | None = None) -> bool:
+    """Whether a run of this input evaluates Spark's expressions without generated code."""
+    return _small(events, landing_bytes, TINY_EVENTS, TINY_LANDING_BYTES)
 
 
 def landing_input(folders: list[str]) -> dict[str, int]:
@@ -93,3 +117,7 @@ def events_input(events_path: str, first: date, last: date) -> dict[str, int]:
 
 def java_options(quick_compile: bool) -> str:
     return QUICK_OPTION if quick_compile else ""
+
+
+def spark_settings(interpreted_expressions: bool) -> dict[str, str]:
+    return dict(INTERPRETED) if interpreted_expressions else {}

@@ -1,4 +1,5 @@
-"""Which JIT compilers a job run alone starts its JVM with: C1 alone for a small input only."""
+"""How a job run alone compiles: C1 alone for a small input only, and Spark's expressions
+interpreted for a smaller one."""
 
 from __future__ import annotations
 
@@ -23,14 +24,20 @@ def test_a_small_known_input_compiles_quickly_and_a_large_or_unknown_one_fully()
     assert compilers.quick(landing_bytes=0)
     assert not compilers.quick(landing_bytes=compilers.SMALL_LANDING_BYTES + 1)
     assert not compilers.quick()  # a table source, object storage: the default tiers
+    assert compilers.interpreted(events=compilers.TINY_EVENTS)
+    assert not compilers.interpreted(events=compilers.TINY_EVENTS + 1)
+    assert compilers.interpreted(landing_bytes=compilers.TINY_LANDING_BYTES)
+    assert not compilers.interpreted(landing_bytes=compilers.TINY_LANDING_BYTES + 1)
+    assert not compilers.interpreted()
+    assert compilers.TINY_EVENTS < compilers.SMALL_EVENTS and compilers.TINY_LANDING_BYTES < compilers.SMALL_LANDING_BYTES
 
 
 @pytest.mark.parametrize("setting, small, large", [("quick", True, True), ("full", False, False),
                                                    ("AUTO", True, False)])
 def test_panes_jit_decides_by_hand(monkeypatch, setting, small, large):
     monkeypatch.setenv(compilers.JIT_ENV, setting)
-    assert compilers.quick(events=1) is small
-    assert compilers.quick(events=10**9) is large
+    assert compilers.quick(events=1) is small and compilers.interpreted(events=1) is small
+    assert compilers.quick(events=10**9) is large and compilers.interpreted(events=10**9) is large
 
 
 def test_a_bad_panes_jit_is_a_one_line_error(monkeypatch, capsys):
@@ -67,17 +74,29 @@ def test_the_events_of_the_run_days_are_counted_from_the_delta_log(tmp_path):
     assert compilers.events_input(str(tmp_path / "none"), date(2025, 1, 30), date(2025, 1, 30)) == {}
 
 
+class Options(str):
+    def __new__(cls, text: str, settings: dict[str, str]):
+        options = super().__new__(cls, text)
+        options.settings = settings
+        return options
+
+    @property
+    def interpreted(self) -> bool:
+        return all(self.settings.get(k) == v for k, v in compilers.INTERPRETED.items())
+
+
 class Started(Exception):
     """Raised by the stand-in for ``get_spark``: the test needs the JVM's options, not a JVM."""
 
 
 @pytest.fixture
 def jvm_options(monkeypatch):
-    """The driver options a job run alone would start its JVM with."""
+    """The settings a job run alone would start its JVM with: its driver options (each an
+    ``Options`` string, the session's other settings in its ``settings``)."""
     seen = []
 
     def started(overrides=None, roots=()):
-        seen.append((overrides or {}).get("spark.driver.extraJavaOptions", ""))
+        seen.append(Options((overrides or {}).get("spark.driver.extraJavaOptions", ""), dict(overrides or {})))
         raise Started
 
     monkeypatch.setattr(spark_session, "starts_a_jvm", lambda: True)
@@ -97,13 +116,17 @@ def test_a_small_ingest_starts_its_jvm_with_the_quick_compiler_alone(tmp_path, m
     folder.mkdir(parents=True)
     (folder / "a.json").write_bytes(b'{"user_id": "u1", "timestamp": "2025-01-30T10:00:00Z"}\n' * 100)
     _ingest(tmp_path)
-    monkeypatch.setattr(compilers, "SMALL_LANDING_BYTES", 1_000)  # the same day, now over the limit
+    monkeypatch.setattr(compilers, "TINY_LANDING_BYTES", 1_000)  # the same day, now over the smaller limit
+    _ingest(tmp_path)
+    monkeypatch.setattr(compilers, "SMALL_LANDING_BYTES", 1_000)  # and over the larger one
     _ingest(tmp_path)
     monkeypatch.setattr(compilers, "SMALL_LANDING_BYTES", 10**9)
+    monkeypatch.setattr(compilers, "TINY_LANDING_BYTES", 10**9)
     monkeypatch.setenv(compilers.JIT_ENV, "full")
     _ingest(tmp_path)
     quick = [compilers.QUICK_OPTION in options for options in jvm_options]
-    assert quick == [True, False, False]
+    assert quick == [True, True, False, False]
+    assert [options.interpreted for options in jvm_options] == [True, False, False, False]
     assert all("-XX:+UseParallelGC" in options and "-Dlog4j2.configurationFile" in options for options in jvm_options)
 
 
@@ -112,10 +135,12 @@ def test_the_jobs_after_ingest_weigh_the_events_of_their_days(tmp_path, monkeypa
     write_deltalake(str(lake / "events"), pa.table({"event_id": ["a", "b", "c"],
                                                     "arrival_date": pa.array([date(2025, 1, 30)] * 3, pa.date32())}),
                     partition_by=["arrival_date"])
-    for limit in (3, 2):
-        monkeypatch.setattr(compilers, "SMALL_EVENTS", limit)
+    for small, tiny in ((3, 3), (3, 2), (2, 2)):
+        monkeypatch.setattr(compilers, "SMALL_EVENTS", small)
+        monkeypatch.setattr(compilers, "TINY_EVENTS", tiny)
         with pytest.raises(Started):
             minute_partials.main(["--lakehouse", str(lake), "--date", "2025-01-30"])
     with pytest.raises(Started):  # no events table yet: not weighed, the default tiers
         minute_partials.main(["--lakehouse", str(tmp_path / "empty"), "--date", "2025-01-30"])
-    assert [compilers.QUICK_OPTION in options for options in jvm_options] == [True, False, False]
+    assert [compilers.QUICK_OPTION in options for options in jvm_options] == [True, True, False, False]
+    assert [options.interpreted for options in jvm_options] == [True, False, False, False]
