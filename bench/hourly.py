@@ -1,4 +1,4 @@
-"""``python -m bench hourly``: a day run as hourly parts against the same day run whole (issue 45).
+"""``python -m bench hourly``: a day run as hourly parts against the same day run whole.
 
     python -m bench hourly                          # 10^6 events, 24 parts, ~15 min
     python -m bench hourly --events 10000 --parts 4

@@ -70,7 +70,7 @@ REQUIRES = {"ingest": (), "partials": ("ingest",), "windows": ("ingest", "partia
             **{peer: ("ingest", "partials", "windows") for peer in PEERS}}
 """What each stage reads: run once, untimed, before it is timed."""
 WHOLE_DAY = "whole day"
-# (what the stage is held to, the most it may take of it): issues 31's and 46's targets
+# (what the stage is held to, the most it may take of it): the targets
 TARGETS = {"ingest": ("floor", 2.0), "checks": ("windows", 1.0), ONLINE: ("windows", 1.0),
            WHOLE_DAY: ("floor", 3.0)}
 README_BEGIN, README_END = "<!-- bench: pipeline table -->", "<!-- /bench: pipeline table -->"

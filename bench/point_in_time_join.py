@@ -1,7 +1,7 @@
 """The point-in-time join against the floor of reading its spine and writing its output, in one run.
 
     .venv/bin/python -m bench.point_in_time_join --spine-rows 100000     # ~2 min on a quiet laptop
-    .venv/bin/python -m bench.point_in_time_join --spine-rows 10000000   # the issue's size: 10^7 rows
+    .venv/bin/python -m bench.point_in_time_join --spine-rows 10000000   # the target's size: 10^7 rows
 
 Self-contained: it writes its own lakehouse under ``--work`` (default ``bench/.work/pit``), a
 month of the default pipeline's window tables (one ``7d`` window sliding every minute, count and

@@ -1,4 +1,4 @@
-"""``python -m bench small``: what a small partition costs, against its floors (issue 41's targets).
+"""``python -m bench small``: what a small partition costs, against its floors.
 
     python -m bench small                      # 2,000 events, 50 keys: session and processes, ~10 min
     python -m bench small --demo               # and the demo after set-up, ~3 more min

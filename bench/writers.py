@@ -1,4 +1,4 @@
-"""The windows job written by delta-spark against its floor, beside the old hand-made writer (issue 27, item 5).
+"""The windows job written by delta-spark against its floor, beside the old hand-made writer.
 
     git worktree add --detach /work/wt/oldwriter c05ed8a          # the last commit with the old writer
     .venv/bin/python -m bench.writers --old /work/wt/oldwriter --events-per-day 1e7 --reps 5

@@ -3,7 +3,7 @@
 A job run alone spends seconds before its first query loading and verifying the classes of
 Spark, Delta and their dependencies. Java's dynamic archives (JEP 350, ``-XX:ArchiveClassesAtExit``
 and ``-XX:SharedArchiveFile``) map them from one file instead: a session's start took 6.2-6.8 s
-without and 3.5-3.9 s with one (issue 41; ``python -m bench small`` measures a job run alone).
+without and 3.5-3.9 s with one (``python -m bench small`` measures a job run alone).
 
 ``bash run.sh setup`` builds the archive once per class path (``python -m jobs.runtime.spark_session
 --archive-classes``: ``spark_session.archive_classes``), into

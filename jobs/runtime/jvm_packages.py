@@ -55,7 +55,7 @@ def on_object_storage(roots: Iterable[str]) -> bool:
 def jars(s3: bool = True) -> list[str]:
     """The jar files, all present, or MissingJarsError naming the first missing one. Without
     ``s3``, Delta's only: a bare PySpark process took 15.1 s with Delta's jars and 17.9 s with the
-    S3 connector's (its AWS SDK bundle is 686 MB) as well (issue 41), for tables not on S3."""
+    S3 connector's (its AWS SDK bundle is 686 MB) as well, for tables not on S3."""
     packages = PACKAGES if s3 else DELTA
     missing = [c for c in packages if not jar_path(c).is_file()]
     if missing:
