@@ -85,10 +85,11 @@ def unfinished_write(paths: list[str]) -> UnfinishedWrite | None:
     newest in one of them reached all of its tables (or a table carries no write id).
 
     A job writing several tables commits each on its own (side by side); killed before all have
-    committed, it leaves them from different runs, whichever committed first. A write names the tables it commits (``tables``; a run
-    below a day leaves the day's snapshot alone): it is unfinished where one of those holds an
-    older write than it, or none. A write naming none (an older layout) is judged against every
-    table made. Answered from the last 50 commits of each log: no data is read.
+    committed, it leaves them from different runs, whichever committed first. A write names the
+    tables it commits (``tables``; a run below a day leaves the day's snapshot alone): it is
+    unfinished where one of those holds an older write than it, or none. A write naming none (an
+    older layout) is judged against every table made. Answered from the last 50 commits of each
+    log: no data is read.
     """
     newest = {}
     for path in paths:
