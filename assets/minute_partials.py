@@ -8,7 +8,7 @@ from dagster_pyspark import PySparkResource
 
 from assets.day_metadata import add_day_metadata, rows_by_day
 from assets.keys import key, table_spec
-from assets.partitions import arrivals_of_event_day, partitions_of, runs
+from assets.partitions import arrivals_of_event_part, partitions_of, runs
 from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource
 from assets.spark_work import SPARK_POOL
@@ -29,7 +29,7 @@ from windowing_core.window_spec import DAY_SECONDS
 
 
 def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
-    arrivals = dg.AssetDep(key(EVENTS.name, config), partition_mapping=arrivals_of_event_day(config))
+    arrivals = dg.AssetDep(key(EVENTS.name, config), partition_mapping=arrivals_of_event_part(config))
     aggregations = ", ".join(a.name for a in config.aggregations)
     tiles = reads_day_tiles(config)
     specs = [table_spec(MINUTE_PARTIALS, config, "windows", deps=[arrivals],

@@ -98,6 +98,22 @@ def arrivals_of_event_day(config: PipelineConfig) -> dg.TimeWindowPartitionMappi
     return _mapping(-(n - 1), (config.allowed_lateness_days + 1) * n - 1)
 
 
+def arrivals_of_event_part(config: PipelineConfig) -> dg.TimeWindowPartitionMapping:
+    """The arrival parts that can change an event part's partials: what automation re-fires it on.
+
+    Under a lateness in whole days, those of ``arrivals_of_event_day``. Below, an event before the
+    part's end E counts only from an arrival part starting before E + L, so the parts after the
+    one holding E + L change nothing (``windowing_core.reference``, step 2: an earlier part's
+    copy always wins, so a later one cannot displace it). Under ``late_policy: drop`` an arrival
+    may still move the watermark of its arrival day's earlier arrivals (arrival order is by
+    arrival time within a day), so the parts reach on to that day's end."""
+    if config.lateness_by_date:
+        return arrivals_of_event_day(config)
+    n = parts_per_day(config)
+    reach = -(-config.allowed_lateness // config.partition)
+    return _mapping(-(n - 1), reach + (n - 1 if config.late_policy == "drop" else 0))
+
+
 def reach_days(config: PipelineConfig) -> int:
     """How many days before a window day its frames begin: ceil(W) + 1 (the frame leaving first)."""
     return math.ceil(config.longest_window / DAY_SECONDS) + 1

@@ -31,21 +31,30 @@ from jobs.tables import (
 )
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig, reads_day_tiles
+from windowing_core.run_interval import midnight, partition_start
 from windowing_core.window_spec import DAY_SECONDS
 
 
-def finality(lakehouse_root: str, days: list[date], config: PipelineConfig) -> tuple[dict, dict[date, dict]]:
-    """The watermark when the run wrote, and per window day whether that day is final: every
-    event that may still change it is behind the watermark plus the allowed lateness. Otherwise
-    it is provisional and will late-fire."""
+def closes(end: datetime, config: PipelineConfig) -> datetime:
+    """When no event before ``end`` can still arrive in time: ``end`` plus the allowed lateness,
+    counted from the end of ``end``'s day where the lateness counts arrival dates."""
+    if config.lateness_by_date and end.time() != time():
+        end = datetime.combine(end.date() + timedelta(days=1), time(), timezone.utc)
+    return end + timedelta(seconds=config.allowed_lateness)
+
+
+def finality(lakehouse_root: str, ends: dict, config: PipelineConfig) -> tuple[dict, dict]:
+    """The watermark when the run wrote, and per partition (by its end, in ``ends``) whether it is
+    final: every event that may still change it is behind the watermark plus the allowed
+    lateness. Otherwise it is provisional and will late-fire."""
     newest = delta_io.column_max(EVENTS.path(tables.ingest_root(lakehouse_root, config)), "event_time")
     watermark = None if newest is None else newest - timedelta(seconds=config.max_out_of_orderness)
-    by_day = {}
-    for day in days:
-        closes = datetime.combine(day + timedelta(days=1 + config.allowed_lateness_days), time(), timezone.utc)
-        by_day[day] = {"final": watermark is not None and watermark >= closes,
-                       "final_once_watermark_passes": closes.isoformat()}
-    return {"watermark_at_run": "none (no events)" if watermark is None else watermark.isoformat()}, by_day
+    by_partition = {}
+    for partition, end in ends.items():
+        closing = closes(end, config)
+        by_partition[partition] = {"final": watermark is not None and watermark >= closing,
+                                   "final_once_watermark_passes": closing.isoformat()}
+    return {"watermark_at_run": "none (no events)" if watermark is None else watermark.isoformat()}, by_partition
 
 
 def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
@@ -101,7 +110,13 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
             return sum(r[table]["rows_written"] for r in results)
 
         window_days = day_list(planned[0].first, planned[-1].last)
-        run_wide, final = finality(root, window_days, config)
+        # a day's rows are final when its last event may no longer arrive; below a day, the
+        # change points of a part when the events before its end may not (its snapshot: its day's)
+        ends = {day: midnight(day) + timedelta(days=1) for day in window_days}
+        if config.partition < DAY_SECONDS:
+            ends.update({p: partition_start(p, config.partition) + timedelta(seconds=config.partition)
+                         for p in context.partition_keys})
+        run_wide, final = finality(root, ends, config)
         shared = {"run_window_end_days": "; ".join(str(run) for run in planned), "windows": windows,
                   "baseline": results[0]["baseline"] if len(results) == 1 else [r["baseline"] for r in results],
                   **run_wide}
@@ -111,9 +126,9 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                     day: {"dagster/row_count": rows, **final[day]}
                     for day, rows in rows_by_day(table.path(root), "date", window_days).items()})
                 continue
-            for partition in context.partition_keys:  # a part is final when its day is
-                context.add_asset_metadata(final[date.fromisoformat(partition[:10])],
-                                           asset_key=key(table.name, config), partition_key=partition)
+            for partition in context.partition_keys:
+                own = final[partition] if table == WINDOW_CHANGES else final[date.fromisoformat(partition[:10])]
+                context.add_asset_metadata(own, asset_key=key(table.name, config), partition_key=partition)
         if config.places_by_arrival:
             shared["arrival_time_windows"] = (
                 f"{', '.join(w.name for w in (*config.arrival_windows, *config.arrival_sessions))}: never late; "

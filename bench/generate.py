@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.ingest.arrival_parts import arrival_day_end
+from jobs.ingest.lateness import beyond_lateness
 from jobs.storage import delta_write
 from jobs.tables import EVENT_COLUMNS, EVENTS
 from orchestration.event_set.landing_lines import MALFORMED_KINDS, malformed_line
@@ -138,10 +139,9 @@ def benchmark_events(spark: SparkSession, n: int, first_day: date, days: int, ke
     return rows.select(*EVENT_COLUMNS, "arrival_date", "has_id")
 
 
-def accepted(events: DataFrame, allowed_lateness_days: int = PipelineConfig().allowed_lateness_days) -> DataFrame:
+def accepted(events: DataFrame, config: PipelineConfig = PipelineConfig()) -> DataFrame:
     """The rows ingest accepts into the ``events`` table: those within the allowed lateness."""
-    within = F.date_diff("arrival_date", F.to_date("event_time")) <= allowed_lateness_days
-    return events.where(within).drop("has_id")
+    return events.where(~beyond_lateness(config)).drop("has_id")
 
 
 def arrival_dates(first_day: date, days: int) -> list[date]:

@@ -418,7 +418,8 @@ REASON_MEANINGS = {
     "value_out_of_range": "beyond a 64-bit integer; a value written with an exponent, or with more than 38 "
                           "digits, is read as a double and accepted only up to 2^53",
     "beyond_allowed_lateness": "(in `late_events`, not quarantine) arrived more than the allowed lateness "
-                               "after its event day",
+                               "after its event day (below whole days: its hour folder more than that after "
+                               "its event time)",
 }
 PROBLEM_MEANINGS = {
     "not_numeric": "not a number (nor a string holding one)",

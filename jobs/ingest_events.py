@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 
 from jobs.ingest import arrival_parts, landing_files, table_source
 from jobs.ingest.arrival_parts import Parts
+from jobs.ingest.lateness import beyond_lateness
 from jobs.ingest.parse import with_encoding_checked, with_file_positions, with_line_numbers, with_parsed_fields
 from jobs.ingest.quarantine import LATE_REASON, with_reason
 from jobs.runtime import compilers, pipes
@@ -206,7 +207,7 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
             unique = unique.join(held, "event_id", "left")
             absorbed = absorbed + F.when(F.col("held_before"), 1).otherwise(0)
         event_date = F.to_date("event_time")
-        is_late = F.col("arrival_date") > F.date_add(event_date, config.allowed_lateness_days)
+        is_late = beyond_lateness(config)
         # one sum per arrival day, observed on the way as the total was: duplicates are stored
         # nowhere; with partitions below a day, also each part's rows kept (``_part_sums``)
         present = _parts_present(positioned) if config.partition < DAY_SECONDS else []

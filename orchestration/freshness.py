@@ -22,7 +22,7 @@ from windowing_core.window_spec import from_epoch_seconds, to_epoch_seconds
 
 
 def promised_within(config: PipelineConfig) -> timedelta:
-    return timedelta(days=config.allowed_lateness_days, seconds=config.freshness_slack)
+    return timedelta(seconds=config.allowed_lateness + config.freshness_slack)
 
 
 def with_freshness(assets: list[dg.AssetsDefinition], config: PipelineConfig) -> list[dg.AssetsDefinition]:

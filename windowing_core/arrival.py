@@ -15,6 +15,7 @@ from datetime import date
 
 from windowing_core import reference
 from windowing_core.config import MAX_LATENESS_DAYS, PipelineConfig
+from windowing_core.window_spec import DAY_SECONDS
 
 
 def by_arrival(events: Iterable[reference.Event], config: PipelineConfig) -> list[reference.Event]:
@@ -25,7 +26,7 @@ def by_arrival(events: Iterable[reference.Event], config: PipelineConfig) -> lis
 def _arrival_config(config: PipelineConfig) -> PipelineConfig:
     # Acceptance was decided already: nothing is dropped again, however the new times fall.
     return replace(config, windows=config.arrival_windows, sessions=(), counts=(), late_policy="include",
-                   allowed_lateness_days=MAX_LATENESS_DAYS)
+                   allowed_lateness=MAX_LATENESS_DAYS * DAY_SECONDS)
 
 
 def window_changes(events: Iterable[reference.Event], config: PipelineConfig, first: date,

@@ -64,9 +64,12 @@ declared field's column may not take."""
 class PipelineConfig:
     """What panes computes.
 
-    ``allowed_lateness_days``: an event whose arrival date is more than this many days after its
-    event date is kept in ``late_events`` and never changes a window (Flink's allowed lateness,
-    in whole daily partitions because partitions are the unit of re-computation).
+    ``allowed_lateness`` (seconds): how late an event may arrive and still change its windows
+    (Flink's allowed lateness); a later one is kept in ``late_events``. In whole days it counts
+    arrival dates: the arrival day at most that many days after the event day. Below a day (or
+    not in whole days) it counts from the event time to the start of the arrival part the record
+    landed in (its part folder's time; a file outside part folders arrives at its day's end), so
+    a day run whole or in parts keeps the same events.
 
     The watermark at an event's arrival is the largest event time seen before it (in arrival
     order, over all keys or per key: ``watermark_scope``) minus ``max_out_of_orderness``; with
@@ -85,7 +88,7 @@ class PipelineConfig:
     # that name. None declared: the one integer ``value`` read from ``value_field``.
     fields: tuple[tuple[str, str], ...] = ()
     bucket: int = 60
-    allowed_lateness_days: int = 2
+    allowed_lateness: int = 2 * DAY_SECONDS
     # The unit of work every job and asset runs, in seconds (``partition:``): a day, or a part
     # of one (``windowing_core.run_interval.partition_cron``).
     partition: int = DAY_SECONDS
@@ -142,8 +145,8 @@ class PipelineConfig:
             raise ValueError("max_out_of_orderness must not be negative")
         if self.freshness_slack < 0:
             raise ValueError("freshness_slack must not be negative")
-        if self.allowed_lateness_days < 0:
-            raise ValueError(f"allowed_lateness must be >= 0 days, got {self.allowed_lateness_days}")
+        if self.allowed_lateness < 0:
+            raise ValueError(f"allowed_lateness must not be negative, got {self.allowed_lateness}s")
         _unique("windows", self.window_names)
         _unique("aggregations", [a.name for a in self.aggregations])
         for w in (*self.windows, *self.sessions):
@@ -167,8 +170,9 @@ class PipelineConfig:
                                      f"fields declares {', '.join(measured)}")
                 if ddl != measured[name]:
                     raise ValueError(f"aggregations.{a.name}: field {name} is {measured[name]}, not {ddl}")
-        if self.allowed_lateness_days > MAX_LATENESS_DAYS:
-            raise ValueError(f"allowed_lateness must be at most {MAX_LATENESS_DAYS}d, got {self.allowed_lateness_days}d")
+        if self.allowed_lateness > MAX_LATENESS_DAYS * DAY_SECONDS:
+            raise ValueError(f"allowed_lateness must be at most {MAX_LATENESS_DAYS}d, "
+                             f"got {format_duration(self.allowed_lateness)}")
         for label, seconds in (("max_out_of_orderness", self.max_out_of_orderness),
                                ("freshness_slack", self.freshness_slack)):
             if seconds > MAX_DURATION:
@@ -253,6 +257,18 @@ class PipelineConfig:
         return bool(self.arrival_windows or self.arrival_sessions)
 
     @property
+    def lateness_by_date(self) -> bool:
+        """Whether the allowed lateness is whole days, counted in arrival dates (else from the event
+        time to the arrival part: ``allowed_lateness``)."""
+        return self.allowed_lateness % DAY_SECONDS == 0
+
+    @property
+    def allowed_lateness_days(self) -> int:
+        """The arrival days after an event day that may hold its events in time: what a reader of
+        an event day reads, and how far back an arrival day re-fires."""
+        return -(-self.allowed_lateness // DAY_SECONDS)
+
+    @property
     def window_names(self) -> list[str]:
         """Every configured window's name, sliding, session and count."""
         return [w.name for w in (*self.windows, *self.sessions, *self.counts)]
@@ -267,10 +283,6 @@ class PipelineConfig:
         bucket = parse_duration(raw.get("bucket", "1m"), field_name="bucket")
         _check_bucket(bucket)  # before the windows, each of which divides by it
         lateness = parse_duration(raw.get("allowed_lateness", "2d"), field_name="allowed_lateness")
-        if lateness > MAX_LATENESS_DAYS * DAY_SECONDS:
-            raise ValueError(f"allowed_lateness must be at most {MAX_LATENESS_DAYS}d, got {format_duration(lateness)}")
-        if lateness % 86400:
-            raise ValueError(f"allowed_lateness must be whole days, got {format_duration(lateness)}")
         # Left out (or left blank) means the defaults; an empty mapping is a mistake, not a default.
         declared_windows = raw.get("windows")
         if declared_windows is None:
@@ -300,7 +312,7 @@ class PipelineConfig:
             fields=fields,
             bucket=bucket,
             partition=parse_duration(raw.get("partition", "1d"), field_name="partition"),
-            allowed_lateness_days=lateness // 86400,
+            allowed_lateness=lateness,
             windows=windows,
             sessions=sessions,
             counts=counts,

@@ -178,13 +178,14 @@ def _unique_folders(groups: list[PipelineConfig]) -> None:
                              "give each a name: source: {..., name: ...}")
 
 
-INGEST_SETTINGS = (("key_names", "key"), ("allowed_lateness_days", "allowed_lateness"))
+INGEST_SETTINGS = (("key_names", "key"), ("allowed_lateness", "allowed_lateness"))
 """What the ingest of a source applies, so every group over it must say the same: records
 without the key are quarantined, and events beyond the allowed lateness are set aside."""
 
 
 def _shown(value: Any) -> str:
-    return ", ".join(value) if isinstance(value, tuple) else str(value)
+    """A setting as the YAML says it: a key's fields, or a duration (``allowed_lateness``)."""
+    return ", ".join(value) if isinstance(value, tuple) else format_duration(value)
 
 
 def _shared_ingest(groups: list[PipelineConfig]) -> PipelineConfig:

@@ -9,8 +9,10 @@ Deduplication is defined here once for the whole product:
 1. Within an arrival day, records with the same ``event_id`` are accepted once: the first by
    ``(arrival_part, source_file, raw)`` wins (ingest), the arrival part first, so a day ingested
    in parts keeps the copies a whole day's run keeps.
-2. An event whose arrival day is more than ``allowed_lateness_days`` after its event day is
-   kept as late and never reaches a window (ingest).
+2. An event that arrives beyond the allowed lateness is kept as late and never reaches a window
+   (ingest): in whole days, its arrival day more than that many days after its event day;
+   otherwise its arrival part (a file outside part folders: its day's end) starting more than
+   that long after its event time (``in_time``).
 3. Across the arrival days of one event day, the same ``event_id`` counts once: the first by
    ``(arrival_date, source_file, raw)`` wins (minute partials).
 4. Under ``late_policy: drop``, an event behind the watermark at its arrival is kept as late
@@ -123,15 +125,32 @@ def filtered_out(events: Iterable[Event], config: PipelineConfig) -> list[Event]
     return [e for e in _once_in_time(events, config)[0] if not e.selected]
 
 
+def _once_per_arrival(events: Iterable[Event]) -> list[Event]:
+    return _first_by(events, lambda e: (e.arrival_date, e.event_id),
+                     lambda e: (e.arrival_part is None, e.arrival_part or 0, e.source_file, e.raw))
+
+
 def _once_in_time(events: Iterable[Event], config: PipelineConfig) -> tuple[list[Event], set[Event]]:
-    once_per_arrival = _first_by(events, lambda e: (e.arrival_date, e.event_id),
-                                 lambda e: (e.arrival_part is None, e.arrival_part or 0, e.source_file, e.raw))
-    in_time = [e for e in once_per_arrival
-               if e.arrival_date <= e.event_date + timedelta(days=config.allowed_lateness_days)]
+    once_per_arrival = _once_per_arrival(events)
+    in_time = [e for e in once_per_arrival if within_lateness(e, config)]
     once = _first_by(in_time, lambda e: (e.event_date, e.event_id),
                      lambda e: (e.arrival_date, e.source_file, e.raw))
     late = behind_watermark(in_time, config) if config.late_policy == "drop" else set()
     return once, late
+
+
+def within_lateness(e: Event, config: PipelineConfig) -> bool:
+    """Whether ``e`` arrived within the allowed lateness (step 2)."""
+    if config.lateness_by_date:
+        return e.arrival_date <= e.event_date + timedelta(days=config.allowed_lateness_days)
+    part = e.arrival_part or datetime.combine(e.arrival_date + timedelta(days=1), datetime.min.time(), timezone.utc)
+    return part <= e.event_time + timedelta(seconds=config.allowed_lateness)
+
+
+def beyond_lateness(events: Iterable[Event], config: PipelineConfig) -> list[Event]:
+    """The records ingest keeps as late (``beyond_allowed_lateness``): the first copy of each
+    event per arrival day, where that arrival is beyond the allowed lateness."""
+    return [e for e in _once_per_arrival(events) if not within_lateness(e, config)]
 
 
 def accepted_events(events: Iterable[Event], config: PipelineConfig) -> list[Event]:

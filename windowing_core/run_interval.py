@@ -153,8 +153,15 @@ def partition_starts(keys: Iterable[str], seconds: int) -> set[datetime]:
             day = midnight(date.fromisoformat(key))
             starts.update(day + timedelta(seconds=s) for s in range(0, DAY_SECONDS, seconds))
         elif seconds < DAY_SECONDS:
-            starts.add(datetime.strptime(key, PART_FORMAT).replace(tzinfo=UTC))
+            starts.add(partition_start(key, seconds))
     return starts
+
+
+def partition_start(key: str, seconds: int) -> datetime:
+    """The start of the partition of ``seconds`` keyed ``key`` (``partition_key``'s inverse)."""
+    if seconds == DAY_SECONDS:
+        return midnight(date.fromisoformat(key))
+    return datetime.strptime(key, PART_FORMAT).replace(tzinfo=UTC)
 
 
 def partition_key(start: datetime, seconds: int) -> str:

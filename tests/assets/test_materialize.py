@@ -261,6 +261,18 @@ def test_a_day_materialised_as_hourly_partitions_gives_the_tables_of_its_daily_r
     assert sorted(m.partition for m in windows) == [f"{day}-{h:02d}:00" for h in range(14, 24)]
     assert {m.metadata["final_once_watermark_passes"].value for m in windows} == {
         f"{day + timedelta(days=1 + CONFIG.allowed_lateness_days)}T00:00:00+00:00"}  # each hour's, its day's
+    # a lateness below a day closes each hour's change points 30 hours after the hour; its snapshot
+    # stays the day's
+    by_the_hour = dataclasses.replace(hourly, allowed_lateness=30 * 3600)
+    result = dg.materialize(build_assets(by_the_hour), resources=resources(root), instance=instance,
+                            selection=dg.AssetSelection.assets("window_changes", "window_snapshot"),
+                            tags={"dagster/asset_partition_range_start": f"{day}-20:00",
+                                  "dagster/asset_partition_range_end": f"{day}-23:00"})
+    closing = {m.asset_key.to_user_string(): {m.partition: m.metadata["final_once_watermark_passes"].value}
+               for m in result.asset_materializations_for_node("sliding_windows") if m.partition.endswith("21:00")}
+    assert closing == {"window_changes": {f"{day}-21:00": f"{day + timedelta(days=2)}T04:00:00+00:00"},
+                       "window_snapshot": {f"{day}-21:00": f"{day + timedelta(days=2)}T06:00:00+00:00"}}
+    assert contents() == before
 
 
 @pytest.mark.parametrize("overtaken, attempts, succeeds", [(1, 2, True), (3, 3, False)])

@@ -247,9 +247,10 @@ CASES = [
     (8, (WindowSpec.of("2d", "2d", "1h", offset="30m"), WindowSpec.of("all_today", "1d", step="6h", keyed=False)),
      True, EVERY_TYPED_KIND, {"fields": TYPED_FIELDS}),
     # cumulating periods longer than a day: their whole days before a run are day tiles; a
-    # composite key (user_id, country), and a non-keyed window beside it
+    # composite key (user_id, country), and a non-keyed window beside it; a lateness of 30 hours,
+    # counted from each event to the hour folder it landed in
     (7, (WindowSpec.of("cum3d", "3d", offset="-8h", step="4h"), WindowSpec.of("all_2d", "2d", step="12h", keyed=False)),
-     True, EVERY_AGGREGATION, {"key_fields": ("user_id", "country")}),
+     True, EVERY_AGGREGATION, {"key_fields": ("user_id", "country"), "allowed_lateness": 30 * 3600}),
 ]
 
 
@@ -302,6 +303,8 @@ def test_every_table_equals_the_oracle(spark, request, tmp_path, seed, windows, 
     assert sum(r[2] for r in partial_rows) == len(accepted)
 
     late = _rows(spark, LATE_EVENTS.path(lakehouse), "event_id", "reason")
+    beyond = sorted(e.event_id for e in reference.beyond_lateness(events, config) if e.arrival_date <= last_arrival)
+    assert beyond and [e for e, reason in late if reason == "beyond_allowed_lateness"] == beyond
     expected_late = reference.dropped_behind_watermark(events, config)
     assert [e for e, reason in late if reason == "behind_watermark"] == sorted(e.event_id for e in expected_late)
     assert bool(expected_late) == (config.late_policy == "drop"), "drop cases must drop something"

@@ -21,10 +21,10 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (  # n
 
 from orchestration.definitions import build_definitions
 from windowing_core.config import PipelineConfig
-from windowing_core.window_spec import WindowSpec
+from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
 FIRST = date(2025, 1, 28)
-CONFIG = PipelineConfig(windows=(WindowSpec.of("1d", "1d", "1h"),), allowed_lateness_days=2)
+CONFIG = PipelineConfig(windows=(WindowSpec.of("1d", "1d", "1h"),), allowed_lateness=2 * DAY_SECONDS)
 WINDOWS = ("window_changes", "window_snapshot")
 
 

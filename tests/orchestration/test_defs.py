@@ -21,7 +21,7 @@ from orchestration.freshness import output_watermark
 from windowing_core.aggregations import aggregation
 from windowing_core.config import PipelineConfig, reads_day_tiles
 from windowing_core.deployment import Deployment
-from windowing_core.window_spec import WindowSpec
+from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
 
 def test_definitions_load():
@@ -285,7 +285,7 @@ def test_a_run_shares_one_spark_session_across_its_steps():
 
 
 def test_partition_mappings_follow_lateness_and_window_length():
-    config = PipelineConfig(allowed_lateness_days=3, windows=(WindowSpec.of("30d", "30d", "1h"),),
+    config = PipelineConfig(allowed_lateness=3 * DAY_SECONDS, windows=(WindowSpec.of("30d", "30d", "1h"),),
                             aggregations=(aggregation("max"),))  # slides over the day tiles
     graph = build_definitions(config, landing_root="l", lakehouse_root="h").resolve_asset_graph()
     partials = graph.get(dg.AssetKey("minute_partials"))

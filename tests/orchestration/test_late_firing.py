@@ -14,11 +14,11 @@ from tests.landing import ensure_days, random_landing
 from windowing_core import reference
 from windowing_core.config import PipelineConfig
 from windowing_core.reference import Event
-from windowing_core.window_spec import WindowSpec
+from windowing_core.window_spec import DAY_SECONDS, WindowSpec
 
 FIRST = date(2025, 1, 28)
 LAST = FIRST + timedelta(days=5)
-CONFIG = PipelineConfig(windows=(WindowSpec.of("1d", "1d", "1h"),), allowed_lateness_days=2)
+CONFIG = PipelineConfig(windows=(WindowSpec.of("1d", "1d", "1h"),), allowed_lateness=2 * DAY_SECONDS)
 
 
 def day(offset):

@@ -15,6 +15,16 @@ def test_defaults_are_one_7d_window_with_count_and_sum():
     assert config == PipelineConfig()
 
 
+def test_allowed_lateness_below_a_day_is_kept_to_the_second():
+    """A lateness below (or not in) whole days counts from the event time; its readers still read
+    whole arrival days, as many as it reaches into."""
+    config = PipelineConfig.from_dict({"allowed_lateness": "36h"})
+    assert (config.allowed_lateness, config.allowed_lateness_days, config.lateness_by_date) == (129600, 2, False)
+    assert PipelineConfig.from_dict({"allowed_lateness": "90m"}).allowed_lateness_days == 1
+    zero = PipelineConfig.from_dict({"allowed_lateness": "0d"})
+    assert (zero.allowed_lateness_days, zero.lateness_by_date) == (0, True)
+
+
 @pytest.mark.parametrize(
     "raw, message",
     [
@@ -24,7 +34,7 @@ def test_defaults_are_one_7d_window_with_count_and_sum():
         ({"windows": {"w": {"length": "0d"}}}, "windows.w.length must be positive"),
         ({"windows": {"w": {"length": "90s", "slide": "1m"}}}, "windows.w.length .* multiple"),
         ({"aggregations": {"n": "median"}}, "unknown aggregation 'median'"),
-        ({"allowed_lateness": "36h"}, "allowed_lateness must be whole days"),
+        ({"allowed_lateness": "-3h"}, "allowed_lateness"),
         ({"key_field": ""}, "key_field"),
         ({"windows": {}}, "windows: declare at least one window"),
         ({"windows": ["7d"]}, "windows: expected a mapping"),

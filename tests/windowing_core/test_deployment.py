@@ -79,8 +79,8 @@ def test_groups_are_read_from_yaml_with_shared_settings_as_anchors(tmp_path):
      r"groups a, b read the same source with different key \(a: user_id, b: ip\)"),
     ({"groups": {"a": {"key": ["user_id", "country"]}, "b": {}}},
      r"groups a, b read the same source with different key \(a: user_id, country, b: user_id\)"),
-    ({"groups": {"a": {"allowed_lateness": "1d"}, "b": {}}}, "groups a, b read the same source with different "
-                                                             "allowed_lateness"),
+    ({"groups": {"a": {"allowed_lateness": "1d"}, "b": {}}}, r"groups a, b read the same source with different "
+                                                             r"allowed_lateness \(a: 1d, b: 2d\)"),
     ({"groups": {"a": {"fields": {"x": "long"}, "aggregations": {"s": "sum"}},
                  "b": {"fields": {"x": "double"}, "aggregations": {"s": "sum"}}}}, "field x is bigint in one"),
     ({"groups": {"clicks": {"source": CLICKS}}}, "groups.clicks.source: its ingest would be named clicks, as group"),

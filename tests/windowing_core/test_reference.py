@@ -1,9 +1,17 @@
 """The oracle itself, checked against answers worked out by hand."""
 
+from dataclasses import replace
 from datetime import date, datetime, timezone
 
 from windowing_core.config import PipelineConfig
-from windowing_core.reference import ChangeRow, Event, accepted_events, snapshot, window_changes
+from windowing_core.reference import (
+    ChangeRow,
+    Event,
+    accepted_events,
+    beyond_lateness,
+    snapshot,
+    window_changes,
+)
 from windowing_core.window_spec import WindowSpec
 
 D = date(2025, 1, 30)
@@ -52,6 +60,22 @@ def test_events_beyond_allowed_lateness_never_reach_a_window():
     in_time = ev(at(10, 0), arrival=date(2025, 2, 1))  # 2 days late: allowed
     too_late = ev(at(11, 0), arrival=date(2025, 2, 2))  # 3 days late
     assert accepted_events([in_time, too_late], CONFIG) == [in_time]
+
+
+def test_lateness_below_a_day_counts_from_the_event_time_to_the_arrival_part():
+    """30h: an event is in time while the part folder it landed in starts at most 30 hours after
+    it; a file outside part folders lands at its day's end. Whole days count dates instead."""
+    config = replace(CONFIG, allowed_lateness=30 * 3600)
+    assert config.allowed_lateness_days == 2 and not config.lateness_by_date
+    in_folder = ev(at(10, 0), arrival=date(2025, 1, 31), event_id="in")
+    in_time = replace(in_folder, arrival_part=datetime(2025, 1, 31, 16, 0, tzinfo=timezone.utc))  # 30h after
+    too_late = replace(in_folder, event_id="out", arrival_part=datetime(2025, 1, 31, 17, 0, tzinfo=timezone.utc))
+    day_folder = replace(in_folder, event_id="day")  # at its day's end, February 1st 00:00: 38h after
+    assert accepted_events([in_time, too_late, day_folder], config) == [in_time]
+    assert beyond_lateness([in_time, too_late, day_folder], config) == [too_late, day_folder]
+    # two days, by date: all three arrived on the second day after the event's
+    assert accepted_events([in_time, too_late, day_folder], replace(config, allowed_lateness=2 * 86400)) == [
+        in_time, too_late, day_folder]
 
 
 def test_snapshot_is_the_value_at_the_days_last_window_end():
