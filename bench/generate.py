@@ -68,14 +68,10 @@ def _key_number(shape: EventShape, u: Column) -> Column:
 
 def _second_of_day(shape: EventShape, u: Column) -> Column:
     """A second of the day following the shape's cycle: :meth:`EventShape.traffic_share_until`
-    solved for ``u`` by Newton's method from ``24 u``."""
-    wave, phase = 24 * shape.cycle_amplitude / (2 * math.pi), 2 * math.pi / 24
-    at_midnight = math.sin(phase * -shape.peak_hour_utc)
+    solved for ``u`` by Newton's method from ``24 u`` (its derivative is ``traffic / 24``)."""
 
     def step(hour: Column, _: Column) -> Column:  # a lambda of Spark's: the steps do not nest the expression
-        angle = F.lit(phase) * (hour - F.lit(shape.peak_hour_utc))
-        share = (hour + F.lit(wave) * (F.sin(angle) - F.lit(at_midnight))) / 24
-        moved = hour - (share - u) * 24 / (1 + F.lit(shape.cycle_amplitude) * F.cos(angle))
+        moved = hour - (shape.traffic_share_until(hour, F.sin) - u) * 24 / shape.traffic(hour, F.cos)
         return F.least(F.greatest(moved, F.lit(0.0)), F.lit(24.0))
 
     hour = F.aggregate(F.array_repeat(F.lit(0), NEWTON_STEPS), u * 24, step)

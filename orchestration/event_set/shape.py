@@ -5,7 +5,9 @@ late (a few beyond the allowed lateness) and re-sent duplicates."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -62,14 +64,14 @@ class EventShape:
         """The relative popularity of the key of ``rank`` (1 the most popular)."""
         return 1.0 / rank**self.zipf_exponent
 
-    def traffic(self, hour_utc: float) -> float:
-        """Relative traffic at a time of day (hours, UTC)."""
-        return 1.0 + self.cycle_amplitude * math.cos(2 * math.pi * (hour_utc - self.peak_hour_utc) / 24)
+    def traffic(self, hour_utc: Any, cos: Callable[[Any], Any] = math.cos) -> Any:
+        """Relative traffic at a time of day (hours, UTC). ``cos`` for a Spark column: ``F.cos``."""
+        return 1.0 + self.cycle_amplitude * cos(2 * math.pi * (hour_utc - self.peak_hour_utc) / 24)
 
-    def traffic_share_until(self, hour_utc: float) -> float:
-        """The share of a day's traffic before ``hour_utc``: the integral of :meth:`traffic`,
-        which the Spark sampler inverts."""
+    def traffic_share_until(self, hour_utc: Any, sin: Callable[[Any], Any] = math.sin) -> Any:
+        """The share of a day's traffic before ``hour_utc``: the integral of :meth:`traffic`, which
+        the Spark sampler inverts (``sin``: ``F.sin`` there)."""
         wave = 24 * self.cycle_amplitude / (2 * math.pi)
         phase = 2 * math.pi / 24
-        return (hour_utc + wave * (math.sin(phase * (hour_utc - self.peak_hour_utc))
+        return (hour_utc + wave * (sin(phase * (hour_utc - self.peak_hour_utc))
                                    - math.sin(phase * -self.peak_hour_utc))) / 24
