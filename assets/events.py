@@ -56,7 +56,8 @@ def build_events_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                 context, pyspark, f"ingest_events {run}", "ingest_events",
                 ["--landing", lakehouse.landing_root, *run.argv(lakehouse.lakehouse_root)], config,
                 lambda spark, run=run: ingest_events.ingest(spark, lakehouse.landing_root, tables, run.first,
-                                                            run.last, config, run.interval).to_report()))
+                                                            run.last, config, run.interval).to_report(),
+                lambda run=run: ingest_events.input_size(lakehouse.landing_root, config, run.first, run.last)))
             context.log.info(f"ingested arrival {result.parts or f'days {run}'}: {result.input_records} records, "
                              f"{result.accepted} accepted, {result.quarantined} quarantined, {result.duplicates} "
                              f"duplicates, {result.late} late beyond the allowed lateness")

@@ -14,6 +14,7 @@ from assets.spark_launch import SparkLaunchResource
 from assets.spark_work import SPARK_POOL
 from jobs import tables
 from jobs import minute_partials as job
+from jobs.runtime import compilers
 from jobs.storage import delta_io
 from jobs.tables import (
     ARRIVAL_PARTIALS,
@@ -58,7 +59,8 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
         written = [spark_launch.run(context, pyspark, f"partials {run}", "minute_partials",
                                     run.argv(lakehouse.lakehouse_root), config,
                                     lambda spark, run=run: job.run(spark, root, run.first, run.last, config,
-                                                                   interval=run.interval))
+                                                                   interval=run.interval),
+                                    lambda run=run: compilers.events_of_the_days(root, config, run.first, run.last))
                    for run in planned]
         first, last = planned[0].first, planned[-1].last
         arrival_days = job.arrival_days(first, last, config)

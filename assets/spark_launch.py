@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 
 import jobs
 from assets.spark_work import spark_work
-from jobs.runtime import jvm_packages
+from jobs.runtime import compilers, jvm_packages
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
 
@@ -52,15 +52,20 @@ class SparkLaunchResource(dg.ConfigurableResource):
         return self.launch == "pipes"
 
     def run(self, context: dg.AssetExecutionContext, pyspark: PySparkResource, what: str, job: str,
-            argv: list[str], config: PipelineConfig | Deployment, in_process: Callable[[SparkSession], dict]) -> dict:
+            argv: list[str], config: PipelineConfig | Deployment, in_process: Callable[[SparkSession], dict],
+            weigh: Callable[[], dict[str, int]] = dict) -> dict:
         """The result of ``jobs/<job>.py argv``: submitted through Pipes, or ``in_process`` on the
         run's own session, its progress in the run's log as ``what`` (``spark_work``). Either way
         the same dict, the one the job reports through Pipes, so the asset records the same
-        metadata."""
+        metadata. ``weigh`` sizes the input in process, as the job run alone does before its JVM
+        starts: a tiny one evaluates Spark's expressions interpreted (``compilers.expressions_for``)."""
         if self.through_pipes:
             return self.submit(context, job, argv, config)
-        with spark_work(context, pyspark.spark_session, what):
-            return in_process(pyspark.spark_session)
+        spark = pyspark.spark_session
+        with spark_work(context, spark, what), compilers.expressions_for(spark, **weigh()) as interpreted:
+            if interpreted:
+                context.log.info(f"{what}: a small input, Spark's expressions evaluated without generated code")
+            return in_process(spark)
 
     def submit(self, context: dg.AssetExecutionContext, job: str, argv: list[str],
                config: PipelineConfig | Deployment) -> dict:

@@ -16,6 +16,7 @@ from assets.resources import LakehouseResource
 from assets.spark_launch import SparkLaunchResource
 from assets.spark_work import SPARK_POOL
 from jobs import sliding_windows, tables
+from jobs.runtime import compilers
 from jobs.storage import delta_io
 from jobs.tables import (
     ARRIVAL_PARTIALS,
@@ -102,7 +103,8 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
         results = [spark_launch.run(context, pyspark, f"sliding_windows {run}", "sliding_windows",
                                     run.argv(lakehouse.lakehouse_root), config,
                                     lambda spark, run=run: sliding_windows.run(spark, root, run.first, run.last,
-                                                                               config, interval=run.interval))
+                                                                               config, interval=run.interval),
+                                    lambda run=run: compilers.events_of_the_days(root, config, run.first, run.last))
                    for run in planned]
         result = results[-1]  # one run, but for parts of days: one per part, the last the newest
 

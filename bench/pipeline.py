@@ -236,11 +236,15 @@ class Checks:
     def __call__(self) -> dict:
         from expectations.catalog import EVALUATORS
         from expectations.inputs import Inputs
+        from jobs.runtime.compilers import events_of_the_days, expressions_for
 
         ds, failed, evaluated = self.ds, [], 0
+        size = events_of_the_days(ds.lakehouse, ds.config, DAY, DAY)
         for table in self.tables:
             inputs = Inputs(ds.spark, ds.landing, ds.lakehouse, ds.config, [DAY], self.names[table], self.instance)
-            for check, by_day in EVALUATORS[table](inputs).items():
+            with expressions_for(ds.spark, **size):  # as the checks' step evaluates them in Dagster
+                results = EVALUATORS[table](inputs)
+            for check, by_day in results.items():
                 evaluated += 1
                 if not by_day[DAY].passed:
                     failed.append(f"{table}.{check}: {json.dumps(by_day[DAY].metadata, default=str)[:300]}")
@@ -275,24 +279,33 @@ class OnlineLoad:
 
 def stage_runs(ds: DaySet, checks: Checks, online: OnlineLoad | None = None) -> dict[str, Callable[[], Any]]:
     from jobs import ingest_events, minute_partials, sliding_windows
+    from jobs.runtime.compilers import events_of_the_days, expressions_for
 
     spark, config = ds.spark, ds.config
+    # each job evaluates as a Dagster step runs it: interpreted where its input is tiny
+    landing = ingest_events.input_size(ds.landing, config, DAY, DAY)
 
     def ingest():
-        result = ingest_events.ingest(spark, ds.landing, ds.lakehouse, DAY, DAY, config)
+        with expressions_for(spark, **landing):
+            result = ingest_events.ingest(spark, ds.landing, ds.lakehouse, DAY, DAY, config)
         if not result.reconciles:
             raise RuntimeError(f"ingest does not reconcile: {result}")
         checks.report_ingest(result)
         return result
 
+    def partials():
+        with expressions_for(spark, **events_of_the_days(ds.lakehouse, config, DAY, DAY)):
+            return minute_partials.run(spark, ds.lakehouse, DAY, DAY, config)
+
     def windows():
-        result = sliding_windows.run(spark, ds.lakehouse, DAY, DAY, config)
+        with expressions_for(spark, **events_of_the_days(ds.lakehouse, config, DAY, DAY)):
+            result = sliding_windows.run(spark, ds.lakehouse, DAY, DAY, config)
         if set(result["baseline"].values()) != {"snapshot"}:
             raise RuntimeError(f"the windows of {DAY} did not continue from D-1's snapshot: {result['baseline']}")
         return result
 
-    return {"ingest": ingest, "partials": lambda: minute_partials.run(spark, ds.lakehouse, DAY, DAY, config),
-            "windows": windows, "checks": checks, **({ONLINE: online} if online else {})}
+    return {"ingest": ingest, "partials": partials, "windows": windows, "checks": checks,
+            **({ONLINE: online} if online else {})}
 
 
 # -- the floors -----------------------------------------------------------------------------------

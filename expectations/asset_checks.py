@@ -28,7 +28,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (  # n
 from expectations import spine_values
 from expectations.catalog import EVALUATORS, Check, Outcome, checks_of
 from expectations.inputs import Inputs, Results
-from jobs.runtime import progress
+from jobs.runtime import compilers, progress
 from jobs.tables import SPINE_VALUES, asset_key, op_name, root
 from jobs.tables import days as day_list
 from windowing_core.config import PipelineConfig
@@ -114,11 +114,13 @@ def table_checks(table: str, config: PipelineConfig | Deployment, partitions_def
                     if dg.AssetCheckKey(checked, c.name) in context.selected_asset_check_keys]
         days, until = _judged(context)
         lakehouse = context.resources.lakehouse
-        inputs = Inputs(context.resources.pyspark.spark_session, lakehouse.landing_root,
-                        root(lakehouse.lakehouse_root, placed), config, days, {c.name for c in selected},
-                        context.instance, until)
+        group_root = root(lakehouse.lakehouse_root, placed)
+        inputs = Inputs(context.resources.pyspark.spark_session, lakehouse.landing_root, group_root, config, days,
+                        {c.name for c in selected}, context.instance, until)
         judged = f"{days[0]} .. {days[-1]}" + (f" up to {until:%H:%M}" if until is not None else "")
-        with progress.reported(inputs.spark, f"{table}_checks {judged}", context.log.info):
+        size = compilers.events_of_the_days(group_root, placed, days[0], days[-1])  # as the jobs weigh theirs
+        with progress.reported(inputs.spark, f"{table}_checks {judged}", context.log.info), \
+                compilers.expressions_for(inputs.spark, **size):
             results = evaluate(inputs)
         yield from evaluations(selected, results, context.partition_keys, checked, context.instance)
         assets_def = context.op_execution_context.assets_def

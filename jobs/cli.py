@@ -22,7 +22,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 from jobs.runtime import compilers, pipes
-from jobs.tables import EVENTS, ingest_root, root
+from jobs.tables import root
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
 from windowing_core.run_interval import RunInterval, refuse_below_a_day
@@ -132,7 +132,7 @@ InputSize = Callable[[argparse.Namespace, PipelineConfig, date, date], dict[str,
 
 def events_of_the_days(args: argparse.Namespace, config: PipelineConfig, first: date, last: date) -> dict[str, int]:
     """A run's input as the jobs after ingest weigh it: the events of its arrival days."""
-    return compilers.events_input(EVENTS.path(ingest_root(args.lakehouse, config)), first, last)
+    return compilers.events_of_the_days(args.lakehouse, config, first, last)
 
 
 def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = None, *, landing: bool = False,

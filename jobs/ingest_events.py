@@ -403,12 +403,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def landing_input(args: argparse.Namespace, config: PipelineConfig, first: date, last: date) -> dict[str, int]:
-    """A run's input as ingest weighs it for the JVM's compilers (``jobs.runtime.compilers``): its
-    landing folders' bytes; a table source is not weighed."""
+    """A run's input as ingest weighs it for the JVM's compilers (``jobs.runtime.compilers``)."""
+    return input_size(args.landing, config, first, last)
+
+
+def input_size(landing: str | None, config: PipelineConfig, first: date, last: date) -> dict[str, int]:
+    """The bytes of the landing folders a run of ``first .. last`` reads (``landing``, or the
+    configuration's own); a table source is not weighed."""
     if config.source is not None and config.source.is_table:
         return {}
-    landing = config.source.landing if config.source is not None else args.landing
-    return compilers.landing_input(landing_folders(landing, first, last))
+    landing = config.source.landing if config.source is not None else landing
+    return compilers.landing_input(landing_folders(landing, first, last)) if landing else {}
 
 
 if __name__ == "__main__":

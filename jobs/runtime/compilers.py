@@ -19,13 +19,19 @@ read). Each limit is the largest size at which the quick way was measured to win
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jobs.storage import delta_io
 from jobs.storage.locations import is_local
-from jobs.tables import day_filter
+from jobs.tables import EVENTS, day_filter, ingest_root
+from windowing_core.config import PipelineConfig
+
+if TYPE_CHECKING:  # pyspark loads once a job runs, not for --help
+    from pyspark.sql import SparkSession
 
 JIT_ENV = "PANES_JIT"
 CHOICES = ("auto", "quick", "full")
@@ -113,6 +119,34 @@ def events_input(events_path: str, first: date, last: date) -> dict[str, int]:
         return {"events": delta_io.row_count(events_path, partition_filters=day_filter("arrival_date", first, last))}
     except Exception:  # the size only advises: the job itself says what is wrong with its input
         return {}
+
+
+def events_of_the_days(group_root: str, config: PipelineConfig, first: date, last: date) -> dict[str, int]:
+    """A run's input as the jobs after ingest weigh it: the events of its arrival days."""
+    return events_input(EVENTS.path(ingest_root(group_root, config)), first, last)
+
+
+@contextmanager
+def expressions_for(spark: SparkSession, *, events: int | None = None,
+                    landing_bytes: int | None = None) -> Iterator[bool]:
+    """A job on a session it did not start (a Dagster step, the bench): where ``interpreted``
+    says so, Spark's expressions evaluated without generated code for the job's duration, as a
+    job run alone starts its JVM; the session's own settings again after. Whether it did. (Two
+    jobs on one session at once would only share the quicker or slower way, never other rows.)"""
+    if not interpreted(events=events, landing_bytes=landing_bytes):
+        yield False
+        return
+    saved = {key: spark.conf.get(key, None) for key in INTERPRETED}
+    for key, value in INTERPRETED.items():
+        spark.conf.set(key, value)
+    try:
+        yield True
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def java_options(quick_compile: bool) -> str:

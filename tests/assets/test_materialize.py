@@ -246,6 +246,8 @@ def test_a_day_materialised_as_hourly_partitions_gives_the_tables_of_its_daily_r
         assert f"sliding_windows {day}T{first:02d}:00:00 .. {until}: started" in log
         judged = f"{day} .. {day}" + ("" if last == 23 else f" up to {last + 1:02d}:00")
         assert f"events_checks {judged}: started" in log
+        assert any(m.endswith("a small input, Spark's expressions evaluated without generated code")
+                   for m in log if m.startswith(f"sliding_windows {day}T{first:02d}:00:00"))
         evaluations = result.get_asset_check_evaluations()
         failed = [(e.asset_key.to_user_string(), e.check_name, e.partition) for e in evaluations
                   if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]

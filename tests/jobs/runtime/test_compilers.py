@@ -144,3 +144,34 @@ def test_the_jobs_after_ingest_weigh_the_events_of_their_days(tmp_path, monkeypa
         minute_partials.main(["--lakehouse", str(tmp_path / "empty"), "--date", "2025-01-30"])
     assert [compilers.QUICK_OPTION in options for options in jvm_options] == [True, True, False, False]
     assert [options.interpreted for options in jvm_options] == [True, False, False, False]
+
+
+def test_a_step_on_a_shared_session_evaluates_a_tiny_input_interpreted_then_restores_the_session(spark, monkeypatch):
+    """A Dagster step (or the bench) runs a job on a session it did not start: for a tiny input
+    the job's expressions are interpreted, and the session keeps its own settings after; a large
+    or unknown input, or ``PANES_JIT=full``, leaves them alone."""
+    whole_stage, factory = compilers.INTERPRETED
+    spark.conf.set(whole_stage, "true")
+    spark.conf.unset(factory)
+
+    def settings():
+        return spark.conf.get(whole_stage), spark.conf.get(factory)
+
+    try:
+        default = settings()
+        assert default == ("true", "FALLBACK")
+        with compilers.expressions_for(spark, events=2_000) as interpreted:
+            assert interpreted and settings() == ("false", "NO_CODEGEN")
+        assert settings() == default
+        with pytest.raises(RuntimeError), compilers.expressions_for(spark, landing_bytes=1_000):
+            raise RuntimeError("the job failed")
+        assert settings() == default
+        for sizes in ({"events": compilers.TINY_EVENTS + 1}, {}):
+            with compilers.expressions_for(spark, **sizes) as interpreted:
+                assert not interpreted and settings() == default
+        monkeypatch.setenv(compilers.JIT_ENV, "full")
+        with compilers.expressions_for(spark, events=10) as interpreted:
+            assert not interpreted and settings() == default
+    finally:
+        for key, value in compilers.INTERPRETED.items():  # the tests' session evaluates interpreted
+            spark.conf.set(key, value)
