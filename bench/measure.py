@@ -379,6 +379,6 @@ def sql_profile(spark: SparkSession, after_id: int) -> list[dict]:
                 files = next((m["value"] for m in node.get("metrics", []) if m["name"] == "number of files read"), "?")
                 scans.append(f"{node['nodeName']} rows={rows} files={files}")
         exchanges = sum(1 for n in e.get("nodes", []) if n["nodeName"].startswith("Exchange"))
-        profile.append({"id": e["id"], "seconds": e["duration"] / 1000, "description": e["description"][:80],
+        profile.append({"id": e["id"], "seconds": e["duration"] / 1000, "description": e.get("description", "")[:80],
                         "scans": scans, "exchanges": exchanges})
     return profile
