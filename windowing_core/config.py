@@ -205,6 +205,10 @@ class PipelineConfig:
             for column in self.source.columns():
                 if column.lower() in read:
                     raise ValueError(f"source: column {column!r} is also the key or a field; name another")
+            if self.source.is_table and not self.lateness_by_date:
+                raise ValueError(f"allowed_lateness {format_duration(self.allowed_lateness)} is not whole days: "
+                                 "below a day it counts to a landing file's hour folder, and a table source "
+                                 "counts arrival days; give it whole days (1d, 2d)")
 
     @property
     def key_names(self) -> tuple[str, ...]:
