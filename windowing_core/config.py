@@ -69,7 +69,8 @@ class PipelineConfig:
     arrival dates: the arrival day at most that many days after the event day. Below a day (or
     not in whole days) it counts from the event time to the start of the arrival part the record
     landed in (its part folder's time; a file outside part folders arrives at its day's end), so
-    a day run whole or in parts keeps the same events.
+    a day run whole or in parts keeps the same events. A table source's rows count to their own
+    arrival time (its ``arrival`` column), which says more than a folder could.
 
     The watermark at an event's arrival is the largest event time seen before it (in arrival
     order, over all keys or per key: ``watermark_scope``) minus ``max_out_of_orderness``; with
@@ -205,10 +206,6 @@ class PipelineConfig:
             for column in self.source.columns():
                 if column.lower() in read:
                     raise ValueError(f"source: column {column!r} is also the key or a field; name another")
-            if self.source.is_table and not self.lateness_by_date:
-                raise ValueError(f"allowed_lateness {format_duration(self.allowed_lateness)} is not whole days: "
-                                 "below a day it counts to a landing file's hour folder, and a table source "
-                                 "counts arrival days; give it whole days (1d, 2d)")
 
     @property
     def key_names(self) -> tuple[str, ...]:

@@ -11,8 +11,8 @@ Deduplication is defined here once for the whole product:
    in parts keeps the copies a whole day's run keeps.
 2. An event that arrives beyond the allowed lateness is kept as late and never reaches a window
    (ingest): in whole days, its arrival day more than that many days after its event day;
-   otherwise its arrival part (a file outside part folders: its day's end) starting more than
-   that long after its event time (``in_time``).
+   otherwise its arrival part (a file outside part folders: its day's end; a table source's row:
+   its arrival time) starting more than that long after its event time (``within_lateness``).
 3. Across the arrival days of one event day, the same ``event_id`` counts once: the first by
    ``(arrival_date, source_file, raw)`` wins (minute partials).
 4. Under ``late_policy: drop``, an event behind the watermark at its arrival is kept as late
@@ -143,8 +143,12 @@ def within_lateness(e: Event, config: PipelineConfig) -> bool:
     """Whether ``e`` arrived within the allowed lateness (step 2)."""
     if config.lateness_by_date:
         return e.arrival_date <= e.event_date + timedelta(days=config.allowed_lateness_days)
-    part = e.arrival_part or datetime.combine(e.arrival_date + timedelta(days=1), datetime.min.time(), timezone.utc)
-    return part <= e.event_time + timedelta(seconds=config.allowed_lateness)
+    if config.source is not None and config.source.is_table:
+        arrived = e.arrival_time
+    else:
+        arrived = e.arrival_part or datetime.combine(e.arrival_date + timedelta(days=1), datetime.min.time(),
+                                                     timezone.utc)
+    return arrived <= e.event_time + timedelta(seconds=config.allowed_lateness)
 
 
 def beyond_lateness(events: Iterable[Event], config: PipelineConfig) -> list[Event]:

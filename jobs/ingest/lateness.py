@@ -14,7 +14,8 @@ def beyond_lateness(config: PipelineConfig) -> Column:
     arrived too late to change its windows: in whole days its arrival day is more than that many
     days after its event day; otherwise its arrival part starts more than the lateness after its
     event time (a part folder's time says when a record landed; the day's end is the latest a file
-    outside them may have)."""
+    outside them may have), or for a table source's row its own ``arrival_time``."""
     if config.lateness_by_date:
         return F.col("arrival_date") > F.date_add(F.to_date("event_time"), config.allowed_lateness_days)
-    return F.unix_micros("arrival_part") > F.unix_micros("event_time") + F.lit(config.allowed_lateness * 10**6)
+    arrived = "arrival_time" if config.source is not None and config.source.is_table else "arrival_part"
+    return F.unix_micros(arrived) > F.unix_micros("event_time") + F.lit(config.allowed_lateness * 10**6)

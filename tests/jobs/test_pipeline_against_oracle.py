@@ -346,9 +346,11 @@ OTHER_GROUP = PipelineConfig(
     where="value % 3 <> 0", late_policy="drop", max_out_of_orderness=900, watermark_scope="key")
 
 
+# A table source, whose rows count their lateness to their own arrival time: 12 hours sets 12 of
+# them aside, where 1d would set aside 3.
 PURCHASES = PipelineConfig(
     key_field="user_id", key_fields=("user_id", "country"), windows=(WindowSpec.of("3h", "3h", "20m"),),
-    aggregations=(aggregation("count", "n"), aggregation("sum", "total")))
+    aggregations=(aggregation("count", "n"), aggregation("sum", "total")), allowed_lateness=12 * 3600)
 
 
 def assert_groups_equal_their_runs_alone(spark, tmp_path, landing, config, window_days):

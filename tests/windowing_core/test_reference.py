@@ -4,6 +4,7 @@ from dataclasses import replace
 from datetime import date, datetime, timezone
 
 from windowing_core.config import PipelineConfig
+from windowing_core.source import SourceSpec
 from windowing_core.reference import (
     ChangeRow,
     Event,
@@ -73,6 +74,11 @@ def test_lateness_below_a_day_counts_from_the_event_time_to_the_arrival_part():
     day_folder = replace(in_folder, event_id="day")  # at its day's end, February 1st 00:00: 38h after
     assert accepted_events([in_time, too_late, day_folder], config) == [in_time]
     assert beyond_lateness([in_time, too_late, day_folder], config) == [too_late, day_folder]
+    # a table source's rows: their own arrival time
+    table = replace(config, source=SourceSpec(path="/data/clicks", time="ts", arrival="loaded_at"))
+    loaded = [replace(in_folder, event_id=f"t{h}", arrival_time=datetime(2025, 1, 31, h, 0, tzinfo=timezone.utc))
+              for h in (16, 17)]
+    assert accepted_events(loaded, table) == loaded[:1]
     # two days, by date: all three arrived on the second day after the event's
     assert accepted_events([in_time, too_late, day_folder], replace(config, allowed_lateness=2 * 86400)) == [
         in_time, too_late, day_folder]
