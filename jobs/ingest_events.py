@@ -45,7 +45,7 @@ from jobs.tables import (
     event_columns, written_together,
 )
 from windowing_core.config import PipelineConfig
-from windowing_core.run_interval import RunInterval, refuse_below_a_day
+from windowing_core.run_interval import RunInterval, midnight, refuse_below_a_day
 from windowing_core.window_spec import DAY_SECONDS
 
 
@@ -105,8 +105,9 @@ def read_input(spark: SparkSession, landing: str | None, config: PipelineConfig,
     alike, each with its ``arrival_part``. ``landing`` is the default landing folder; a
     configuration's own (``source: {landing: ...}``) wins."""
     if config.source is not None and config.source.is_table:
-        return (table_source.read_records(spark, config, config.value_field, first, last)
-                .withColumn("arrival_part", arrival_parts.arrival_day_end()))
+        rows = (table_source.read_records(spark, config, config.value_field, first, last)
+                .withColumn("arrival_part", table_source.arrival_part(config)))
+        return rows if parts is None else rows.where(parts.column())
     return read_landing(spark, config.source.landing if config.source is not None else landing, first, last, parts)
 
 
@@ -189,7 +190,7 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
     in a pass of their own.
     """
     refuse_below_a_day(config, "ingest", interval, first, last)
-    parts = _parts(spark, lakehouse, interval) if interval is not None else None
+    parts = _parts(spark, lakehouse, interval, config) if interval is not None else None
     positioned = (
         read_input(spark, landing, config, first, last, parts)
         .transform(with_file_positions)
@@ -251,14 +252,18 @@ def ingest(spark: SparkSession, landing: str, lakehouse: str, first: date, last:
 
 
 
-def _parts(spark: SparkSession, lakehouse: str, interval: RunInterval) -> Parts:
+def _parts(spark: SparkSession, lakehouse: str, interval: RunInterval, config: PipelineConfig) -> Parts:
     """The parts the run of ``interval`` reads and replaces: its own, and every later part of
-    its day already written (``Parts``)."""
+    its day already written (``Parts``). A table source's day written whole (``partition: 1d``,
+    before a switch to parts) holds every row at the day's end: it is redone from midnight."""
     end = arrival_parts.day_end(interval.day)
     through = end if interval.until >= end else interval.until - timedelta(microseconds=1)
-    if through < end:
-        through = max(through, _last_part_written(spark, lakehouse, interval.day) or through)
-    return Parts(interval.day, interval.start, through)
+    table = config.source is not None and config.source.is_table
+    if through == end and not table:
+        return Parts(interval.day, interval.start, through)
+    written = _last_part_written(spark, lakehouse, interval.day)
+    start = midnight(interval.day) if table and written == end else interval.start
+    return Parts(interval.day, start, max(through, written or through))
 
 
 def _last_part_written(spark: SparkSession, lakehouse: str, day: date) -> datetime | None:

@@ -166,7 +166,7 @@ def build_landing_sensor(partitions: dg.TimeWindowPartitionsDefinition,
     group names, ``source: {landing: ...}``) when its folder appears or changes, one run per
     source and day; below a day, the part of each hour folder that appears or changes
     (``landing_partitions``). Where every source is a table there is no folder to watch: the
-    daily schedule ingests each day, and the sensor says so on every tick."""
+    schedule ingests each partition as it ends, and the sensor says so on every tick."""
     landings = [i for i in ingests if i.source is None or not i.source.is_table]
     tables = [i.source.location for i in ingests if i.source is not None and i.source.is_table]
     targets = [[key(name, i) for name in (EVENTS.name, QUARANTINE.name)]
@@ -182,7 +182,7 @@ def build_landing_sensor(partitions: dg.TimeWindowPartitionsDefinition,
     def landing_sensor(context: dg.SensorEvaluationContext, lakehouse: LakehouseResource):
         if not landings:
             return dg.SkipReason(f"the events come from the table{'s' * (len(tables) > 1)} {', '.join(tables)}: "
-                                 "the daily schedule ingests each day")
+                                 "the schedule ingests each partition as it ends")
         seen = json.loads(context.cursor) if context.cursor else {}
         if seen and all(isinstance(v, str) for v in seen.values()):  # one landing root's, as cursors were
             seen = {lakehouse.landing_root: seen}

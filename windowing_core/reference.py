@@ -7,8 +7,8 @@ the raw events inside ``[t - length, t)``. Slow on purpose; keep test data small
 Deduplication is defined here once for the whole product:
 
 1. Within an arrival day, records with the same ``event_id`` are accepted once: the first by
-   ``(arrival_part, source_file, raw)`` wins (ingest), the arrival part first, so a day ingested
-   in parts keeps the copies a whole day's run keeps.
+   ``(arrival_part, source_file, raw)`` wins (ingest), the arrival part first (``arrival_part``),
+   so a day ingested in parts keeps the copies a whole day's run keeps.
 2. An event that arrives beyond the allowed lateness is kept as late and never reaches a window
    (ingest): in whole days, its arrival day more than that many days after its event day;
    otherwise its arrival part (a file outside part folders: its day's end; a table source's row:
@@ -125,13 +125,27 @@ def filtered_out(events: Iterable[Event], config: PipelineConfig) -> list[Event]
     return [e for e in _once_in_time(events, config)[0] if not e.selected]
 
 
-def _once_per_arrival(events: Iterable[Event]) -> list[Event]:
-    return _first_by(events, lambda e: (e.arrival_date, e.event_id),
-                     lambda e: (e.arrival_part is None, e.arrival_part or 0, e.source_file, e.raw))
+def arrival_part(e: Event, config: PipelineConfig) -> datetime | None:
+    """The arrival part ``e`` landed in (None: its day's end): a landing record's folder; a table
+    source's row below a day, the partition its arrival time falls in (in whole days, its day's end)."""
+    if config.source is None or not config.source.is_table:
+        return e.arrival_part
+    if config.partition == DAY_SECONDS:
+        return None
+    seconds = int(e.arrival_time.timestamp())
+    return datetime.fromtimestamp(seconds - seconds % config.partition, timezone.utc)
+
+
+def _once_per_arrival(events: Iterable[Event], config: PipelineConfig) -> list[Event]:
+    def order(e: Event) -> tuple:
+        part = arrival_part(e, config)
+        return part is None, part or 0, e.source_file, e.raw
+
+    return _first_by(events, lambda e: (e.arrival_date, e.event_id), order)
 
 
 def _once_in_time(events: Iterable[Event], config: PipelineConfig) -> tuple[list[Event], set[Event]]:
-    once_per_arrival = _once_per_arrival(events)
+    once_per_arrival = _once_per_arrival(events, config)
     in_time = [e for e in once_per_arrival if within_lateness(e, config)]
     once = _first_by(in_time, lambda e: (e.event_date, e.event_id),
                      lambda e: (e.arrival_date, e.source_file, e.raw))
@@ -154,7 +168,7 @@ def within_lateness(e: Event, config: PipelineConfig) -> bool:
 def beyond_lateness(events: Iterable[Event], config: PipelineConfig) -> list[Event]:
     """The records ingest keeps as late (``beyond_allowed_lateness``): the first copy of each
     event per arrival day, where that arrival is beyond the allowed lateness."""
-    return [e for e in _once_per_arrival(events) if not within_lateness(e, config)]
+    return [e for e in _once_per_arrival(events, config) if not within_lateness(e, config)]
 
 
 def accepted_events(events: Iterable[Event], config: PipelineConfig) -> list[Event]:

@@ -75,8 +75,6 @@ def why_not_below_a_day(config: Any, stage: str) -> str | None:
     """Why ``stage``'s job cannot run part of a day under ``config`` (a ``PipelineConfig``),
     or None: the one list of those rules, for the jobs' ``--from/--until`` and for a deployment's
     ``partition:`` below a day, which needs every stage of every group to run in parts."""
-    if stage == "ingest" and config.source is not None and config.source.is_table:
-        return "a run below a day reads a landing folder's arrival parts: a table source runs whole days"
     if stage == "partials" and config.places_by_arrival:
         return "a run below a day computes frames by event time only: this configuration has arrival-time windows"
     if stage == "windows":
@@ -99,7 +97,12 @@ def refuse_below_a_day(config: Any, stage: str, interval: RunInterval | None, fi
     reason = why_not_below_a_day(config, stage)
     if reason is not None:
         raise ValueError(reason)
-    if stage == "ingest":
+    if stage == "ingest" and config.source is not None and config.source.is_table:
+        if config.partition == DAY_SECONDS:  # every row of a day is in its one part, the day's end
+            raise ValueError("a table source's rows arrive in parts of the configured partition: with "
+                             "partition: 1d it runs whole days")
+        interval.require_grid(config.partition, "partition")
+    elif stage == "ingest":
         interval.require_grid(60, "minute")
     elif stage == "partials":
         interval.require_grid(config.bucket, "bucket")

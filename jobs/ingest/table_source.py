@@ -9,20 +9,24 @@ key quarantined, exactly as a JSON record would be (whole-number keys and ids ar
 
 A row's arrival day is the date of its ``arrival`` column, or without one of its event time;
 a row without either belongs to no day and is not read: give ``arrival`` to have rows without
-an event time quarantined (``missing_timestamp``) rather than left out.
+an event time quarantined (``missing_timestamp``) rather than left out. Below a day
+(``partition: 1h``) its arrival part is the partition its arrival time falls in, so a run of
+an hour reads the rows that arrived in it, as it reads an hour folder of landing files.
 """
 
 from __future__ import annotations
 
 from datetime import date
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, IntegralType, TimestampNTZType, TimestampType
 
 from jobs import named_tables
 from jobs.errors import MissingInputError, MissingTableError, SourceError
+from jobs.ingest.arrival_parts import arrival_day_end
 from windowing_core.config import PipelineConfig
+from windowing_core.window_spec import DAY_SECONDS
 
 TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
 """Microseconds and the offset: the instant exactly, as ingest reads ``timestamp``."""
@@ -75,6 +79,9 @@ def read_records(spark: SparkSession, config: PipelineConfig, value_column: str,
                       *([F.col(source.arrival).cast("timestamp").alias("arrival_time")] if source.arrival else []),
                       *content[len(keys) + 1:])
     original, kind = types[arrival.lower()]
+    if isinstance(kind, DateType) and config.partition < DAY_SECONDS:
+        raise SourceError(f"source.{label}: column {arrival!r} of {source.location} is a date: below a day "
+                          "each row's arrival part is of its arrival time; name a timestamp column")
     arrived = F.col(original).cast("timestamp")
     # A date column is compared as it is, so that a table partitioned by it is read by partition.
     arrival_date = F.col(original) if isinstance(kind, DateType) else F.to_date(arrived)
@@ -85,3 +92,14 @@ def read_records(spark: SparkSession, config: PipelineConfig, value_column: str,
                     F.lit(None).cast("string").alias("read_problem"),
                     arrival_date.alias("arrival_date")))
 
+
+
+def arrival_part(config: PipelineConfig) -> Column:
+    """Each record's ``arrival_part`` from its arrival (``file_time``): below a day the start of the
+    partition it falls in, in whole days the day's end (every row of the day in one part, as a
+    landing file outside part folders). The same whether a run reads a part or the whole day, so
+    both keep the same copy of a repeated id."""
+    if config.partition == DAY_SECONDS:
+        return arrival_day_end()
+    arrived = F.unix_seconds("file_time")
+    return F.timestamp_seconds(arrived - F.pmod(arrived, F.lit(config.partition)))

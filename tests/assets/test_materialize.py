@@ -26,6 +26,7 @@ from tests.postgres_server import new_database, server_or_skip
 from windowing_core import reference
 from windowing_core.config import PipelineConfig
 from windowing_core.online import OnlineSpec
+from windowing_core.source import SourceSpec
 from windowing_core.window_spec import WindowSpec
 
 FIRST = date(2025, 1, 28)
@@ -275,6 +276,42 @@ def test_a_day_materialised_as_hourly_partitions_gives_the_tables_of_its_daily_r
     assert closing == {"window_changes": {f"{day}-21:00": f"{day + timedelta(days=2)}T04:00:00+00:00"},
                        "window_snapshot": {f"{day}-21:00": f"{day + timedelta(days=2)}T06:00:00+00:00"}}
     assert contents() == before
+
+
+def test_a_table_source_materialised_as_hourly_partitions_reconciles_each_part(tmp_path, spark):
+    """``partition: 1h`` over a table source: each run ingests the rows that arrived in its hours
+    (an id repeated in a later hour is a duplicate of the earlier copy), reports their counts
+    per hour, and its events checks recount the table's rows up to its end: every ERROR check
+    passes, and the day holds each id once, in the hour it first arrived."""
+    day = FIRST + timedelta(days=1)
+    start = datetime.combine(day, time(), UTC)
+    rows = [(f"u{i % 7}", start + timedelta(minutes=7 * i), i % 5, f"id{i % 150}",
+             start + timedelta(minutes=7 * i + 3)) for i in range(200)]  # ids 0..49 again from 17:30
+    table = str(tmp_path / "clicks")
+    spark.createDataFrame(rows, "user_id string, ts timestamp, value bigint, click_id string, loaded_at timestamp"
+                          ).write.parquet(table)
+    source = SourceSpec(path=table, time="ts", arrival="loaded_at", id="click_id")
+    hourly = dataclasses.replace(CONFIG, source=source, partition=3600)
+    lake = tmp_path / "lakehouse"
+    instance = dg.DagsterInstance.ephemeral()
+    ingest = dg.AssetSelection.assets("events", "quarantine")
+    checks = [c for c in build_asset_checks(hourly, partitions_of(hourly))
+              if any(k.asset_key.to_user_string() == "events" for k in c.check_keys)]
+    for first, last in ((0, 16), (17, 23)):
+        result = dg.materialize([*build_assets(hourly), *checks], resources=resources(tmp_path),
+                                instance=instance, selection=ingest,
+                                tags={"dagster/asset_partition_range_start": f"{day}-{first:02d}:00",
+                                      "dagster/asset_partition_range_end": f"{day}-{last:02d}:00"})
+        assert result.success
+        evaluations = result.get_asset_check_evaluations()
+        assert {e.check_name for e in evaluations} >= {"input_records_reconcile"}
+        assert all(e.passed for e in evaluations), [e.metadata for e in evaluations if not e.passed]
+        reported = next(e for e in evaluations if e.check_name == "input_records_reconcile").metadata
+        assert reported["reported"].value["input_records"] == sum(r[4] < start + timedelta(hours=last + 1)
+                                                                  for r in rows)
+    events = delta_io.read_table(spark, EVENTS.path(str(lake))).select("event_id", "arrival_part").collect()
+    first_hour = {f"id{i}": datetime.combine(day, time((7 * i + 3) // 60)) for i in range(150)}
+    assert {r.event_id: r.arrival_part for r in events} == first_hour
 
 
 @pytest.mark.parametrize("overtaken, attempts, succeeds", [(1, 2, True), (3, 3, False)])

@@ -152,7 +152,9 @@ def test_a_bad_run_below_a_day_is_a_one_line_error(argv, message, capsys):
     ("jobs.minute_partials", "windows:\n  w: {length: 1h, slide: 1m, time: arrival}\n", "10:00",
      "a run below a day computes frames by event time only: this configuration has arrival-time windows"),
     ("jobs.ingest_events", "source: {table: db.clicks, time: ts}\n", "10:00",
-     "a run below a day reads a landing folder's arrival parts: a table source runs whole days"),
+     "a table source's rows arrive in parts of the configured partition: with partition: 1d it runs whole days"),
+    ("jobs.ingest_events", "partition: 1h\nsource: {table: db.clicks, time: ts}\n", "10:30",
+     "a run below a day starts and ends on whole partitions (3600 s)"),
     ("jobs.ingest_events", "{}\n", "10:00:30", "a run below a day starts and ends on whole minutes (60 s)"),
 ])
 def test_a_run_below_a_day_the_configuration_cannot_take_is_refused_before_spark(module, yaml, start, message,

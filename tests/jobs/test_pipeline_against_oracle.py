@@ -460,6 +460,81 @@ def purchases_source(spark, tmp_path):
     return path, [replace(e, source_file=path) for e in events]
 
 
+def test_a_table_source_in_hourly_parts_equals_the_oracle(spark, tmp_path):
+    """PURCHASES under ``partition: 1h``: its rows arrive at instants spread over each day, an id
+    repeated within a day in another hour (the earlier hour's copy wins, an altered one too), 12
+    hours of lateness. The cut day's parts run out of order; every table equals the oracle's.
+    Then a switch: the first day ingested again under ``1d`` (every row at the day's end), and
+    an hour of it under ``1h``, which redoes the day from midnight: the same rows as before."""
+    path, events = table_arriving_over_the_day(spark, tmp_path)
+    source = SourceSpec(path=path, time="ts", arrival="loaded_at", id="event_id", name="purchase_table")
+    config = replace(PURCHASES, source=source, partition=3600)
+    lakehouse = str(tmp_path / "lakehouse")
+    cut_day = FIRST + timedelta(days=1)
+    window_days = (FIRST, FIRST + timedelta(days=EVENT_DAYS + 2))
+
+    ingest = run_pipeline(spark, tmp_path / "landing", lakehouse, config, window_days=window_days,
+                          day_by_day=True, cuts=(5, 17), order=(1, 2, 0))
+
+    last_arrival = FIRST + timedelta(days=EVENT_DAYS - 1 + 3)
+    assert ingest.reconciles and ingest.quarantined == 0
+    assert ingest.input_records == sum(e.arrival_date <= last_arrival for e in events)
+    parts = {r.arrival_part for r in delta_io.read_table(spark, EVENTS.path(lakehouse)).where(
+        f"arrival_date = '{cut_day}'").select("arrival_part").collect()}
+    assert len(parts) > 10 and all(p.minute == p.second == 0 for p in parts), parts
+
+    names = [a.name for a in config.aggregations]
+    expected_partials = sorted(
+        (key, frame.replace(tzinfo=None), count, *values)
+        for day in range(EVENT_DAYS)
+        for (key, frame), (count, values) in reference.minute_partials(
+            events, config, FIRST + timedelta(days=day)).items())
+    assert _rows(spark, MINUTE_PARTIALS.path(lakehouse), "key", "frame_start", "event_count", *names,
+                 config=config) == expected_partials
+    late = _rows(spark, LATE_EVENTS.path(lakehouse), "event_id", "reason")
+    beyond = sorted(e.event_id for e in reference.beyond_lateness(events, config) if e.arrival_date <= last_arrival)
+    assert beyond and late == [(e, "beyond_allowed_lateness") for e in beyond]
+    changes = _rows(spark, WINDOW_CHANGES.path(lakehouse), "key", "window", "window_end", *names)
+    assert changes and changes == expected_changes(events, config, *window_days)
+    assert _rows(spark, WINDOW_SNAPSHOT.path(lakehouse), "key", "window", "date", *names) == expected_snapshots(
+        events, config, *window_days)
+
+    def first_day():
+        return [_all_rows(spark, t.path(lakehouse), f"arrival_date = '{FIRST}'") for t in (EVENTS, LATE_EVENTS)]
+
+    before = first_day()
+    ingest_events.ingest(spark, "unused", lakehouse, FIRST, FIRST, replace(config, partition=86400))
+    midday = datetime.combine(FIRST, datetime.min.time(), timezone.utc) + timedelta(hours=13)
+    hour = ingest_events.ingest(spark, "unused", lakehouse, FIRST, FIRST, config,
+                                interval=RunInterval(midday, midday + timedelta(hours=1)))
+    assert hour.reconciles and hour.input_records == sum(e.arrival_date == FIRST for e in events)
+    assert first_day() == before
+
+
+def table_arriving_over_the_day(spark, tmp_path):
+    """A table of events keyed by (user_id, country) whose rows arrive at random instants of their
+    arrival day (on their event's day, after it), with the oracle's view of them. An id repeats
+    within a day only in another hour: within an hour the ingest keeps the copy whose JSON text
+    sorts first, which a table row's is not as its landing line's."""
+    landing = random_landing(tmp_path / "hourly_landing", 72, FIRST, EVENT_DAYS, key_fields=PURCHASES.key_fields)
+    rng, seen, events = random.Random(72), set(), []
+    for e in landing.events:
+        start = datetime.combine(e.arrival_date, datetime.min.time(), timezone.utc)
+        earliest = max(0, int((e.event_time - start).total_seconds()))
+        at = start + timedelta(seconds=rng.randrange(earliest, 86400))
+        if (e.arrival_date, e.event_id, at.hour) not in seen:
+            seen.add((e.arrival_date, e.event_id, at.hour))
+            events.append(replace(e, arrival_time=at, source_file="", line=0))
+    repeated = Counter((e.arrival_date, e.event_id) for e in events)
+    assert sum(n > 1 for n in repeated.values()) > 3, "ids must repeat within a day"
+    path = str(tmp_path / "purchases_by_hour")
+    spark.createDataFrame(
+        [(*json.loads(e.key), e.event_time, e.value, e.event_id, e.arrival_time) for e in events],
+        "user_id string, country string, ts timestamp, value bigint, event_id string, loaded_at timestamp",
+    ).write.parquet(path)
+    return path, [replace(e, source_file=path) for e in events]
+
+
 def spine_lookups(events, purchase_events, window_days):
     """Labelled moments of (user_id, country): keys both groups know, one neither does, across
     the window days, some exactly on a window end."""
@@ -474,9 +549,9 @@ def spine_lookups(events, purchase_events, window_days):
     return [*rows, ("nobody", "CH", start + timedelta(hours=30))]
 
 
-def _all_rows(spark, path):
+def _all_rows(spark, path, where="true"):
     """Every row of a table, every column, in one order: what "the same rows" means."""
-    table = delta_io.read_table(spark, path)
+    table = delta_io.read_table(spark, path).where(where)
     return sorted(table.select(*sorted(table.columns)).collect(), key=repr)
 
 

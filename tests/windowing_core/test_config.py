@@ -526,3 +526,5 @@ def test_a_partition_is_a_day_or_a_part_a_schedule_starts(text, seconds):
     # sessions and count windows of event time run in parts too
     windows = {"s": {"gap": "30m"}, "c": {"count": 5, "slide": 2}, "w": {"length": "1h", "slide": "1m"}}
     assert PipelineConfig.from_dict({"partition": text, "windows": windows}).partition == seconds
+    # a table source's rows arrive in the partition of their arrival time
+    assert PipelineConfig.from_dict({"partition": text, "source": {"table": "db.clicks", "time": "ts"}}).partition == seconds

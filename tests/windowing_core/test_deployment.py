@@ -108,8 +108,6 @@ def test_groups_are_read_from_yaml_with_shared_settings_as_anchors(tmp_path):
      r"groups: give every group the same partition \(a: 1h, b: 1d\): their ingest and schedules are shared"),
     ({"groups": {"a": {"partition": "1h"}}, "spine": {"path": "/s", "groups": {"a": {}}}},
      "partition: 1h is below a day, and a spine: joined to several groups runs by whole days"),
-    ({"groups": {"a": {"partition": "1h", "source": CLICKS}}},
-     "groups.a: partition: 1h is below a day, and a run below a day reads a landing folder's arrival parts"),
 ])
 def test_a_bad_group_configuration_is_one_line_naming_it(raw, message):
     with pytest.raises(ValueError, match=message) as err:
