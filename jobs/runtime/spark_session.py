@@ -37,6 +37,12 @@ SPARK_DEFAULTS: dict[str, str] = {
     # Java 17's default G1 it made panes' daily run 1.30x faster at 10^7 events with 0.73x the
     # CPU time (one process per collector, measured by bench/collectors.py, since removed: git log).
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+    # A whole-stage method above HotSpot's 8,000 bytes of bytecode is never JIT-compiled: it runs
+    # in the bytecode interpreter. Ingest's one projection (the line's parse, every field's JSON
+    # kind and typed value, the quarantine reason) is such a method. At 8000, as Spark's docs
+    # advise on HotSpot, Spark compiles that stage per operator instead: at 10^6 events a day
+    # (python -m bench, 10^5 keys, best of 2) ingest 22.3 -> 19.3 s, windows 6.6 -> 6.1 s.
+    "spark.sql.codegen.hugeMethodLimit": "8000",
     # Delta rebuilds a table's state (its log replayed as a Spark job) for every write, in 50
     # partitions by default: sized for clusters and long logs, where a laptop's 2 cores spend
     # most of a small write scheduling them. 12 partition replaces of 25,000 rows: median 5.5 s
