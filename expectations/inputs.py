@@ -6,7 +6,7 @@ else from the rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 
@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from expectations.check import Outcome
+from jobs.runtime.side_by_side import side_by_side
 from jobs.storage import delta_io
 from jobs.tables import EVENTS, QUARANTINE, Table, day_filter, ingest_root
 from windowing_core.config import PipelineConfig
@@ -26,6 +27,13 @@ Results = dict[str, dict[date, Outcome]]
 Tally = DataFrame | Mapping[date, int]
 """A table's rows to count per day, or the counts themselves (``Inputs.tally`` reads them from
 the Delta log where its statistics answer exactly, and no Spark job is needed)."""
+
+
+def side_by_side_results(spark: SparkSession, calls: list[Callable[[], Results]]) -> Results:
+    """The checks of ``calls`` run side by side (``jobs.runtime.side_by_side``), their results as
+    one: a table's suite beside the checks that recompute it, which share nothing but the reads.
+    On a small day most of each is fixed latency the other fills."""
+    return {name: by_day for found in side_by_side(spark, calls) for name, by_day in found.items()}
 
 
 def rows_per_day(frame: Tally, day_column: str, reason: str | None = None) -> dict[date, int]:
