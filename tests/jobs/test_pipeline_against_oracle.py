@@ -205,6 +205,14 @@ def summed(results):
     return IngestResult(**{c: sum(getattr(r, c) for r in results) for c in counts})
 
 
+def oracle_partials(events, config):
+    """The oracle's minute partials of the event days, as ``_rows`` reads the table's."""
+    return sorted((key, frame.replace(tzinfo=None), count, *values)
+                  for day in range(EVENT_DAYS)
+                  for (key, frame), (count, values) in reference.minute_partials(
+                      events, config, FIRST + timedelta(days=day)).items())
+
+
 def expected_changes(events, config, first, last):
     return sorted((r.key, r.window, r.window_end.replace(tzinfo=None), *r.values)
                   for r in reference.window_changes(events, config, first, last))
@@ -294,11 +302,7 @@ def test_every_table_equals_the_oracle(spark, request, tmp_path, seed, windows, 
     accepted = reference.accepted_events(events, config)
     partial_rows = _rows(spark, MINUTE_PARTIALS.path(lakehouse), "key", "frame_start", "event_count",
                          *[a.name for a in config.aggregations], config=config)
-    expected_partials = sorted(
-        (key, frame.replace(tzinfo=None), count, *values)
-        for day in range(EVENT_DAYS)
-        for (key, frame), (count, values) in reference.minute_partials(
-            events, config, FIRST + timedelta(days=day)).items())
+    expected_partials = oracle_partials(events, config)
     assert_rows_equal(partial_rows, expected_partials, config, lead=3)
     assert sum(r[2] for r in partial_rows) == len(accepted)
 
@@ -394,11 +398,7 @@ def assert_groups_equal_their_runs_alone(spark, tmp_path, landing, config, windo
     other = deployment.group("other")
     events = with_row_expressions(spark, landing.events, other)
     root, names = f"{lakehouse}/other", [a.name for a in other.aggregations]
-    expected_partials = sorted(
-        (key, frame.replace(tzinfo=None), count, *values)
-        for day in range(EVENT_DAYS)
-        for (key, frame), (count, values) in reference.minute_partials(
-            events, other, FIRST + timedelta(days=day)).items())
+    expected_partials = oracle_partials(events, other)
     assert _rows(spark, MINUTE_PARTIALS.path(root), "key", "frame_start", "event_count", *names,
                  config=other) == expected_partials
     late = _rows(spark, LATE_EVENTS.path(root), "event_id", "reason")
@@ -452,12 +452,7 @@ def purchases_source(spark, tmp_path):
     events = [replace(e, arrival_time=datetime.combine(e.arrival_date, datetime.min.time(), timezone.utc)
                       + timedelta(seconds=i), source_file="", line=0) for i, e in enumerate(once)]
     assert len({e.event_id for e in events}) < len(events), "ids must repeat across days"
-    path = str(tmp_path / "purchases")
-    spark.createDataFrame(
-        [(*json.loads(e.key), e.event_time, e.value, e.event_id, e.arrival_time) for e in events],
-        "user_id string, country string, ts timestamp, value bigint, event_id string, loaded_at timestamp",
-    ).write.parquet(path)
-    return path, [replace(e, source_file=path) for e in events]
+    return as_purchase_table(spark, events, str(tmp_path / "purchases"))
 
 
 def test_a_table_source_in_hourly_parts_equals_the_oracle(spark, tmp_path):
@@ -484,11 +479,7 @@ def test_a_table_source_in_hourly_parts_equals_the_oracle(spark, tmp_path):
     assert len(parts) > 10 and all(p.minute == p.second == 0 for p in parts), parts
 
     names = [a.name for a in config.aggregations]
-    expected_partials = sorted(
-        (key, frame.replace(tzinfo=None), count, *values)
-        for day in range(EVENT_DAYS)
-        for (key, frame), (count, values) in reference.minute_partials(
-            events, config, FIRST + timedelta(days=day)).items())
+    expected_partials = oracle_partials(events, config)
     assert _rows(spark, MINUTE_PARTIALS.path(lakehouse), "key", "frame_start", "event_count", *names,
                  config=config) == expected_partials
     late = _rows(spark, LATE_EVENTS.path(lakehouse), "event_id", "reason")
@@ -527,7 +518,12 @@ def table_arriving_over_the_day(spark, tmp_path):
             events.append(replace(e, arrival_time=at, source_file="", line=0))
     repeated = Counter((e.arrival_date, e.event_id) for e in events)
     assert sum(n > 1 for n in repeated.values()) > 3, "ids must repeat within a day"
-    path = str(tmp_path / "purchases_by_hour")
+    return as_purchase_table(spark, events, str(tmp_path / "purchases_by_hour"))
+
+
+def as_purchase_table(spark, events, path):
+    """The events as rows of a Parquet table (user_id, country, ts, value, event_id, loaded_at: their
+    arrival time), and as the oracle sees them, read from it."""
     spark.createDataFrame(
         [(*json.loads(e.key), e.event_time, e.value, e.event_id, e.arrival_time) for e in events],
         "user_id string, country string, ts timestamp, value bigint, event_id string, loaded_at timestamp",
