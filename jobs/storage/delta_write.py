@@ -21,7 +21,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 
 from deltalake import DeltaTable
 from pyspark.sql import DataFrame
@@ -31,7 +31,7 @@ from pyspark.sql.types import StructType
 from jobs.errors import ConcurrentWriteError
 from jobs.runtime.side_by_side import side_by_side
 from jobs.storage.commits import require_stamp, table_name
-from jobs.storage.delta_io import open_table, table_exists, table_version
+from jobs.storage.delta_io import file_ranges, open_table, table_exists, table_version
 from jobs.storage.filters import Filter, check_filter_columns, conjunction, sql_predicate
 from jobs.storage.locations import is_local, spark_path
 from jobs.storage.schemas import check_compatible
@@ -134,6 +134,7 @@ class _Target:
     filters: list[tuple]
     partitions: list[tuple]
     stamp: dict[str, str] = field(default_factory=dict)
+    rows: list[Filter] = field(default_factory=list)  # the row filters as given (values not made text)
 
     @classmethod
     def of(cls, name: str | None, path: str, columns: list[str], partition_by: list[str],
@@ -154,7 +155,7 @@ class _Target:
         # Spark puts partition columns last when it reads; writing them last keeps one column order.
         ordered = [c for c in columns if c not in partition_by] + list(partition_by)
         return cls(name, path, ordered, list(partition_by), partitions + rows, partitions,
-                   {k: str(v) for k, v in (stamp or {}).items()})
+                   {k: str(v) for k, v in (stamp or {}).items()}, list(row_filters))
 
 
 def _check_table(target: _Target, schema: StructType) -> DeltaTable | None:
@@ -195,18 +196,54 @@ def _gathered(rows: DataFrame, target: _Target, count: int) -> DataFrame:
 
 
 def _appends(target: _Target, table: DeltaTable | None) -> bool:
-    """Whether replacing ``target``'s partitions may append: they hold no file, so the two give
-    the same table. A replace first rebuilds the table's state with Spark to find the files it
-    removes (Delta's ``replaceWhere`` runs a delete, which counts the table's files): a replaced
-    day took 1.02 s, a first write 0.33 s (``python -m bench.first_write``, 200 rows in a table
-    of ten days); the log answers here without Spark in 7 to 25 ms.
+    """Whether replacing ``target``'s rows may append: no file of its partitions can hold one of
+    them, so the two give the same table. A replace first rebuilds the table's state with Spark
+    to find the files it removes (Delta's ``replaceWhere`` runs a delete, which counts the
+    table's files): a replaced day took 1.02 s, a first write 0.33 s (``python -m
+    bench.first_write``, 200 rows in a table of ten days); the log answers here without Spark in
+    7 to 25 ms. A replace narrowed by row filters (a run below a day) appends where the log's
+    statistics put every file of its partitions outside them: an hour run for the first time,
+    whose day's earlier hours all lie before it.
     Only under ``_locked`` (a local table): no other panes writer can add a file between this
     look and the commit, so ``table``, its log as ``_check_table`` opened it, is still current.
     The routed write has checked every row against the filters already (``_check_routes``), as
     ``replaceWhere`` would."""
     if table is None or not is_local(target.path):
         return False
-    return not table.file_uris(file_pruning_predicate=[target.partitions] if target.partitions else None)
+    if not table.file_uris(file_pruning_predicate=[target.partitions] if target.partitions else None):
+        return True
+    if not target.rows:
+        return False
+    ranges = file_ranges(target.path, sorted({c for c, _, _ in target.rows}), partition_filters=target.partitions)
+    return not any(r is None or _may_hold(r, target.rows) for r in ranges)
+
+
+_STATISTICS_SLACK = timedelta(milliseconds=1)
+"""Delta keeps a timestamp column's statistics in milliseconds: a file's greatest value may lie up
+to this much above the one its log says."""
+
+
+def _may_hold(ranges: dict[str, tuple], filters: list[Filter]) -> bool:
+    """Whether a file whose columns lie in ``ranges`` (``(least, greatest)``, from the log) may
+    hold a row inside every one of ``filters``; yes where it cannot be told."""
+    def utc(value):
+        return value.replace(tzinfo=UTC) if isinstance(value, datetime) and value.tzinfo is None else value
+
+    for column, op, value in filters:
+        low, high = (utc(v) for v in ranges[column])
+        value = utc(value)
+        if isinstance(high, datetime):
+            high += _STATISTICS_SLACK
+        try:
+            outside = {">=": high < value, ">": high <= value, "<": low >= value, "<=": low > value,
+                       "=": not low <= value <= high}.get(op)
+        except TypeError:  # a value of another type than the column's statistics
+            return True
+        if outside is None:  # an operator not judged here
+            return True
+        if outside:
+            return False
+    return True
 
 
 def _write(df: DataFrame, target: _Target, write: dict, *, append: bool = False) -> dict:

@@ -293,6 +293,24 @@ def test_an_hours_replace_leaves_the_other_hours_of_its_day_in_one_commit(spark,
     assert operations == ["WRITE", "WRITE"]
 
 
+def test_an_hour_no_file_of_its_day_reaches_is_appended_and_a_rerun_replaced(spark, tmp_path):
+    """A run below a day whose interval no file of its day reaches, by the log's statistics (the
+    day's earlier hours lie before it), appends; a re-run of the hour, or an hour a file spans,
+    replaces: the table ends as replaces leave it."""
+    path = str(tmp_path / "hourly")
+    delta_write.replace_partitions(hourly(spark, [(f"k{h}", h, ts(D1, h), D1, "t") for h in range(13)]).drop("dest"),
+                                   path, partition_by=["event_date"], partition_filters=[])
+    last_of_13 = ts(D1, 14) - timedelta(microseconds=1)
+    for hour, rows in [(13, [("a", 1, ts(D1, 13), D1, "t")]), (13, [("b", 2, last_of_13, D1, "t")]),
+                       (12, [("c", 3, ts(D1, 12, 30), D1, "t")])]:
+        delta_write.replace_partitions_routed(hourly(spark, rows), "dest", {"t": hour_target(path, hour)})
+
+    modes = [c["operationParameters"]["mode"] for c in reversed(DeltaTable(path).history())]
+    assert modes == ["Overwrite", "Append", "Overwrite", "Overwrite"]
+    assert sorted((r.key, r.n) for r in read_table(spark, path).collect()) == sorted(
+        [(f"k{h}", h) for h in range(12)] + [("b", 2), ("c", 3)])
+
+
 def test_a_row_outside_the_hour_aborts_the_write(spark, tmp_path):
     path = str(tmp_path / "hourly")
     delta_write.replace_partitions_routed(hourly(spark, [("a", 1, ts(D1, 13), D1, "t")]), "dest",
