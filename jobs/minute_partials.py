@@ -140,6 +140,18 @@ def deduplicate_across_arrivals(events: DataFrame, columns: list[str]) -> DataFr
     )
 
 
+def copies_of_ids_in(events: DataFrame, interval: RunInterval) -> DataFrame:
+    """The copies of the event ids with a copy in ``interval``: all a part's deduplication needs.
+
+    An event that counts in the part is the winning copy of its id, so that id has a copy in
+    the part, and every copy of it is kept here: the winner is the day's. The day's other ids are
+    left out before the deduplication's shuffle instead of after it; their ids, one hour's at
+    most, are broadcast."""
+    time = F.col("event_time")
+    ids = events.where((time >= F.lit(interval.start)) & (time < F.lit(interval.until))).select("event_id")
+    return events.join(F.broadcast(ids.distinct()), "event_id", "left_semi")
+
+
 def with_frame_start(events: DataFrame, bucket_seconds: int) -> DataFrame:
     seconds = F.unix_seconds("event_time")
     return events.withColumn("frame_start", F.timestamp_seconds(seconds - F.pmod(seconds, F.lit(bucket_seconds))))
@@ -200,7 +212,10 @@ def accepted_and_late(events: DataFrame, config: PipelineConfig, first: date, la
         carried = ["key", "event_time", *measured, *(["arrival_time"] if config.places_by_arrival else []),
                    *selected]
         is_late = F.lit(False)
-    unique = events.transform(filter_event_days, first, last).transform(deduplicate_across_arrivals, carried)
+    events = events.transform(filter_event_days, first, last)
+    if interval is not None:
+        events = events.transform(copies_of_ids_in, interval)
+    unique = events.transform(deduplicate_across_arrivals, carried)
     if selected:  # the filter judges the copy that won, and late or not, the others are not this group's
         unique = unique.where(F.col(SELECTED)).drop(SELECTED)
     if interval is not None:

@@ -68,12 +68,15 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
     ``ties``: the share of events at the same instant and key as the event before them.
 
     ``part_hours``: the day arrives in parts, each file in a ``<HH>/`` folder of one of these hours
-    or in the day's folder itself (drawn from a generator of its own: the records stay as they are)."""
+    or in the day's folder itself (drawn from a generator of its own: the records stay as they are),
+    and some events with an id are re-sent a day later at another instant of their day (from a
+    third generator), so that a part's copy of an id can lose to one another part holds."""
     names = key_names or tuple(f"k{i}" for i in range(keys))
     rng = random.Random(seed)
     landing = Landing(root)
     files: dict[tuple[date, int | None, int], list[str]] = {}
     placing = random.Random(seed + 1)
+    moving = random.Random(seed + 2)
     serial = 0
     previous = None  # the last event's (moment, key): ``ties`` repeat it
     for day_index in range(event_days):
@@ -116,6 +119,11 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
                 copies.append((day + timedelta(days=delay), _altered(record, 100, fields, rng)))
             elif roll < 0.18 and "event_id" in record:  # re-sent a day later, smaller: the first arrival wins
                 copies.append((day + timedelta(days=delay + 1), _altered(record, -100, fields, rng)))
+            if part_hours and "event_id" in record and moving.random() < 0.15:  # moved, re-sent: the first wins
+                moved = datetime(day.year, day.month, day.day, tzinfo=timezone.utc) + timedelta(
+                    seconds=moving.randrange(86400))
+                copies.append((day + timedelta(days=delay + 1),
+                               {**record, "timestamp": moved.strftime("%Y-%m-%dT%H:%M:%SZ")}))
             for arrival, rec in copies:
                 file_no = rng.randrange(2)
                 hour = placing.choice([None, *part_hours]) if part_hours else None
@@ -123,7 +131,8 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
                 in_file = files.setdefault((arrival, hour, file_no), [])
                 in_file.append(line)
                 landing.events.append(Event(
-                    key=composite_key(rec, key_fields) if key_fields else rec["user_id"], event_time=moment,
+                    key=composite_key(rec, key_fields) if key_fields else rec["user_id"],
+                    event_time=datetime.strptime(rec["timestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc),
                     value=None if fields else rec.get("value", 1),
                     fields=tuple((name, rec.get(name)) for name in fields or ()),
                     event_id=rec.get("event_id") or hashlib.sha256(line.strip().encode()).hexdigest()[:32],
