@@ -147,9 +147,13 @@ def copies_of_ids_in(events: DataFrame, interval: RunInterval) -> DataFrame:
     the part, and every copy of it is kept here: the winner is the day's. The day's other ids are
     left out before the deduplication's shuffle instead of after it; their ids, one hour's at
     most, are broadcast."""
-    time = F.col("event_time")
-    ids = events.where((time >= F.lit(interval.start)) & (time < F.lit(interval.until))).select("event_id")
+    ids = events.where(in_interval(interval)).select("event_id")
     return events.join(F.broadcast(ids.distinct()), "event_id", "left_semi")
+
+
+def in_interval(interval: RunInterval) -> Column:
+    """Whether an event's time lies in the part ``interval``."""
+    return (F.col("event_time") >= F.lit(interval.start)) & (F.col("event_time") < F.lit(interval.until))
 
 
 def with_frame_start(events: DataFrame, bucket_seconds: int) -> DataFrame:
@@ -219,8 +223,7 @@ def accepted_and_late(events: DataFrame, config: PipelineConfig, first: date, la
     if selected:  # the filter judges the copy that won, and late or not, the others are not this group's
         unique = unique.where(F.col(SELECTED)).drop(SELECTED)
     if interval is not None:
-        time = F.col("event_time")
-        unique = unique.where((time >= F.lit(interval.start)) & (time < F.lit(interval.until)))
+        unique = unique.where(in_interval(interval))
     return unique, is_late
 
 

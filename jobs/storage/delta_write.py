@@ -3,8 +3,9 @@
 A partition replace is ``mode("overwrite")`` with ``replaceWhere`` on the partition predicate, so
 re-running a partition gives the same contents and a run killed part-way leaves the previous
 version readable; a run below a day narrows it to its interval of a time column (``row_filters``).
-Where the partitions hold no file yet (a day's first run), it is an append, which gives the same
-table without Delta's search for files to remove (``_appends``). On a file
+Where no file of the partitions can hold a replaced row (a day's first run, an hour's first run
+after the earlier hours of its day), it is an append, which gives the same table without Delta's
+search for files to remove (``_appends``). On a file
 system each write holds an exclusive lock on its table for its whole length (``_locked``; why,
 in ``jobs.storage.delta_io``'s docstring: delta-spark's log stores are atomic only inside one driver).
 What the log answers without Spark is ``jobs.storage.delta_io``'s; the locations, partition
