@@ -60,7 +60,8 @@ def build_minute_partials_asset(config: PipelineConfig) -> dg.AssetsDefinition:
                                     run.argv(lakehouse.lakehouse_root), config,
                                     lambda spark, run=run: job.run(spark, root, run.first, run.last, config,
                                                                    interval=run.interval),
-                                    lambda run=run: compilers.events_of_the_days(root, config, run.first, run.last))
+                                    lambda run=run: compilers.events_of_the_days(root, config, run.first, run.last,
+                                                                                   run.interval))
                    for run in planned]
         first, last = planned[0].first, planned[-1].last
         arrival_days = job.arrival_days(first, last, config)

@@ -104,7 +104,8 @@ def build_window_assets(config: PipelineConfig) -> dg.AssetsDefinition:
                                     run.argv(lakehouse.lakehouse_root), config,
                                     lambda spark, run=run: sliding_windows.run(spark, root, run.first, run.last,
                                                                                config, interval=run.interval),
-                                    lambda run=run: compilers.events_of_the_days(root, config, run.first, run.last))
+                                    lambda run=run: compilers.events_of_the_days(root, config, run.first, run.last,
+                                                                                   run.interval))
                    for run in planned]
         result = results[-1]  # one run, but for parts of days: one per part, the last the newest
 

@@ -4,20 +4,21 @@
     python -m bench hourly --events 10000 --parts 4
 
 Both figures come from one Spark session and one lakehouse: the days before D are set up once
-(``bench.pipeline.prepare``), and D's landing lines written again into hour folders
-(``<D>/<HH>/`` by each line's arrival time; a line without one in a folder of the day's end).
-D's ingest runs per part in order, on a day none of them wrote, then whole (best of ``--reps``),
-and the events, quarantine and late events of D are compared after both. Then D's partials and
-windows run per part in order,
-each part's windows continuing from the state the part before left (``interval_state``), on a
-day none of them wrote before (D's partitions are deleted first, as a scheduled hourly run
+(``bench.pipeline.prepare``), and D's landing lines written again into hour folders (``<D>/<HH>/``
+by each line's arrival time; a line without one in a folder of the day's end). D's ingest runs per
+part in order, on a day none of them wrote, then whole (best of ``--reps``), and the events,
+quarantine and late events of D are compared after both. Then D's partials and windows run per part
+in order, each part's windows continuing from the state the part before left (``interval_state``),
+on a day none of them wrote before (D's partitions are deleted first, as a scheduled hourly run
 meets its day: a part written over a whole day's files would rewrite them every hour); then D's
-partials and windows run whole, best of ``--reps``. The tables of D are compared after both,
-row for row (a hash of every row), so the ratio is of the same result. Two floors are
-printed beside it: ``parts`` times the cheapest part (the parts' fixed cost), and the commits the
-parts made (counted in the Delta logs) times the least a small commit costs in this session
-(one row read from a small Delta table and written back over its partition, best of 5): the
-floor of the work as written, below which no part can go without writing fewer tables.
+partials and windows run whole, best of ``--reps``. The tables of D are compared after both, row
+for row (a hash of every row), so the ratio is of the same result. The partials and windows runs
+evaluate Spark's expressions as a Dagster step would (``compilers.expressions_for``; a part weighs
+its share of the day's events). Two floors are printed beside it: ``parts`` times the cheapest part
+(the parts' fixed cost), and the commits the parts made (counted in the Delta logs) times the least
+a small commit costs in this session (one row read from a small Delta table and written back over
+its partition, best of 5): the floor of the work as written, below which no part can go without
+writing fewer tables.
 The target is the hourly day within 2x the whole day at 10^6 events.
 """
 
@@ -146,6 +147,7 @@ def small_commit_seconds(spark, work: Path, reps: int = 5) -> float:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from jobs import ingest_events, minute_partials, sliding_windows
+    from jobs.runtime.compilers import events_of_the_days, expressions_for
     from jobs.runtime.spark_session import get_spark
     from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE
     from windowing_core.config import PipelineConfig
@@ -181,8 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     parts, baselines, before = [], set(), commits_in(ds.lakehouse)
     for i, interval in enumerate(intervals):
         started = time.perf_counter()
-        minute_partials.run(spark, ds.lakehouse, DAY, DAY, config, interval=interval)
-        result = sliding_windows.run(spark, ds.lakehouse, DAY, DAY, config, interval=interval)
+        with expressions_for(spark, **events_of_the_days(ds.lakehouse, config, DAY, DAY, interval)):
+            minute_partials.run(spark, ds.lakehouse, DAY, DAY, config, interval=interval)
+            result = sliding_windows.run(spark, ds.lakehouse, DAY, DAY, config, interval=interval)
         parts.append(time.perf_counter() - started)
         baselines |= {(i > 0, b) for b in result["baseline"].values()}
         print(f"  part {interval}: {parts[-1]:.1f} s ({', '.join(result['baseline'].values())})", flush=True)
@@ -192,8 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     whole = []
     for _ in range(args.reps):
         started = time.perf_counter()
-        minute_partials.run(spark, ds.lakehouse, DAY, DAY, config)
-        sliding_windows.run(spark, ds.lakehouse, DAY, DAY, config)
+        with expressions_for(spark, **events_of_the_days(ds.lakehouse, config, DAY, DAY)):
+            minute_partials.run(spark, ds.lakehouse, DAY, DAY, config)
+            sliding_windows.run(spark, ds.lakehouse, DAY, DAY, config)
         whole.append(time.perf_counter() - started)
     expected = fingerprint(spark, ds.lakehouse)
     commit = small_commit_seconds(spark, Path(args.work) / "hourly")

@@ -131,8 +131,9 @@ InputSize = Callable[[argparse.Namespace, PipelineConfig, date, date], dict[str,
 
 
 def events_of_the_days(args: argparse.Namespace, config: PipelineConfig, first: date, last: date) -> dict[str, int]:
-    """A run's input as the jobs after ingest weigh it: the events of its arrival days."""
-    return compilers.events_of_the_days(args.lakehouse, config, first, last)
+    """A run's input as the jobs after ingest weigh it: the events of its arrival days (of a part
+    of a day, its share)."""
+    return compilers.events_of_the_days(args.lakehouse, config, first, last, args.interval)
 
 
 def run_job(doc: str | None, job: Callable[..., str], argv: list[str] | None = None, *, landing: bool = False,

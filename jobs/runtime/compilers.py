@@ -29,6 +29,8 @@ from jobs.storage import delta_io
 from jobs.storage.locations import is_local
 from jobs.tables import EVENTS, day_filter, ingest_root
 from windowing_core.config import PipelineConfig
+from windowing_core.run_interval import RunInterval
+from windowing_core.window_spec import DAY_SECONDS
 
 if TYPE_CHECKING:  # pyspark loads once a job runs, not for --help
     from pyspark.sql import SparkSession
@@ -112,18 +114,30 @@ def landing_input(folders: list[str]) -> dict[str, int]:
     return {} if size is None else {"landing_bytes": size}
 
 
-def events_input(events_path: str, first: date, last: date) -> dict[str, int]:
+def events_input(events_path: str, first: date, last: date, interval: RunInterval | None = None) -> dict[str, int]:
     """What ``quick`` weighs for the jobs after ingest: the events of arrival days ``first ..
-    last``, counted in the Delta log (none where it cannot say)."""
+    last``, counted in the Delta log (none where it cannot say); for a run of part of a day
+    (``interval``), the part's share of them.
+
+    A part reads its day's events but works on its share (the ids with a copy in it, the frames
+    entering and leaving in it): one hour's partials and windows took 0.63x their time interpreted
+    at 10^5 events a day (about 4,000 an hour) and 1.06x at 10^6 (42,000, above ``TINY_EVENTS``),
+    alternating four rounds each in one session."""
     try:
-        return {"events": delta_io.row_count(events_path, partition_filters=day_filter("arrival_date", first, last))}
+        events = delta_io.row_count(events_path, partition_filters=day_filter("arrival_date", first, last))
     except Exception:  # the size only advises: the job itself says what is wrong with its input
         return {}
+    if interval is not None:
+        start, until = interval.seconds
+        events = -(-events * (until - start) // DAY_SECONDS)
+    return {"events": events}
 
 
-def events_of_the_days(group_root: str, config: PipelineConfig, first: date, last: date) -> dict[str, int]:
-    """A run's input as the jobs after ingest weigh it: the events of its arrival days."""
-    return events_input(EVENTS.path(ingest_root(group_root, config)), first, last)
+def events_of_the_days(group_root: str, config: PipelineConfig, first: date, last: date,
+                       interval: RunInterval | None = None) -> dict[str, int]:
+    """A run's input as the jobs after ingest weigh it: the events of its arrival days (of a
+    part, its share: ``events_input``)."""
+    return events_input(EVENTS.path(ingest_root(group_root, config)), first, last, interval)
 
 
 @contextmanager

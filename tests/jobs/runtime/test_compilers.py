@@ -3,7 +3,7 @@ interpreted for a smaller one."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 
 import pyarrow as pa
 import pytest
@@ -11,6 +11,7 @@ from deltalake import write_deltalake
 
 from jobs import cli, ingest_events, minute_partials
 from jobs.runtime import compilers, spark_session
+from windowing_core.run_interval import RunInterval
 
 
 @pytest.fixture(autouse=True)
@@ -72,6 +73,11 @@ def test_the_events_of_the_run_days_are_counted_from_the_delta_log(tmp_path):
     assert compilers.events_input(path, date(2025, 1, 30), date(2025, 1, 30)) == {"events": 3}
     assert compilers.events_input(path, date(2025, 1, 29), date(2025, 1, 30)) == {"events": 5}
     assert compilers.events_input(str(tmp_path / "none"), date(2025, 1, 30), date(2025, 1, 30)) == {}
+    # a part of a day weighs its share of the day's events, rounded up
+    half = RunInterval(datetime(2025, 1, 31, 12, tzinfo=UTC), datetime(2025, 1, 31, 0, tzinfo=UTC) + timedelta(days=1))
+    assert compilers.events_input(path, date(2025, 1, 31), date(2025, 1, 31), half) == {"events": 3}
+    hour = RunInterval(datetime(2025, 1, 30, 13, tzinfo=UTC), datetime(2025, 1, 30, 14, tzinfo=UTC))
+    assert compilers.events_input(path, date(2025, 1, 30), date(2025, 1, 30), hour) == {"events": 1}
 
 
 class Options(str):
