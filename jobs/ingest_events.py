@@ -45,7 +45,7 @@ from jobs.tables import (
     event_columns, written_together,
 )
 from windowing_core.config import PipelineConfig
-from windowing_core.run_interval import RunInterval, midnight, refuse_below_a_day
+from windowing_core.run_interval import RunInterval, as_utc, midnight, refuse_below_a_day
 from windowing_core.window_spec import DAY_SECONDS
 
 
@@ -275,7 +275,7 @@ def _last_part_written(spark: SparkSession, lakehouse: str, day: date) -> dateti
                                                                  partition_filters=arrival_day_partitions(t, day))]
     if all(f is not None for f in files):
         latest = max((f["arrival_part"][1] for f in files), default=None)
-        return None if latest is None else latest.replace(tzinfo=UTC) if latest.tzinfo is None else latest
+        return None if latest is None else as_utc(latest)
     epoch = datetime(1970, 1, 1, tzinfo=UTC)  # epoch microseconds: a collected timestamp would be in local time
     parts = [rows.select(F.unix_micros("arrival_part").alias("at")) for rows in _day_rows(spark, lakehouse, day, *tables)]
     latest = reduce(DataFrame.unionByName, parts).agg(F.max("at")).first()[0]
@@ -310,8 +310,7 @@ dropped from it (a day's observed duplicates count them at the copy kept instead
 
 def _parts_present(positioned: DataFrame) -> list[tuple[date, datetime]]:
     """Each arrival day's parts the run's lines hold, in order (one small job over the cached lines)."""
-    return sorted((r[0], r[1].replace(tzinfo=UTC) if r[1].tzinfo is None else r[1])
-                  for r in positioned.select("arrival_date", "arrival_part").distinct().collect())
+    return sorted((r[0], as_utc(r[1])) for r in positioned.select("arrival_date", "arrival_part").distinct().collect())
 
 
 def _part_sums(present: list[tuple[date, datetime]], is_late: Column, held: bool) -> list[Column]:
@@ -340,7 +339,7 @@ def _result(classified: DataFrame, lakehouse: str, written: dict[str, int],
     part_lines: dict[tuple[date, datetime], dict] = {}
     for r in classified.groupBy("arrival_date", "arrival_part", "reason").agg(
             F.count(F.lit(1)).alias("n"), F.collect_set("source_file").alias("files")).collect():
-        part = r["arrival_part"].replace(tzinfo=UTC) if r["arrival_part"].tzinfo is None else r["arrival_part"]
+        part = as_utc(r["arrival_part"])
         for counts, at in ((lines, r["arrival_date"]), (part_lines, (r["arrival_date"], part))):
             counted = counts.setdefault(at, {"input_records": 0, "files": set(), "reasons": {}})
             counted["input_records"] += r["n"]

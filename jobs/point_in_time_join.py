@@ -61,6 +61,7 @@ from jobs.storage import delta_write
 from jobs.tables import SPINE_VALUES, day_filter, root
 from windowing_core.config import PipelineConfig
 from windowing_core.deployment import Deployment
+from windowing_core.run_interval import as_utc
 from windowing_core.spine import PRECISIONS, SpineSpec
 
 PARTITION = "date"
@@ -111,8 +112,7 @@ def spine_bounds(spine_rows: DataFrame, spine: SpineSpec) -> tuple[datetime | No
         if nulls:
             raise SpineError(f"spine.{label}: {nulls} row(s) of {spine.source} have a null {column!r}; "
                              "a spine row needs a key and a ts")
-    return tuple(None if t is None else t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t
-                 for t in (row[0], row[1]))
+    return tuple(None if t is None else as_utc(t) for t in (row[0], row[1]))
 
 
 def readings(spine: SpineSpec, config: PipelineConfig | Deployment) -> list[tuple[str, Reading]]:

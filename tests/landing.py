@@ -20,6 +20,13 @@ from pyspark.sql import functions as F
 from orchestration.event_set.landing_lines import record_line, write_file
 from windowing_core.reference import Event
 
+INSTANT = "%Y-%m-%dT%H:%M:%SZ"
+"""How a landed record spells its instants (UTC, whole seconds)."""
+
+
+def _instant(text: str) -> datetime:
+    return datetime.strptime(text, INSTANT).replace(tzinfo=timezone.utc)
+
 
 @dataclass
 class Landing:
@@ -93,7 +100,7 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
             if ties and previous and rng.random() < ties:
                 moment, user = previous
             previous = moment, user
-            record = {"user_id": user, "timestamp": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            record = {"user_id": user, "timestamp": moment.strftime(INSTANT),
                       **{name: rng.choice(KEY_PARTS) for name in key_fields[1:]}}
             if fields:
                 for name, ddl in fields.items():
@@ -110,7 +117,7 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
             day_end = datetime(arrival_day.year, arrival_day.month, arrival_day.day, tzinfo=timezone.utc) + timedelta(days=1)
             arrived = (moment + timedelta(seconds=rng.randrange(900)) if delay == 0
                        else day_end - timedelta(seconds=1 + rng.randrange(86400)))
-            record["arrival_time"] = min(arrived, day_end - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            record["arrival_time"] = min(arrived, day_end - timedelta(seconds=1)).strftime(INSTANT)
             copies = [(arrival_day, record)]
             roll = rng.random()
             if roll < 0.1:  # same payload again, same or a later day
@@ -123,7 +130,7 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
                 moved = datetime(day.year, day.month, day.day, tzinfo=timezone.utc) + timedelta(
                     seconds=moving.randrange(86400))
                 copies.append((day + timedelta(days=delay + 1),
-                               {**record, "timestamp": moved.strftime("%Y-%m-%dT%H:%M:%SZ")}))
+                               {**record, "timestamp": moved.strftime(INSTANT)}))
             for arrival, rec in copies:
                 file_no = rng.randrange(2)
                 hour = placing.choice([None, *part_hours]) if part_hours else None
@@ -132,14 +139,13 @@ def random_landing(root: Path, seed: int, first: date, event_days: int, *, keys:
                 in_file.append(line)
                 landing.events.append(Event(
                     key=composite_key(rec, key_fields) if key_fields else rec["user_id"],
-                    event_time=datetime.strptime(rec["timestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc),
+                    event_time=_instant(rec["timestamp"]),
                     value=None if fields else rec.get("value", 1),
                     fields=tuple((name, rec.get(name)) for name in fields or ()),
                     event_id=rec.get("event_id") or hashlib.sha256(line.strip().encode()).hexdigest()[:32],
                     arrival_date=arrival,
                     source_file=_file_name(hour, file_no), raw=line, line=len(in_file),
-                    arrival_time=datetime.strptime(rec["arrival_time"], "%Y-%m-%dT%H:%M:%SZ").replace(
-                        tzinfo=timezone.utc),
+                    arrival_time=_instant(rec["arrival_time"]),
                     arrival_part=None if hour is None else datetime(
                         arrival.year, arrival.month, arrival.day, hour, tzinfo=timezone.utc)))
         bad_lines = ['{"user_id": "k1", "timestamp": "soon"}', "not json", '{"timestamp": "2025-01-01T00:00:00Z"}',

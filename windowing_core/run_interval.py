@@ -20,6 +20,12 @@ def midnight(day: date) -> datetime:
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
+def as_utc(moment: datetime) -> datetime:
+    """``moment`` in UTC, a naive one read as UTC: the session and the Delta log hand back UTC
+    instants without their zone."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
 @dataclass(frozen=True)
 class RunInterval:
     """``[start, until)`` within one UTC day; a naive datetime is read as UTC."""
@@ -28,8 +34,7 @@ class RunInterval:
     until: datetime
 
     def __post_init__(self) -> None:
-        start, until = (t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
-                        for t in (self.start, self.until))
+        start, until = as_utc(self.start), as_utc(self.until)
         object.__setattr__(self, "start", start)
         object.__setattr__(self, "until", until)
         if not start < until <= midnight(start) + timedelta(days=1):

@@ -22,7 +22,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from deltalake import DeltaTable
 from pyspark.sql import DataFrame
@@ -36,6 +36,7 @@ from jobs.storage.delta_io import file_ranges, open_table, table_exists, table_v
 from jobs.storage.filters import Filter, check_filter_columns, conjunction, sql_predicate
 from jobs.storage.locations import is_local, spark_path
 from jobs.storage.schemas import check_compatible
+from windowing_core.run_interval import as_utc
 
 WRITER = "delta-spark"
 
@@ -211,12 +212,10 @@ def _appends(target: _Target, table: DeltaTable | None) -> bool:
     ``replaceWhere`` would."""
     if table is None or not is_local(target.path):
         return False
-    if not table.file_uris(file_pruning_predicate=[target.partitions] if target.partitions else None):
-        return True
-    if not target.rows:
-        return False
-    ranges = file_ranges(target.path, sorted({c for c, _, _ in target.rows}), partition_filters=target.partitions)
-    return not any(r is None or _may_hold(r, target.rows) for r in ranges)
+    if target.rows:
+        ranges = file_ranges(target.path, sorted({c for c, _, _ in target.rows}), partition_filters=target.partitions)
+        return not any(r is None or _may_hold(r, target.rows) for r in ranges)
+    return not table.file_uris(file_pruning_predicate=[target.partitions] if target.partitions else None)
 
 
 _STATISTICS_SLACK = timedelta(milliseconds=1)
@@ -228,7 +227,7 @@ def _may_hold(ranges: dict[str, tuple], filters: list[Filter]) -> bool:
     """Whether a file whose columns lie in ``ranges`` (``(least, greatest)``, from the log) may
     hold a row inside every one of ``filters``; yes where it cannot be told."""
     def utc(value):
-        return value.replace(tzinfo=UTC) if isinstance(value, datetime) and value.tzinfo is None else value
+        return as_utc(value) if isinstance(value, datetime) else value
 
     for column, op, value in filters:
         low, high = (utc(v) for v in ranges[column])

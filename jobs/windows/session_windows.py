@@ -61,7 +61,7 @@ from jobs.windows import arrival_frames, carried_state
 from jobs.windows.partial_merges import merged_in_passes, merges, most_rows_of, prefix_merged, with_finished_values
 from jobs.windows.window_grid import Windows
 from windowing_core.config import PipelineConfig
-from windowing_core.run_interval import RunInterval
+from windowing_core.run_interval import RunInterval, as_utc
 from windowing_core.sessions import SessionSpec
 
 MICROS = 1_000_000
@@ -285,7 +285,7 @@ def watermark(spark: SparkSession, lakehouse: str, config: PipelineConfig, clock
     widened = delta_io.column_max(path, column)
     filters = None
     if isinstance(widened, datetime):
-        widened = widened if widened.tzinfo else widened.replace(tzinfo=timezone.utc)
+        widened = as_utc(widened)
         around = {(widened - timedelta(milliseconds=d)).astimezone(timezone.utc).date().isoformat() for d in (-1, 1)}
         filters = [(partition, "in", sorted(around))]
     newest = delta_io.read_table(spark, path, partition_filters=filters).agg(F.max(_micros(column))).first()[0]
