@@ -46,7 +46,7 @@ All session windows of a run go through one plan, their rows told apart by ``win
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -286,7 +286,7 @@ def watermark(spark: SparkSession, lakehouse: str, config: PipelineConfig, clock
     filters = None
     if isinstance(widened, datetime):
         widened = as_utc(widened)
-        around = {(widened - timedelta(milliseconds=d)).astimezone(timezone.utc).date().isoformat() for d in (-1, 1)}
+        around = {(widened - timedelta(milliseconds=d)).date().isoformat() for d in (-1, 1)}
         filters = [(partition, "in", sorted(around))]
     newest = delta_io.read_table(spark, path, partition_filters=filters).agg(F.max(_micros(column))).first()[0]
     if newest is None:
