@@ -45,7 +45,7 @@ SMALL_WRITE_ROWS = 250_000
 first (``repartition`` by the partition columns), so a day is one file, not one per task of the
 computation: the demo's ingest (160,327 events over 13 days) wrote 80, 16 and 91 files and
 took 4.9 s in its three writes, 10, 8 and 18 files in 1.4 s with the shuffle. Writing from one
-task with no shuffle (``coalesce(1)`` of the persisted rows) was measured too, in one session
+task with no shuffle (``coalesce(1)`` of the computed rows) was measured too, in one session
 (``bench.pipeline``'s jobs on one day, best of 2 or 3): faster on a day of 2,000 events (windows
 2.4 s against 3.4 s), slower from 20,000 on (windows 5.2 against 3.5 s; at 150,000, 5.6 against
 4.5 s). Above the limit, a partition's rows stay spread over the tasks that made them (one task
@@ -91,8 +91,8 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
     """``replace_partitions`` of several tables, each row to the target its ``route`` column names.
 
     A job whose tables are all cut from one expensive result writes them this way: ``df`` is
-    computed once (persisted) and each table gets its own atomic commit, side by side. One
-    pass over the persisted rows first checks that every row goes to a target and falls inside
+    computed once (``computed_once``) and each table gets its own atomic commit, side by side. One
+    pass over those rows first checks that every row goes to a target and falls inside
     its partitions, so a bad row commits no table. A target no row reaches has its matching
     partitions emptied. Every commit of one call carries the same ``writeId`` in its
     ``userMetadata`` (the tables it commits, the run's ``days``, first and last, and the
@@ -108,20 +108,32 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
     with _locked([t.path for t in resolved]):
         fields = {f.name: f for f in df.schema.fields}
         opened = [_check_table(t, StructType([fields[c] for c in t.columns])) for t in resolved]
-        df = df.persist()
-        try:
-            rows = _check_routes(df, route, resolved)
-            writes = [functools.partial(_write, _gathered(df.where(df[route] == t.name).select(*t.columns), t,
-                                                          rows[t.name]), t, write, append=_appends(t, table))
-                      for t, table in zip(resolved, opened, strict=True)]
-            # The writes side by side: in one session, best of 4, ingest of a 2,000-event day (three
-            # tables) took 2.5 and 2.7 s instead of 2.9 and 3.2 s, its windows (two) 1.9 s, not 2.1 s.
-            # rows_written: the rows routed to each table; Delta's numOutputRows also counts the rows
-            # outside a row filter that a rewritten file kept
-            return {t.name: {**done, "rows_written": rows[t.name]}
-                    for t, done in zip(resolved, side_by_side(df.sparkSession, writes), strict=True)}
-        finally:
-            df.unpersist()
+        df = computed_once(df)
+        rows = _check_routes(df, route, resolved)
+        writes = [functools.partial(_write, _gathered(df.where(df[route] == t.name).select(*t.columns), t,
+                                                      rows[t.name]), t, write, append=_appends(t, table))
+                  for t, table in zip(resolved, opened, strict=True)]
+        # The writes side by side: in one session, best of 4, ingest of a 2,000-event day (three
+        # tables) took 2.5 and 2.7 s instead of 2.9 and 3.2 s, its windows (two) 1.9 s, not 2.1 s.
+        # rows_written: the rows routed to each table; Delta's numOutputRows also counts the rows
+        # outside a row filter that a rewritten file kept
+        return {t.name: {**done, "rows_written": rows[t.name]}
+                for t, done in zip(resolved, side_by_side(df.sparkSession, writes), strict=True)}
+
+
+def computed_once(df: DataFrame) -> DataFrame:
+    """``df``'s rows computed now, behind a plan of one leaf (Spark's local checkpoint).
+
+    Every DataFrame derived from a persisted one is analysed and planned over the whole plan that
+    made it, before the cache replaces it: the routed check and each table's write did that to a
+    windows job's plan of thousands of nodes. Over the checkpoint they plan a leaf: pipeline
+    oracle case 8's six daily windows runs (Chronon's kinds) took 74 s instead of 88 s, one
+    session, ``docs/lessons.md``. The price is the lineage: an executor lost before the commits
+    fails the run (nothing committed, or a write ``require_whole_writes`` names), and its retry
+    computes the rows again, as Delta's MERGE does for its materialised source. The blocks go
+    when the DataFrame is garbage-collected (Spark's ``ContextCleaner``); eager, so that an
+    ``Observation`` on ``df`` completes with this action."""
+    return df.localCheckpoint(eager=True)
 
 
 @dataclass(frozen=True)
