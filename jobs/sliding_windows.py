@@ -43,6 +43,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.runtime import pipes
+from jobs.runtime.computed_once import computed_once
 from jobs.storage import commits, delta_io, delta_write
 from jobs.storage.filters import interval as interval_filter
 from jobs.tables import (
@@ -177,9 +178,9 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     frames = read_frames(spark, lakehouse, ranges, config, clock)
     persisted = []
     # The daily case (one invertible window continuing from a snapshot) reads the frames once;
-    # anything reading them again (a bootstrap, exact values, more windows) reads them cached.
+    # anything reading them again (a bootstrap, exact values, more windows) reads them computed once.
     if len(continued) < len(plans) or len(plans) > 1 or any(p.exact_ranges for p in plans.values()):
-        frames = frames.persist()
+        frames = computed_once(frames)
         persisted.append(frames)
     try:
         inputs = _Inputs(spark, lakehouse, frames, config, plans, clock)

@@ -28,9 +28,9 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
-from pyspark.sql.utils import is_remote
 
 from jobs.errors import ConcurrentWriteError
+from jobs.runtime.computed_once import computed_once
 from jobs.runtime.side_by_side import side_by_side
 from jobs.storage.commits import require_stamp, table_name
 from jobs.storage.delta_io import file_ranges, open_table, table_exists, table_version
@@ -109,7 +109,8 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
     with _locked([t.path for t in resolved]):
         fields = {f.name: f for f in df.schema.fields}
         opened = [_check_table(t, StructType([fields[c] for c in t.columns])) for t in resolved]
-        with computed_once(df) as computed:
+        computed = computed_once(df)
+        try:
             rows = _check_routes(computed, route, resolved)
             writes = [functools.partial(_write, _gathered(computed.where(computed[route] == t.name).select(*t.columns),
                                                           t, rows[t.name]), t, write, append=_appends(t, table))
@@ -120,30 +121,8 @@ def replace_partitions_routed(df: DataFrame, route: str, targets: dict[str, Targ
             # outside a row filter that a rewritten file kept
             return {t.name: {**done, "rows_written": rows[t.name]}
                     for t, done in zip(resolved, side_by_side(computed.sparkSession, writes), strict=True)}
-
-
-@contextlib.contextmanager
-def computed_once(df: DataFrame) -> Iterator[DataFrame]:
-    """``df``'s rows computed now, behind a plan of one leaf (Spark's local checkpoint).
-
-    Every DataFrame derived from a persisted one is analysed and planned over the whole plan that
-    made it, before the cache replaces it: the routed check and each table's write did that to a
-    windows job's plan of thousands of nodes. Over the checkpoint they plan a leaf: pipeline
-    oracle case 8's six daily windows runs (Chronon's kinds) took 74 s instead of 88 s, one
-    session (``docs/lessons.md``). The price is the lineage: an executor lost before the commits
-    fails the run (nothing committed, or a write ``require_whole_writes`` names), and its retry
-    computes the rows again, as Delta's MERGE does for its materialised source. The blocks go
-    when the DataFrame is garbage-collected (Spark's ``ContextCleaner``); eager, so that an
-    ``Observation`` on ``df`` completes with this action. Spark Connect sends an observation's
-    metrics with an action's results only, never a checkpoint's: there the rows are persisted."""
-    if is_remote():
-        cached = df.persist()
-        try:
-            yield cached
         finally:
-            cached.unpersist()
-    else:
-        yield df.localCheckpoint(eager=True)
+            computed.unpersist()
 
 
 @dataclass(frozen=True)
