@@ -6,6 +6,7 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 
 from jobs import ingest_events, minute_partials, sliding_windows
+from jobs.runtime import computed_once
 from jobs.storage import delta_io
 from jobs.tables import DAILY_PARTIALS, LATE_EVENTS, WINDOW_CHANGES
 from windowing_core.config import PipelineConfig
@@ -193,8 +194,10 @@ def test_bytewax_event_clock_table_marks_only_the_10_36_item_late(spark, tmp_pat
 
 
 def test_a_sliding_run_that_fails_part_way_leaves_nothing_cached(spark, tmp_path, monkeypatch):
-    # With no snapshot of the day before, the job bootstraps and so persists the frames it reads
-    # twice; a failure after that must not leave them cached for the rest of a long-lived process.
+    # With no snapshot of the day before, the job bootstraps and so computes once the frames it
+    # reads twice; under Spark Connect it persists them (``computed_once``), and a failure after
+    # that must not leave them cached for the rest of a long-lived server.
+    monkeypatch.setattr(computed_once, "is_remote", lambda: True)
     config = {"windows": {"1h": {"length": "1h"}}}
     window_rows(spark, tmp_path, config, [(at(0, 10), 1)])
     spark.catalog.clearCache()
