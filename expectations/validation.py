@@ -34,6 +34,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
 from expectations.check import Outcome
+from jobs.runtime.computed_once import computed_once
 
 SAMPLE_ROWS = 5
 
@@ -128,7 +129,7 @@ def _batch_definition():
 
         context = gx.get_context(mode="ephemeral")
         context.variables.progress_bars = ProgressBarsConfig(globally=False)
-        source = context.data_sources.add_spark(name="panes", persist=False)  # the caller persists
+        source = context.data_sources.add_spark(name="panes", persist=False)  # the caller computes once
         asset = source.add_dataframe_asset(name="table")
         _BATCHES.append(asset.add_batch_definition_whole_dataframe("whole"))
     return _BATCHES[0]
@@ -223,7 +224,9 @@ def run_suite(table: DataFrame, prepared: DataFrame, suite: Suite, days: list[da
     for check, expectation in pairs:
         expectation.meta = {"check": check}
     prepared, asked = _bundled(prepared, pairs)
-    prepared = prepared.persist()
+    # Computed once: the day counts and every Great Expectations query then plan a leaf, not the
+    # read and the derived columns (at 10^6 events the checks took 11.9 s instead of 14.6 s).
+    prepared = computed_once(prepared)
     try:
         rows = {r[0]: r[1] for r in prepared.groupBy(suite.day_column).count().collect()}
         # The range in one batch, asking only pass or fail: counts and samples cost Spark jobs
