@@ -11,14 +11,11 @@ def computed_once(df: DataFrame) -> DataFrame:
     caller calls ``unpersist()`` on the result when done, as on a persisted DataFrame.
 
     Every DataFrame derived from a persisted one is analysed and planned over the whole plan that
-    made it, before the cache replaces it: a routed write's check and each table's write did that
-    to a windows job's plan of thousands of nodes, and each window's branch to the frames' read.
-    Over a checkpoint they plan a leaf: pipeline oracle case 8's six daily windows runs (Chronon's
-    kinds) took 74 s instead of 88 s with the routed write's rows checkpointed, 68 s with the
-    frames too (one session, ``docs/lessons.md``). The price is the lineage: an executor lost
-    before the commits fails the run (nothing committed, or a write ``require_whole_writes``
-    names), and its retry computes the rows again, as Delta's MERGE does for its materialised
-    source. A checkpoint's blocks go when it is garbage-collected (Spark's ``ContextCleaner``:
+    made it, before the cache replaces it; over a checkpoint it plans a leaf (the figures are in
+    ``docs/lessons.md``, "Writing"). The price is the lineage: an executor lost before the
+    commits fails the run (nothing committed, or a write ``require_whole_writes`` names), and its
+    retry computes the rows again, as Delta's MERGE does for its materialised source. A
+    checkpoint's blocks go when it is garbage-collected (Spark's ``ContextCleaner``:
     ``unpersist()`` leaves them); eager, so that an ``Observation`` on ``df`` completes with this
     action. Spark Connect sends an observation's metrics with an action's results only, never a
     checkpoint's: there the rows are persisted."""
