@@ -44,15 +44,23 @@ def late_firing() -> dg.AutomationCondition:
     partitions of an asset updated in one tick, ``DAGSTER_MAX_PARTITIONS_FOR_DA_TIMESTAMP_FETCH``;
     past that they read as the tick's time, so more than 100 window days re-run in one tick
     count as newer than their partials.)
+
+    A partition whose checks are still running waits for them: a tick reads the assets' records
+    when it starts and what is in progress later, so a run writing the windows in between looks
+    to it like partials newer than windows that are not in progress; the run's checks of them
+    are (``tests/orchestration/test_late_firing_race.py``).
     """
     updated = dg.AutomationCondition.newly_updated()
     newer_than_own = dg.AutomationCondition.any_deps_match(updated).since(updated)
     will_be_requested = dg.AutomationCondition.any_deps_match(dg.AutomationCondition.will_be_requested())
+    checking = dg.AutomationCondition.any_checks_match(dg.AutomationCondition.in_progress()).with_label(
+        "its checks are running")
     return (
         dg.AutomationCondition.any_deps_updated()
         & (newer_than_own | will_be_requested)
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()
+        & ~checking
         & upstream_blocking_checks_passed()
     ).with_label("late firing: a partition it reads was updated after it")
 
