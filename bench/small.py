@@ -13,7 +13,8 @@ the same run:
 2. each job run alone as a command (``python -m jobs.<name>``) against a bare PySpark process that
    reads the same landing files and writes them as Parquet (no Delta, no extra jars), <= 1.5x;
 3. the checks of the day against the jobs that wrote the tables they check, <= 1x;
-4. with ``--demo``: ``python -m orchestration.demo`` after set-up, <= 60 s.
+4. with ``--demo``: ``python -m orchestration.demo`` after set-up, <= 60 s, and where its time goes
+   (``bench.demo_timeline``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.demo_timeline import TARGET_SECONDS, print_timeline, run_demo, timeline
 from bench.pipeline import DAY, STAGES, DaySet, landing_schema, measure_size, prepare, table_rows
 
 JOBS = {"ingest": "jobs.ingest_events", "partials": "jobs.minute_partials", "windows": "jobs.sliding_windows"}
@@ -111,15 +113,6 @@ def as_processes(ds: DaySet, reps: int) -> dict[str, float]:
     return best
 
 
-def demo_seconds(work: Path) -> float:
-    """Target 4: the demo from generated events to its summary, in a folder of its own."""
-    folder = (work / "demo").resolve()  # DAGSTER_HOME must be absolute
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    env = {**os.environ, "DAGSTER_HOME": str(folder / "dagster_home"), "PYTHONPATH": os.getcwd()}
-    return _seconds([sys.executable, "-m", "orchestration.demo"], env, cwd=folder)
-
-
 def _line(what: str, seconds: float, against: str, reference: float, limit: float) -> str:
     ratio = seconds / reference
     return (f"  {what:<34} {seconds:7.2f} s   {against:<40} {reference:7.2f} s  {ratio:5.2f}x  "
@@ -155,5 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_line(f"checks, {label}", rows["checks"]["seconds"], f"ingest + partials + windows, {label}", jobs, 1))
     if args.demo:  # last: the figures above stand even if the demo fails
         print("4. the demo after set-up", flush=True)
-        print(_line("python -m orchestration.demo", demo_seconds(work), "the target", 60, 1))
+        seconds, home, started, ended = run_demo(work)
+        print(_line("python -m orchestration.demo", seconds, "the target", TARGET_SECONDS, 1))
+        print_timeline(*timeline(home, started, ended))
     return 0

@@ -1,12 +1,15 @@
 """The demo's range as a user launches it from the UI: a backfill of daily_pipeline, its one run in the code location."""
 
+import os
 import shutil
+import time
 from datetime import date
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
+from bench.demo_timeline import timeline
 from orchestration import demo
 from orchestration.backfill import BACKFILL_TAG
 
@@ -29,7 +32,9 @@ def demo_environment(tmp_path, monkeypatch):
 
 
 def test_the_demo_launches_one_backfill_whose_one_run_belongs_to_the_code_location(demo_environment):
+    started = time.time()
     code = demo.main(["--days", "2", "--events-per-day", "200", "--keys", "20", "--config", "defaults.yaml"])
+    ended = time.time()
     assert code == 0
     instance = dg.DagsterInstance.get()
     runs = instance.get_runs()
@@ -54,3 +59,8 @@ def test_the_demo_launches_one_backfill_whose_one_run_belongs_to_the_code_locati
     days = {r.event_log_entry.dagster_event.event_specific_data.partition for r in checks}
     assert {p.name.removeprefix("arrival_date=") for p in (lake / "events").iterdir()
             if p.name.startswith("arrival_date=")} <= days
+    # the benchmark's timeline of it: the instance's marks in the order the demo makes them
+    parts, events = timeline(Path(os.environ["DAGSTER_HOME"]), started, ended)
+    assert all(p.seconds >= 0 for p in parts), [(p.what, p.seconds) for p in parts]
+    assert events["ASSET_CHECK_EVALUATION"] == len(checks)
+    assert f"the {len(instance.get_run_step_stats(run.run_id))} steps" in parts[3].what
