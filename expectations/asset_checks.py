@@ -77,7 +77,9 @@ def _target(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partition: str
 def evaluations(checks: list[Check], results: Results, partitions: list[str], asset_key: dg.AssetKey,
                 instance: dg.DagsterInstance | None) -> Iterator[dg.AssetCheckEvaluation]:
     """One evaluation per check and partition: its day's outcome (a day's, or below a day, the
-    day's as it stands up to the last partition judged)."""
+    day's as it stands up to the last partition judged). Each partition's materialisation is
+    looked up once for all its checks: a lookup costs a query of the instance."""
+    targets = {p: _target(instance, asset_key, p) if instance else None for p in partitions}
     for check in checks:
         for partition in partitions:
             day = date.fromisoformat(partition[:10])
@@ -86,7 +88,7 @@ def evaluations(checks: list[Check], results: Results, partitions: list[str], as
                 asset_key=asset_key, check_name=check.name, passed=outcome.passed,
                 metadata=_metadata(outcome), severity=dg.AssetCheckSeverity(check.severity),
                 description=_headline(outcome), blocking=check.blocking, partition=partition,
-                target_materialization_data=_target(instance, asset_key, partition) if instance else None,
+                target_materialization_data=targets[partition],
             )
 
 
