@@ -26,6 +26,7 @@ def test_the_shipped_instance_limits_runs_and_the_spark_pool():
     with dg.instance_for_test(overrides=yaml.safe_load(SHIPPED.read_text())) as instance:
         assert instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 2
         assert instance.global_op_concurrency_default_limit == 1
+        assert instance.run_coordinator.dequeue_interval_seconds == 1, "a queued run waits a second at most"
 
 
 def test_a_second_run_waits_for_the_first_runs_spark_step():
