@@ -205,8 +205,10 @@ def build_landing_sensor(partitions: dg.TimeWindowPartitionsDefinition,
                 missing.append(root)
                 continue
             before, now[root] = seen.get(root, {}), {}
-            ingested = context.instance.get_materialized_partitions(keys[0])
+            # what is under way before what is ingested: a run ending between the two reads is
+            # seen one way or the other, never as neither (which would ingest its days again)
             under_way = days_under_way(context.instance, keys[0], partitions)
+            ingested = context.instance.get_materialized_partitions(keys[0])
             for day in sorted(os.listdir(root)):
                 when = _date_of(day)
                 if not (days and when and days[0] <= when <= days[1] and os.path.isdir(os.path.join(root, day))):

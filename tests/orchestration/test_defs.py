@@ -15,6 +15,7 @@ from assets.resources import LakehouseResource
 from expectations.catalog import ERROR, WARN, catalog
 from jobs.tables import declared_columns
 from assets.partitions import partitions_from_environment
+from orchestration import automation
 from orchestration.automation import build_landing_sensor, folder_fingerprint
 from orchestration.definitions import build_definitions, defs
 from orchestration.freshness import output_watermark
@@ -144,6 +145,35 @@ def test_the_landing_sensor_leaves_alone_the_days_a_run_is_ingesting(tmp_path):
         cursor = json.loads(context.cursor)[str(landing)]
     assert [r.partition_key for r in requests] == ["2025-01-04"]
     assert set(cursor) == {"2025-01-03", "2025-01-04"} and cursor["2025-01-03"] == "before"
+
+
+def test_a_run_ending_while_the_landing_sensor_reads_is_not_followed_by_a_second_ingest(tmp_path, monkeypatch):
+    """The run ingesting a day writes it and ends while a tick reads: the tick asks which days are
+    under way first and which are ingested after, so it sees the day one way or the other."""
+    landing = tmp_path / "landing"
+    (landing / "2025-01-02").mkdir(parents=True)
+    defs = build_definitions(PipelineConfig(), landing_root=str(landing), lakehouse_root=str(tmp_path / "lake"))
+    sensor = defs.resolve_sensor_def("landing_sensor")
+    instance = dg.DagsterInstance.ephemeral()
+    run = dg.DagsterRun(job_name="__ASSET_JOB", status=dg.DagsterRunStatus.STARTED,
+                        asset_selection=frozenset({dg.AssetKey("events"), dg.AssetKey("quarantine")}),
+                        tags={"dagster/partition": "2025-01-02"})
+    instance.add_run(run)
+    under_way = automation.days_under_way
+
+    def the_run_ends_as_the_tick_reads(*args):
+        if instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTED:
+            for key in ("events", "quarantine"):
+                instance.report_runless_asset_event(dg.AssetMaterialization(key, partition="2025-01-02"))
+            instance.report_dagster_event(dg.DagsterEvent(dg.DagsterEventType.RUN_SUCCESS.value, run.job_name),
+                                          run_id=run.run_id)
+        return under_way(*args)
+
+    monkeypatch.setattr(automation, "days_under_way", the_run_ends_as_the_tick_reads)
+    with dg.build_sensor_context(instance=instance, resources=defs.resources) as context:
+        result = sensor(context)
+    assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.SUCCESS
+    assert isinstance(result, dg.SkipReason), [r.partition_key for r in result]
 
 
 def test_a_days_fingerprint_changes_when_a_file_lands_in_any_of_its_folders(tmp_path):
