@@ -205,10 +205,13 @@ def build_landing_sensor(partitions: dg.TimeWindowPartitionsDefinition,
                 missing.append(root)
                 continue
             before, now[root] = seen.get(root, {}), {}
-            # what is under way before what is ingested: a run ending between the two reads is
-            # seen one way or the other, never as neither (which would ingest its days again)
-            under_way = days_under_way(context.instance, keys[0], partitions)
+            # what is under way both before and after what is ingested: a run that ends, or
+            # starts, between the reads is seen one way or the other, never as neither (which
+            # would have its days ingested a second time)
+            ending = days_under_way(context.instance, keys[0], partitions)
             ingested = context.instance.get_materialized_partitions(keys[0])
+            starting = days_under_way(context.instance, keys[0], partitions)
+            under_way = None if ending is None or starting is None else ending | starting
             for day in sorted(os.listdir(root)):
                 when = _date_of(day)
                 if not (days and when and days[0] <= when <= days[1] and os.path.isdir(os.path.join(root, day))):

@@ -176,6 +176,31 @@ def test_a_run_ending_while_the_landing_sensor_reads_is_not_followed_by_a_second
     assert isinstance(result, dg.SkipReason), [r.partition_key for r in result]
 
 
+def test_a_run_starting_while_the_landing_sensor_reads_is_not_joined_by_a_second_ingest(tmp_path, monkeypatch):
+    """A run ingesting a day is launched while a tick reads which days are ingested: the tick
+    asks again which days are under way after that, and leaves the day to the run."""
+    landing = tmp_path / "landing"
+    (landing / "2025-01-02").mkdir(parents=True)
+    defs = build_definitions(PipelineConfig(), landing_root=str(landing), lakehouse_root=str(tmp_path / "lake"))
+    sensor = defs.resolve_sensor_def("landing_sensor")
+    instance = dg.DagsterInstance.ephemeral()
+    read = instance.get_materialized_partitions
+
+    def a_run_starts_as_the_tick_reads(*args, **kwargs):
+        if not instance.get_runs():
+            instance.add_run(dg.DagsterRun(job_name="__ASSET_JOB", status=dg.DagsterRunStatus.STARTED,
+                                           asset_selection=frozenset({dg.AssetKey("events"), dg.AssetKey("quarantine")}),
+                                           tags={"dagster/partition": "2025-01-02"}))
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(instance, "get_materialized_partitions", a_run_starts_as_the_tick_reads)
+    with dg.build_sensor_context(instance=instance, resources=defs.resources) as context:
+        result = sensor(context)
+    assert len(instance.get_runs()) == 1
+    assert isinstance(result, dg.SkipReason), [r.partition_key for r in result]
+    assert "1 partitions are being ingested" in result.skip_message
+
+
 def test_a_days_fingerprint_changes_when_a_file_lands_in_any_of_its_folders(tmp_path):
     """An hour folder's new or changed file changes its day's fingerprint (the sensor ingests the
     day again); a day of plain files keeps the fingerprint it had before subfolders counted, and a
