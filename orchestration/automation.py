@@ -46,9 +46,9 @@ def late_firing() -> dg.AutomationCondition:
     count as newer than their partials.)
 
     A partition whose checks are still running waits for them: a tick reads the assets' records
-    when it starts and what is in progress later, so a run writing the windows in between looks
-    to it like partials newer than windows that are not in progress; the run's checks of them
-    are (``tests/orchestration/test_late_firing_race.py``).
+    when it starts and what is in progress later, so to a tick during which a run writes the
+    windows they look older than their partials and no longer in progress, while that run's
+    checks of them still are (``tests/orchestration/test_late_firing_race.py``).
     """
     updated = dg.AutomationCondition.newly_updated()
     newer_than_own = dg.AutomationCondition.any_deps_match(updated).since(updated)

@@ -11,7 +11,7 @@ import threading
 import time
 
 import dagster as dg
-from dagster._utils.caching_instance_queryer import CachingInstanceQueryer
+from dagster._utils.caching_instance_queryer import CachingInstanceQueryer  # the tick's reader: the race's order is set there
 
 from orchestration.automation import late_firing
 
