@@ -11,7 +11,8 @@ import threading
 import time
 
 import dagster as dg
-from dagster._utils.caching_instance_queryer import CachingInstanceQueryer  # the tick's reader: the race's order is set there
+# the reader a tick uses (Dagster's own): the test sets the race's order there
+from dagster._utils.caching_instance_queryer import CachingInstanceQueryer
 
 from orchestration.automation import late_firing
 
