@@ -11,6 +11,7 @@ import threading
 import time
 
 import dagster as dg
+
 # the reader a tick uses (Dagster's own): the test sets the race's order there
 from dagster._utils.caching_instance_queryer import CachingInstanceQueryer
 
