@@ -59,18 +59,19 @@ def timeline(home: Path, started: float, ended: float) -> tuple[list[Part], Coun
     done = [m for m in steps.values() if "STEP_START" in m and "STEP_SUCCESS" in m]
     computing = sum(m.get("result", m["STEP_SUCCESS"]) - m["STEP_START"] for m in done)
     recording = sum(m["STEP_SUCCESS"] - m.get("result", m["STEP_SUCCESS"]) for m in done)
-    first, last = min(m["STEP_START"] for m in done), max(m["STEP_SUCCESS"] for m in done)
-    marks = [started, backfill.backfill_timestamp, stats.start_time, first, last, stats.end_time,
-             backfill.backfill_end_timestamp or stats.end_time, ended]
+    first = min(m["STEP_START"] for m in done)
+    marked = backfill.backfill_end_timestamp or stats.end_time
     parts = [
-        Part("generating the events, launching the backfill (dagster-graphql)", marks[1] - marks[0], False),
-        Part("the daemon starting the run (its start, the queue, the run's process)", marks[2] - marks[1], True),
-        Part("the run's resources (the Spark session)", marks[3] - marks[2], False),
+        Part("generating the events, launching the backfill (dagster-graphql)",
+             backfill.backfill_timestamp - started, False),
+        Part("the daemon starting the run (its start, the queue, the run's process)",
+             stats.start_time - backfill.backfill_timestamp, True),
+        Part("the run's resources (the Spark session)", first - stats.start_time, False),
         Part(f"the {len(done)} steps computing (Spark)", computing, False),
         Part("the steps' results recorded (an event each)", recording, True),
-        Part("between the steps, the run's end", marks[5] - marks[3] - computing - recording, True),
-        Part("the daemon marking the backfill ended (its 30 s interval)", marks[6] - marks[5], True),
-        Part("reading the results back, the summary", marks[7] - marks[6], False),
+        Part("between the steps, the run's end", stats.end_time - first - computing - recording, True),
+        Part("the daemon marking the backfill ended (its 30 s interval)", marked - stats.end_time, True),
+        Part("reading the results back, the summary", ended - marked, False),
     ]
     events = Counter(e.dagster_event.event_type_value for e in entries if e.dagster_event is not None)
     return parts, events
