@@ -125,6 +125,21 @@ def test_the_landing_sensor_ingests_each_landing_source_on_its_own(tmp_path):
     assert set(json.loads(cursor)) == {str(default), str(orders)}
 
 
+def ingest_run(**tags: str) -> dg.DagsterRun:
+    """A run not yet ended that ingests the days its partition tags name."""
+    return dg.DagsterRun(job_name="__ASSET_JOB", status=dg.DagsterRunStatus.STARTED,
+                         asset_selection=frozenset({dg.AssetKey("events"), dg.AssetKey("quarantine")}),
+                         tags=tags)
+
+
+def one_day_landing_sensor(tmp_path):
+    """The landing sensor of a deployment whose landing holds one arrival day, 2025-01-02."""
+    landing = tmp_path / "landing"
+    (landing / "2025-01-02").mkdir(parents=True)
+    defs = build_definitions(PipelineConfig(), landing_root=str(landing), lakehouse_root=str(tmp_path / "lake"))
+    return defs.resolve_sensor_def("landing_sensor"), defs.resources
+
+
 def test_the_landing_sensor_leaves_alone_the_days_a_run_is_ingesting(tmp_path):
     """A run not yet ended that ingests a range (a backfill's run, or one launched by hand) has
     its days skipped: the sensor would otherwise ingest each of them a second time. The days
@@ -135,10 +150,8 @@ def test_the_landing_sensor_leaves_alone_the_days_a_run_is_ingesting(tmp_path):
     defs = build_definitions(PipelineConfig(), landing_root=str(landing), lakehouse_root=str(tmp_path / "lake"))
     sensor = defs.resolve_sensor_def("landing_sensor")
     instance = dg.DagsterInstance.ephemeral()
-    instance.add_run(dg.DagsterRun(job_name="__ASSET_JOB", status=dg.DagsterRunStatus.STARTED,
-                                   asset_selection=frozenset({dg.AssetKey("events"), dg.AssetKey("quarantine")}),
-                                   tags={"dagster/asset_partition_range_start": "2025-01-02",
-                                         "dagster/asset_partition_range_end": "2025-01-03"}))
+    instance.add_run(ingest_run(**{"dagster/asset_partition_range_start": "2025-01-02",
+                                   "dagster/asset_partition_range_end": "2025-01-03"}))
     with dg.build_sensor_context(instance=instance, resources=defs.resources,
                                  cursor=json.dumps({str(landing): {"2025-01-03": "before"}})) as context:
         requests = list(sensor(context))
@@ -150,14 +163,9 @@ def test_the_landing_sensor_leaves_alone_the_days_a_run_is_ingesting(tmp_path):
 def test_a_run_ending_while_the_landing_sensor_reads_is_not_followed_by_a_second_ingest(tmp_path, monkeypatch):
     """The run ingesting a day writes it and ends while a tick reads: the tick asks which days are
     under way first and which are ingested after, so it sees the day one way or the other."""
-    landing = tmp_path / "landing"
-    (landing / "2025-01-02").mkdir(parents=True)
-    defs = build_definitions(PipelineConfig(), landing_root=str(landing), lakehouse_root=str(tmp_path / "lake"))
-    sensor = defs.resolve_sensor_def("landing_sensor")
+    sensor, resources = one_day_landing_sensor(tmp_path)
     instance = dg.DagsterInstance.ephemeral()
-    run = dg.DagsterRun(job_name="__ASSET_JOB", status=dg.DagsterRunStatus.STARTED,
-                        asset_selection=frozenset({dg.AssetKey("events"), dg.AssetKey("quarantine")}),
-                        tags={"dagster/partition": "2025-01-02"})
+    run = ingest_run(**{"dagster/partition": "2025-01-02"})
     instance.add_run(run)
     under_way = automation.days_under_way
 
@@ -170,7 +178,7 @@ def test_a_run_ending_while_the_landing_sensor_reads_is_not_followed_by_a_second
         return under_way(*args)
 
     monkeypatch.setattr(automation, "days_under_way", the_run_ends_as_the_tick_reads)
-    with dg.build_sensor_context(instance=instance, resources=defs.resources) as context:
+    with dg.build_sensor_context(instance=instance, resources=resources) as context:
         result = sensor(context)
     assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.SUCCESS
     assert isinstance(result, dg.SkipReason), [r.partition_key for r in result]
@@ -179,22 +187,17 @@ def test_a_run_ending_while_the_landing_sensor_reads_is_not_followed_by_a_second
 def test_a_run_starting_while_the_landing_sensor_reads_is_not_joined_by_a_second_ingest(tmp_path, monkeypatch):
     """A run ingesting a day is launched while a tick reads which days are ingested: the tick
     asks again which days are under way after that, and leaves the day to the run."""
-    landing = tmp_path / "landing"
-    (landing / "2025-01-02").mkdir(parents=True)
-    defs = build_definitions(PipelineConfig(), landing_root=str(landing), lakehouse_root=str(tmp_path / "lake"))
-    sensor = defs.resolve_sensor_def("landing_sensor")
+    sensor, resources = one_day_landing_sensor(tmp_path)
     instance = dg.DagsterInstance.ephemeral()
     read = instance.get_materialized_partitions
 
     def a_run_starts_as_the_tick_reads(*args, **kwargs):
         if not instance.get_runs():
-            instance.add_run(dg.DagsterRun(job_name="__ASSET_JOB", status=dg.DagsterRunStatus.STARTED,
-                                           asset_selection=frozenset({dg.AssetKey("events"), dg.AssetKey("quarantine")}),
-                                           tags={"dagster/partition": "2025-01-02"}))
+            instance.add_run(ingest_run(**{"dagster/partition": "2025-01-02"}))
         return read(*args, **kwargs)
 
     monkeypatch.setattr(instance, "get_materialized_partitions", a_run_starts_as_the_tick_reads)
-    with dg.build_sensor_context(instance=instance, resources=defs.resources) as context:
+    with dg.build_sensor_context(instance=instance, resources=resources) as context:
         result = sensor(context)
     assert len(instance.get_runs()) == 1
     assert isinstance(result, dg.SkipReason), [r.partition_key for r in result]
