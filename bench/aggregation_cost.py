@@ -38,6 +38,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs import minute_partials, sliding_windows
+from jobs.ingest.arrival_parts import arrival_day_end
 from jobs.runtime.spark_session import get_spark
 from jobs.storage import delta_io, delta_write
 from jobs.tables import EVENTS, MINUTE_PARTIALS, WINDOW_CHANGES, WINDOW_SNAPSHOT, day_filter, declared_columns
@@ -95,7 +96,7 @@ def events(spark: SparkSession, per_day: int, keys: int, config: PipelineConfig)
                                         (F.floor(_uniform(10) ** 2 * 40) + 1).cast("int"))),
     }
     rows = spark.range(0, per_day * days, 1, 4).select(*[c.alias(n) for n, c in columns.items()])
-    rows = rows.withColumn("arrival_date", F.to_date("arrival_time"))
+    rows = rows.withColumn("arrival_date", F.to_date("arrival_time")).withColumn("arrival_part", arrival_day_end())
     declared = declared_columns(EVENTS.name, config)
     return rows.select(*[F.col(n).cast(t) for n, t in declared])
 
