@@ -26,12 +26,16 @@ def _invertible(config: PipelineConfig) -> list[Aggregation]:
     return [a for a in config.aggregations if a.invertible]
 
 
-def merged_state(config: PipelineConfig, over: WindowSpec | None = None, prefix: str = "") -> list[Column]:
+def merged_state(config: PipelineConfig, over: WindowSpec | None = None, prefix: str = "",
+                 by_entry: bool = True) -> list[Column]:
     """The state columns combined (in ``groupBy``, or over a window frame) with each invertible
     aggregation's own ``spark_merge``: a sum for vectors of sums, a merge of counts for a
-    histogram. Named ``prefix`` + the column."""
+    histogram. Named ``prefix`` + the column. Without ``by_entry``, the aggregations whose
+    partials merge entry by entry (``running_counts``) are left out."""
     merged = [_over(F.sum("event_count"), over).alias(f"{prefix}event_count")]
     for a in _invertible(config):
+        if a.counts_by_entry and not by_entry:
+            continue
         columns = a.field_columns()
         merged += [c.alias(f"{prefix}{n}") for c, n in zip(a.spark_merge([F.col(c) for c in columns], over), columns)]
     return merged
@@ -123,6 +127,9 @@ def presorted_by_key(deltas: DataFrame, windows: Windows, after: Column) -> Data
     return with_key_hash(deltas).repartition(KEY_HASH, "window", "key").sortWithinPartitions(order)
 
 
+END_INDEX = "end_index"  # an end's place among its key's ends in the run, from 1
+
+
 def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
     """Each key's state at every end where its window changes: the running sum of its deltas
     (``presorted_by_key``, whose ``key_hash`` it partitions on beside the key).
@@ -137,23 +144,63 @@ def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
     The same Window hands each kept row what the marks need from its neighbours, so they need
     no second Window: ``previous_*``, the invertible state at the key's previous end (this
     end's minus the deltas at it), and ``next_end`` (the row after an end's last is the first
-    of the key's next end).
+    of the key's next end). A map of counts is summed entry by entry (``running_counts``).
     """
     by_key = Window.partitionBy(KEY_HASH, "window", "key").orderBy("end")
     upto, at = (by_key.rangeBetween(Window.unboundedPreceding, Window.currentRow),
                 by_key.rangeBetween(Window.currentRow, Window.currentRow))
-    state = state_columns(config)
-    running = deltas.select("window", "key", "end", F.sum("entering").over(at).alias("entering"),
-                            *merged_state(config, upto),
-                            *merged_state(config, at, prefix="at_end_")[1:],
-                            F.lead("end").over(by_key).alias("next_end"))
+    maps = [a for a in _invertible(config) if a.counts_by_entry]
+    indexed = deltas.withColumn(END_INDEX, F.dense_rank().over(by_key)) if maps else deltas
+    running = indexed.select(KEY_HASH, "window", "key", "end", *([END_INDEX] if maps else []),
+                             F.sum("entering").over(at).alias("entering"),
+                             *merged_state(config, upto, by_entry=False),
+                             *merged_state(config, at, prefix="at_end_", by_entry=False)[1:],
+                             F.lead("end").over(by_key).alias("next_end"))
     last_of_end = F.col("next_end").isNull() | (F.col("next_end") != F.col("end"))
-    previous = []
+    kept = running.where(last_of_end)
+    columns, previous = [], []
     for a in _invertible(config):
         names = a.field_columns()
+        if a.counts_by_entry:  # an end without counts has no row: the empty map
+            (counts,) = names
+            kept = kept.join(running_counts(indexed, counts), [KEY_HASH, "window", "key", END_INDEX], "left")
+            columns.append(F.coalesce(F.col(counts), a.spark_empty_value()).alias(counts))
+            previous.append(F.coalesce(F.col(f"previous_{counts}"), a.spark_empty_value()).alias(f"previous_{counts}"))
+            continue
+        columns += names
         previous += [c.alias(f"previous_{n}") for c, n in zip(
             a.spark_deduct([F.col(n) for n in names], [F.col(f"at_end_{n}") for n in names]), names)]
-    return running.where(last_of_end).select("window", "key", "end", "entering", *state, *previous, "next_end")
+    return kept.select("window", "key", "end", "entering", "event_count", *columns, *previous, "next_end")
+
+
+def running_counts(indexed: DataFrame, counts: str) -> DataFrame:
+    """A map of counts (``counts``) summed over a key's deltas at every end, entry by entry: each
+    value's running count where it changes, held over the key's ends until its next change and
+    gathered into one map per end in value order, without zeros. The work is the size of the
+    maps it returns; a window frame merging the maps at each row would fold every map before it.
+    Rows by (key, ``END_INDEX``) with ``counts`` and ``previous_counts`` (the map at the key's
+    previous end); an end whose map is empty has no row."""
+    key = [KEY_HASH, "window", "key"]
+    by_value = Window.partitionBy(*key, "value").orderBy(END_INDEX)
+    changes = (indexed.select(*key, END_INDEX, counts, F.max(END_INDEX).over(Window.partitionBy(*key)).alias("ends"))
+               .select(*key, END_INDEX, "ends", F.explode(counts).alias("value", "n"))  # ends of every row
+               .groupBy(*key, "value", END_INDEX).agg(F.max("ends").alias("ends"), F.sum("n").alias("n"))
+               .select(*key, "value", END_INDEX, "ends",
+                       F.sum("n").over(by_value.rowsBetween(Window.unboundedPreceding, 0)).alias("count"),
+                       F.lead(END_INDEX).over(by_value).alias("next_change")))
+    # held at ends END_INDEX .. last; the previous map holds it one end later
+    last = F.coalesce(F.col("next_change") - 1, F.col("ends"))
+    spread = changes.where(F.col("count") != 0).select(
+        *key, "value", "count", END_INDEX, last.alias("last"),
+        F.explode(F.sequence(F.col(END_INDEX), F.least(last + 1, F.col("ends")))).alias("at"))
+    entry = F.struct("value", "count")
+
+    def gathered(held: Column) -> Column:
+        return F.map_from_entries(F.array_sort(F.collect_list(F.when(held, entry))))
+
+    return spread.groupBy(*key, F.col("at").alias(END_INDEX)).agg(
+        gathered(F.col("at") <= F.col("last")).alias(counts),
+        gathered(F.col("at") > F.col(END_INDEX)).alias(f"previous_{counts}"))
 
 
 def baseline_from_snapshot(snapshot: DataFrame, windows: Windows, config: PipelineConfig,

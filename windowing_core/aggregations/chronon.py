@@ -455,6 +455,7 @@ class Histogram(Aggregation):
     applies_to = frozenset({INTEGER, STRING})
     needs = "an integer or string"
     invertible = True
+    counts_by_entry = True
 
     def __init__(self, name: str, field: str = DEFAULT_FIELD, value_type: str = "bigint", **params: Any) -> None:
         super().__init__(name, field, value_type, **params)
@@ -503,13 +504,9 @@ class Histogram(Aggregation):
         return [self._sum(ones)]
 
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
-        """Counts added map by map. Over the running sum's window frame this folds every map of
-        the key's deltas before the row, at every row: quadratic in a key's entering and leaving
-        frames within one run (never in the window's length), which a key seen every minute
-        pays (``bench.aggregation_cost``, configuration ``collections``). The linear method is
-        known and not built: running counts per (key, value), each exploded over the indices of
-        the key's ends it holds (``sequence`` from its end to the next change of that value), and
-        grouped back into one map per end, so the work is the size of the maps written."""
+        """Counts added map by map. Over a growing window frame this folds every map before the
+        row at every row, quadratic in the frame: the running sum of a key's deltas adds
+        histograms entry by entry instead (``counts_by_entry``)."""
         return [self._sum(_over(F.collect_list(fields[0]), over))]
 
     def spark_finish(self, fields: list[Column]) -> Column:
