@@ -64,6 +64,38 @@ def prefix_merged(rows: DataFrame, aggregations: list[Aggregation], by: list[str
     return rows
 
 
+def running_counts(rows: DataFrame, counts: str, by: list[str], index: str, previous: bool = False) -> DataFrame:
+    """A map of counts (``counts``, a histogram's partial) summed over each partition's rows
+    (``by``) up to every ``index`` (1, 2, ... in the partition's order; rows may share one),
+    entry by entry: each value's running count where it changes, held over the indices until its
+    next change, gathered into one map per index in value order, without zeros. The work is the
+    size of the maps returned; merging the maps of a growing window frame would fold every map
+    before each row again. Rows by (``by``, ``index``), with ``previous_`` + ``counts`` (the map
+    at the index before) where ``previous``; an index whose maps are empty has no row."""
+    by_value = Window.partitionBy(*by, "value").orderBy(index)
+    changes = (rows.select(*by, index, counts, F.max(index).over(Window.partitionBy(*by)).alias("last_index"))
+               .select(*by, index, "last_index", F.explode(counts).alias("value", "n"))  # the index of every row
+               .groupBy(*by, "value", index).agg(F.max("last_index").alias("last_index"), F.sum("n").alias("n"))
+               .select(*by, "value", index, "last_index",
+                       F.sum("n").over(by_value.rowsBetween(Window.unboundedPreceding, 0)).alias("count"),
+                       F.lead(index).over(by_value).alias("next_change")))
+    # held at indices index .. held_to; the map at the index after holds it as its previous
+    held_to = F.coalesce(F.col("next_change") - 1, F.col("last_index"))
+    through = F.least(held_to + 1, F.col("last_index")) if previous else held_to
+    spread = changes.where(F.col("count") != 0).select(
+        *by, "value", "count", index, held_to.alias("held_to"),
+        F.explode(F.sequence(F.col(index), through)).alias("at"))
+    entry = F.struct("value", "count")
+
+    def gathered(held: Column) -> Column:
+        return F.map_from_entries(F.array_sort(F.collect_list(F.when(held, entry))))
+
+    maps = [gathered(F.col("at") <= F.col("held_to")).alias(counts)]
+    if previous:
+        maps.append(gathered(F.col("at") > F.col(index)).alias(f"previous_{counts}"))
+    return spread.groupBy(*by, F.col("at").alias(index)).agg(*maps)
+
+
 def with_finished_values(frame: DataFrame, config: PipelineConfig) -> DataFrame:
     return frame.withColumns({
         a.name: a.spark_finish([F.col(c) for c in a.field_columns()]).cast(a.output_type)

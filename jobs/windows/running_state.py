@@ -9,7 +9,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.tables import partial_columns
-from jobs.windows.partial_merges import merges
+from jobs.windows.partial_merges import merges, running_counts
 from jobs.windows.window_grid import Windows, seconds_of
 from jobs.windows.window_inputs import ReadPlan
 from windowing_core.aggregations import Aggregation
@@ -163,7 +163,8 @@ def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
         names = a.field_columns()
         if a.counts_by_entry:  # an end without counts has no row: the empty map
             (counts,) = names
-            kept = kept.join(running_counts(indexed, counts), [KEY_HASH, "window", "key", END_INDEX], "left")
+            by = [KEY_HASH, "window", "key"]
+            kept = kept.join(running_counts(indexed, counts, by, END_INDEX, previous=True), [*by, END_INDEX], "left")
             columns.append(F.coalesce(F.col(counts), a.spark_empty_value()).alias(counts))
             previous.append(F.coalesce(F.col(f"previous_{counts}"), a.spark_empty_value()).alias(f"previous_{counts}"))
             continue
@@ -171,36 +172,6 @@ def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
         previous += [c.alias(f"previous_{n}") for c, n in zip(
             a.spark_deduct([F.col(n) for n in names], [F.col(f"at_end_{n}") for n in names]), names)]
     return kept.select("window", "key", "end", "entering", "event_count", *columns, *previous, "next_end")
-
-
-def running_counts(indexed: DataFrame, counts: str) -> DataFrame:
-    """A map of counts (``counts``) summed over a key's deltas at every end, entry by entry: each
-    value's running count where it changes, held over the key's ends until its next change and
-    gathered into one map per end in value order, without zeros. The work is the size of the
-    maps it returns; a window frame merging the maps at each row would fold every map before it.
-    Rows by (key, ``END_INDEX``) with ``counts`` and ``previous_counts`` (the map at the key's
-    previous end); an end whose map is empty has no row."""
-    key = [KEY_HASH, "window", "key"]
-    by_value = Window.partitionBy(*key, "value").orderBy(END_INDEX)
-    changes = (indexed.select(*key, END_INDEX, counts, F.max(END_INDEX).over(Window.partitionBy(*key)).alias("ends"))
-               .select(*key, END_INDEX, "ends", F.explode(counts).alias("value", "n"))  # ends of every row
-               .groupBy(*key, "value", END_INDEX).agg(F.max("ends").alias("ends"), F.sum("n").alias("n"))
-               .select(*key, "value", END_INDEX, "ends",
-                       F.sum("n").over(by_value.rowsBetween(Window.unboundedPreceding, 0)).alias("count"),
-                       F.lead(END_INDEX).over(by_value).alias("next_change")))
-    # held at ends END_INDEX .. last; the previous map holds it one end later
-    last = F.coalesce(F.col("next_change") - 1, F.col("ends"))
-    spread = changes.where(F.col("count") != 0).select(
-        *key, "value", "count", END_INDEX, last.alias("last"),
-        F.explode(F.sequence(F.col(END_INDEX), F.least(last + 1, F.col("ends")))).alias("at"))
-    entry = F.struct("value", "count")
-
-    def gathered(held: Column) -> Column:
-        return F.map_from_entries(F.array_sort(F.collect_list(F.when(held, entry))))
-
-    return spread.groupBy(*key, F.col("at").alias(END_INDEX)).agg(
-        gathered(F.col("at") <= F.col("last")).alias(counts),
-        gathered(F.col("at") > F.col(END_INDEX)).alias(f"previous_{counts}"))
 
 
 def baseline_from_snapshot(snapshot: DataFrame, windows: Windows, config: PipelineConfig,

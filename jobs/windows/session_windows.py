@@ -58,7 +58,9 @@ from jobs.tables import (
     frame_times, partial_columns,
 )
 from jobs.windows import arrival_frames, carried_state
-from jobs.windows.partial_merges import merged_in_passes, merges, most_rows_of, prefix_merged, with_finished_values
+from jobs.windows.partial_merges import (
+    merged_in_passes, merges, most_rows_of, prefix_merged, running_counts, with_finished_values,
+)
 from jobs.windows.window_grid import Windows
 from windowing_core.config import PipelineConfig
 from windowing_core.run_interval import RunInterval, as_utc
@@ -66,6 +68,7 @@ from windowing_core.sessions import SessionSpec
 
 MICROS = 1_000_000
 DAY_MICROS = 86400 * MICROS
+PIECE = "piece"  # a piece's place in its session, from 1
 
 
 DEFINITION: carried_state.Definition = {
@@ -151,19 +154,28 @@ def with_sessions_so_far(numbered: DataFrame, config: PipelineConfig) -> DataFra
     merged in log2 passes (``partial_merges.prefix_merged``) rather than refolded at every
     piece; a session's pieces have no bound known before the run (a bootstrap reads every
     earlier day), so the largest session's is counted first, one more job only for those
-    partials."""
+    partials. A histogram is summed entry by entry (``partial_merges.running_counts``)."""
     by = ["window", "key", "session"]
     running = Window.partitionBy(*by).orderBy("first").rowsBetween(Window.unboundedPreceding, 0)
     scanned = merged_in_passes(config.aggregations)
     if scanned:
         numbered = prefix_merged(numbered, scanned, by, [F.col("first")], most_rows_of(numbered, *by))
+    maps = [a for a in config.aggregations if a.counts_by_entry]
+    if maps:  # each piece's place in its session, which a histogram's running counts are gathered by
+        numbered = numbered.withColumn(PIECE, F.row_number().over(Window.partitionBy(*by).orderBy("first")))
     merged = [F.sum("event_count").over(running).alias("event_count")]
     for agg in config.aggregations:
         columns = agg.field_columns()
-        merged += ([F.col(c) for c in columns] if agg in scanned else
+        merged += ([F.col(c) for c in columns] if agg in scanned or agg in maps else
                    [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns], running), columns)])
-    return numbered.select("window", "key", F.min("first").over(running).alias("start"), "last", "next_first",
-                           *merged)
+    so_far = numbered.select("window", "key", "session", *([PIECE] if maps else []),
+                             F.min("first").over(running).alias("start"), "last", "next_first", *merged)
+    for agg in maps:
+        (counts,) = agg.field_columns()
+        so_far = (so_far.drop(counts).join(running_counts(numbered, counts, by, PIECE), [*by, PIECE], "left")
+                  .withColumn(counts, F.coalesce(F.col(counts), agg.spark_empty_value())))
+    return so_far.select("window", "key", "start", "last", "next_first", "event_count",
+                         *[c for a in config.aggregations for c in a.field_columns()])
 
 
 def _change_rows(rows: DataFrame, config: PipelineConfig, end: str) -> DataFrame:

@@ -67,7 +67,7 @@ class Aggregation(ABC):
 
     invertible: bool
     # A partial that is one map of counts (a histogram): the running sum adds it entry by entry
-    # (``jobs.windows.running_state.running_counts``), not map by map.
+    # (``jobs.windows.partial_merges.running_counts``), not map by map.
     counts_by_entry: ClassVar[bool] = False
     fields: tuple[PartialField, ...]
     output_type: str  # Spark SQL DDL type of the finished value
