@@ -29,6 +29,8 @@ MINUTE = 60_000_000  # microseconds, as pieces hold their times
 CONFIGS = {
     "count": PipelineConfig(aggregations=(aggregation("count", "n"),)),
     "count+histogram": PipelineConfig(aggregations=(aggregation("count", "n"), aggregation("histogram", "h"))),
+    "count+lists": PipelineConfig(aggregations=(aggregation("count", "n"), aggregation("top_k", "top", k=5),
+                                                aggregation("unique_count", "distinct"))),
 }
 
 
@@ -39,7 +41,8 @@ def pieces(spark: SparkSession, keys: int, per_session: int) -> DataFrame:
     return spark.range(keys * per_session).select(
         F.lit("s").alias("window"), (F.col("id") % keys).cast("string").alias("key"), F.lit(1).cast("long").alias("session"),
         (p * MINUTE).alias("first"), (p * MINUTE + 1).alias("last"), F.lit(None).cast("long").alias("next_first"),
-        F.lit(3).cast("long").alias("event_count"), F.lit(3).cast("long").alias("n__n"), counts.alias("h__counts"))
+        F.lit(3).cast("long").alias("event_count"), F.lit(3).cast("long").alias("n__n"), counts.alias("h__counts"),
+        F.map_keys(counts).alias("top__list"), F.array_sort(F.map_keys(counts)).alias("distinct__values"))
 
 
 def main() -> int:

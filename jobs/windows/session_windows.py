@@ -154,25 +154,47 @@ def with_sessions_so_far(numbered: DataFrame, config: PipelineConfig) -> DataFra
     merged in log2 passes (``partial_merges.prefix_merged``) rather than refolded at every
     piece; a session's pieces have no bound known before the run (a bootstrap reads every
     earlier day), so the largest session's is counted first, one more job only for those
-    partials. A histogram is summed entry by entry (``partial_merges.running_counts``)."""
+    partials. A histogram is summed entry by entry (``partial_merges.running_counts``), and a
+    list or set partial (``Aggregation.spark_elements``) is merged element by element, as
+    ``exact_values.running_merge`` does: ``flatten(collect_list(...))`` over the growing frame
+    would copy every list before each piece."""
     by = ["window", "key", "session"]
-    running = Window.partitionBy(*by).orderBy("first").rowsBetween(Window.unboundedPreceding, 0)
     scanned = merged_in_passes(config.aggregations)
     if scanned:
         numbered = prefix_merged(numbered, scanned, by, [F.col("first")], most_rows_of(numbered, *by))
     maps = [a for a in config.aggregations if a.counts_by_entry]
     if maps:  # each piece's place in its session, which a histogram's running counts are gathered by
         numbered = numbered.withColumn(PIECE, F.row_number().over(Window.partitionBy(*by).orderBy("first")))
-    merged = [F.sum("event_count").over(running).alias("event_count")]
+    listed = [a for a in config.aggregations if a not in scanned
+              and a.spark_elements([F.col(c) for c in a.field_columns()]) is not None]
+    pieces, order, last_row = numbered, [F.col("first")], F.lit(True)
+    if listed:  # one row per element (an empty piece keeps one, position null); the rest ride on the first
+        zipped = F.arrays_zip(*[F.col(a.field_columns()[0]) for a in listed])
+        numbered = numbered.select("*", F.size(zipped).alias("__items"),
+                                   F.posexplode_outer(zipped).alias("__pos", "__item"))
+        order.append(F.col("__pos"))
+        last_row = F.col("__pos").isNull() | (F.col("__pos") == F.col("__items") - 1)
+
+    def once(c: Column) -> Column:  # a piece's partial, on the first of its rows
+        return F.when(F.col("__pos").isNull() | (F.col("__pos") == 0), c) if listed else c
+
+    running = Window.partitionBy(*by).orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)
+    merged = [F.sum(once(F.col("event_count"))).over(running).alias("event_count")]
     for agg in config.aggregations:
         columns = agg.field_columns()
-        merged += ([F.col(c) for c in columns] if agg in scanned or agg in maps else
-                   [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns], running), columns)])
-    so_far = numbered.select("window", "key", "session", *([PIECE] if maps else []),
+        if agg in scanned or agg in maps:
+            merged += [F.col(c) for c in columns]
+        elif agg in listed:
+            merged += [c.alias(n) for c, n in zip(agg.spark_merge_elements(F.col("__item")[columns[0]], running),
+                                                  columns)]
+        else:
+            merged += [c.alias(n) for c, n in zip(agg.spark_merge([once(F.col(c)) for c in columns], running), columns)]
+    so_far = numbered.select("window", "key", "session", *([PIECE] if maps else []), last_row.alias("__last"),
                              F.min("first").over(running).alias("start"), "last", "next_first", *merged)
+    so_far = so_far.where("__last").drop("__last")
     for agg in maps:
         (counts,) = agg.field_columns()
-        so_far = (so_far.drop(counts).join(running_counts(numbered, counts, by, PIECE), [*by, PIECE], "left")
+        so_far = (so_far.drop(counts).join(running_counts(pieces, counts, by, PIECE), [*by, PIECE], "left")
                   .withColumn(counts, F.coalesce(F.col(counts), agg.spark_empty_value())))
     return so_far.select("window", "key", "start", "last", "next_first", "event_count",
                          *[c for a in config.aggregations for c in a.field_columns()])
