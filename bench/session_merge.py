@@ -1,14 +1,15 @@
-"""What a histogram costs a session's running merge, against the same merge with ``count`` alone,
-in one run.
+"""What a histogram or lists cost a session's running merge, against the same merge with
+``count`` alone, in one run.
 
     python -m bench.session_merge --keys 50 --pieces 720     # 50 keys, one 720-minute session each
 
 Self-contained (it imports only panes' jobs). Generated session pieces (one a minute, each with a
-histogram of two values out of 90) go through ``session_windows.with_sessions_so_far``, the running
-merge of each session's pieces, into Spark's ``noop`` sink: once with ``count``, once with
-``count`` and ``histogram``, best of ``--reps``. A histogram merged map by map over the growing
-frame is quadratic in a session's pieces; entry by entry (``partial_merges.running_counts``) its
-cost is the size of the maps it writes.
+histogram of two values out of 90, and those values as lists) go through
+``session_windows.with_sessions_so_far``, the running merge of each session's pieces, into
+Spark's ``noop`` sink: with ``count``; with ``count`` and ``histogram``; with ``count``,
+``top_k`` and ``unique_count``; best of ``--reps``. Merged whole over the growing frame, maps
+and lists are quadratic in a session's pieces; entry by entry (``partial_merges.running_counts``)
+and element by element their cost is the size of what they write.
 """
 
 from __future__ import annotations
