@@ -8,7 +8,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.tables import partial_columns
-from jobs.windows.partial_merges import merged_in_passes, most_rows_of, prefix_merged
+from jobs.windows.partial_merges import (element_merges, exploded, first_element, merged_by_element, merged_in_passes,
+                                        most_rows_of, prefix_merged)
 from jobs.windows.window_grid import Windows, floor_to, seconds_of
 from windowing_core.config import PipelineConfig
 from windowing_core.window_spec import tile_size
@@ -20,11 +21,9 @@ def running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column], 
 
     Three ways, by what Spark can merge incrementally over a growing window frame:
     - a window aggregate (``spark_merge`` over the frame: sums, min/max, sketch unions);
-    - a partial that is a collection (``Aggregation.spark_elements``: k-lists, distinct sets):
-      ``flatten(collect_list(...))`` would copy every partial before the row at every row, so it
-      is exploded, one row per element (the other partials ride on its first), and merged
-      element by element (``spark_merge_elements``: ``max_by``/``min_by`` with k, whose buffer
-      is at most k long);
+    - a partial that is a collection (``partial_merges.merged_by_element``: k-lists, distinct
+      sets): exploded, one row per element (the other partials ride on its first), and merged
+      element by element (``max_by``/``min_by`` with k, whose buffer is at most k long);
     - a partial Spark has no aggregate for (``spark_combine``): the frame rows' prefix merges
       (``prefix_merged``, frame rows before query rows), and each query row takes the last
       frame row's before it.
@@ -34,11 +33,9 @@ def running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column], 
     scanned = merged_in_passes(aggregations)
     if scanned:
         rows = prefix_merged(rows, scanned, ["window", "key", "tile"], [F.col("is_query").asc(), *order], most_frames)
-    listed = {a.name for a in aggregations if a.spark_elements([F.col(c) for c in a.field_columns()]) is not None}
-    if listed:  # query rows (null partials) and empty lists keep one row, position null
-        lists = [a.field_columns()[0] for a in aggregations if a.name in listed]
-        rows = rows.select("*", F.posexplode_outer(F.arrays_zip(*[F.col(c) for c in lists])).alias("__pos", "__item"))
-    first = F.col("__pos").isNull() | (F.col("__pos") == 0)
+    listed = merged_by_element(aggregations)
+    if listed:  # query rows (null partials) keep one row, position null
+        rows = exploded(rows, listed)
     if scanned:  # each prefix once, as a column: every field taken from the window function would repeat it
         rows = rows.withColumns({f"__prefix_{a.name}": F.last(F.when(~F.col("is_query"), F.struct(*a.field_columns())),
                                                                ignorenulls=True).over(window) for a in scanned})
@@ -47,11 +44,10 @@ def running_merge(rows: DataFrame, config: PipelineConfig, order: list[Column], 
         columns = agg.field_columns()
         if agg in scanned:
             merged += [F.col(f"__prefix_{agg.name}")[c].alias(c) for c in columns]
-        elif agg.name in listed:
-            merged += [c.alias(n) for c, n in zip(agg.spark_merge_elements(F.col("__item")[columns[0]], window),
-                                                  columns)]
+        elif agg in listed:
+            merged += element_merges(agg, window)
         else:
-            fields = [F.when(first, F.col(c)) if listed else F.col(c) for c in columns]
+            fields = [F.when(first_element(), F.col(c)) if listed else F.col(c) for c in columns]
             merged += [c.alias(n) for c, n in zip(agg.spark_merge(fields, window), columns)]
     return rows.select("window", "key", "end", "is_query", *merged).where("is_query").drop("is_query")
 

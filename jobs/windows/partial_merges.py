@@ -3,7 +3,7 @@ every window kind share."""
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from windowing_core.aggregations import Aggregation
@@ -62,6 +62,40 @@ def prefix_merged(rows: DataFrame, aggregations: list[Aggregation], by: list[str
             merged.update(zip(own, agg.spark_combine(earlier, [F.col(c) for c in own]), strict=True))
         rows = rows.withColumns(merged).drop(*[f"__earlier_{c}" for c in columns])
     return rows
+
+
+def merged_by_element(aggregations: list[Aggregation] | tuple[Aggregation, ...]) -> list[Aggregation]:
+    """The aggregations whose partial is one collection (``Aggregation.spark_elements``: k-lists,
+    sets): a running merge takes them one element per row (``exploded``), since
+    ``flatten(collect_list(...))`` over a growing window frame would copy every list before each
+    row again."""
+    return [a for a in aggregations if not a.merges_in_passes
+            and a.spark_elements([F.col(c) for c in a.field_columns()]) is not None]
+
+
+def exploded(rows: DataFrame, listed: list[Aggregation]) -> DataFrame:
+    """``rows`` with one row per position of the ``listed`` partials' arrays, zipped (a row whose
+    arrays are empty or null keeps one, position null): ``element_merges`` over a window frame
+    merges them, and the other partials ride on each row's ``first_element``."""
+    zipped = F.arrays_zip(*[F.col(a.field_columns()[0]) for a in listed])
+    return rows.select("*", F.size(zipped).alias("__items"), F.posexplode_outer(zipped).alias("__pos", "__item"))
+
+
+def first_element() -> Column:
+    """Whether an ``exploded`` row is its row's first (or only) one."""
+    return F.col("__pos").isNull() | (F.col("__pos") == 0)
+
+
+def last_element() -> Column:
+    """Whether an ``exploded`` row is its row's last (or only) one."""
+    return F.col("__pos").isNull() | (F.col("__pos") == F.col("__items") - 1)
+
+
+def element_merges(agg: Aggregation, over: WindowSpec) -> list[Column]:
+    """An ``exploded`` aggregation's partial columns merged over the window frame ``over``."""
+    columns = agg.field_columns()
+    return [c.alias(n) for c, n in zip(agg.spark_merge_elements(F.col("__item")[columns[0]], over), columns,
+                                       strict=True)]
 
 
 def running_counts(rows: DataFrame, counts: str, by: list[str], index: str, previous: bool = False) -> DataFrame:

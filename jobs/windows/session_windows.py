@@ -59,7 +59,8 @@ from jobs.tables import (
 )
 from jobs.windows import arrival_frames, carried_state
 from jobs.windows.partial_merges import (
-    merged_in_passes, merges, most_rows_of, prefix_merged, running_counts, with_finished_values,
+    element_merges, exploded, first_element, last_element, merged_by_element, merged_in_passes, merges, most_rows_of,
+    prefix_merged, running_counts, with_finished_values,
 )
 from jobs.windows.window_grid import Windows
 from windowing_core.config import PipelineConfig
@@ -155,9 +156,8 @@ def with_sessions_so_far(numbered: DataFrame, config: PipelineConfig) -> DataFra
     piece; a session's pieces have no bound known before the run (a bootstrap reads every
     earlier day), so the largest session's is counted first, one more job only for those
     partials. A histogram is summed entry by entry (``partial_merges.running_counts``), and a
-    list or set partial (``Aggregation.spark_elements``) is merged element by element, as
-    ``exact_values.running_merge`` does: ``flatten(collect_list(...))`` over the growing frame
-    would copy every list before each piece."""
+    list or set partial element by element (``partial_merges.merged_by_element``), as the
+    sliding windows' exact values are."""
     by = ["window", "key", "session"]
     scanned = merged_in_passes(config.aggregations)
     if scanned:
@@ -165,18 +165,14 @@ def with_sessions_so_far(numbered: DataFrame, config: PipelineConfig) -> DataFra
     maps = [a for a in config.aggregations if a.counts_by_entry]
     if maps:  # each piece's place in its session, which a histogram's running counts are gathered by
         numbered = numbered.withColumn(PIECE, F.row_number().over(Window.partitionBy(*by).orderBy("first")))
-    listed = [a for a in config.aggregations if a not in scanned
-              and a.spark_elements([F.col(c) for c in a.field_columns()]) is not None]
+    listed = merged_by_element(config.aggregations)
     pieces, order, last_row = numbered, [F.col("first")], F.lit(True)
-    if listed:  # one row per element (an empty piece keeps one, position null); the rest ride on the first
-        zipped = F.arrays_zip(*[F.col(a.field_columns()[0]) for a in listed])
-        numbered = numbered.select("*", F.size(zipped).alias("__items"),
-                                   F.posexplode_outer(zipped).alias("__pos", "__item"))
+    if listed:  # an empty piece keeps one row; the piece's other partials ride on its first
+        numbered, last_row = exploded(numbered, listed), last_element()
         order.append(F.col("__pos"))
-        last_row = F.col("__pos").isNull() | (F.col("__pos") == F.col("__items") - 1)
 
     def once(c: Column) -> Column:  # a piece's partial, on the first of its rows
-        return F.when(F.col("__pos").isNull() | (F.col("__pos") == 0), c) if listed else c
+        return F.when(first_element(), c) if listed else c
 
     running = Window.partitionBy(*by).orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)
     merged = [F.sum(once(F.col("event_count"))).over(running).alias("event_count")]
@@ -185,8 +181,7 @@ def with_sessions_so_far(numbered: DataFrame, config: PipelineConfig) -> DataFra
         if agg in scanned or agg in maps:
             merged += [F.col(c) for c in columns]
         elif agg in listed:
-            merged += [c.alias(n) for c, n in zip(agg.spark_merge_elements(F.col("__item")[columns[0]], running),
-                                                  columns)]
+            merged += element_merges(agg, running)
         else:
             merged += [c.alias(n) for c, n in zip(agg.spark_merge([once(F.col(c)) for c in columns], running), columns)]
     so_far = numbered.select("window", "key", "session", *([PIECE] if maps else []), last_row.alias("__last"),
