@@ -29,9 +29,10 @@ from decimal import Decimal
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
+from pyspark.sql.utils import is_remote
 
 from expectations.check import Outcome
 from jobs.runtime.computed_once import computed_once
@@ -224,11 +225,10 @@ def run_suite(table: DataFrame, prepared: DataFrame, suite: Suite, days: list[da
     for check, expectation in pairs:
         expectation.meta = {"check": check}
     prepared, asked = _bundled(prepared, pairs)
-    # Computed once: the day counts and every Great Expectations query then plan a leaf, not the
-    # read and the derived columns (docs/performance.md, "A small day's checks").
-    prepared = computed_once(prepared)
+    # Computed once: every Great Expectations query then plans a leaf, not the read and the
+    # derived columns (docs/performance.md, "A small day's checks").
+    prepared, rows = _computed_once_with_day_rows(prepared, suite.day_column, days)
     try:
-        rows = {r[0]: r[1] for r in prepared.groupBy(suite.day_column).count().collect()}
         # The range in one batch, asking only pass or fail: counts and samples cost Spark jobs
         # per expectation, so they are asked for again only where something failed.
         summaries = _summaries(_validate(prepared, [e for _, e in asked], suite.sample_columns, suite.name,
@@ -253,6 +253,20 @@ def run_suite(table: DataFrame, prepared: DataFrame, suite: Suite, days: list[da
     finally:
         prepared.unpersist()
     return outcomes
+
+
+def _computed_once_with_day_rows(prepared: DataFrame, day_column: str,
+                                 days: list[date]) -> tuple[DataFrame, dict[date, int]]:
+    """``prepared`` computed once, and its rows on each day, counted by the same Spark job (an
+    ``Observation`` on the checkpoint) rather than by a query of their own: on a small day each
+    Spark job is most of its cost. Spark Connect persists instead, lazily, so there a query counts."""
+    if is_remote() or not days:
+        prepared = computed_once(prepared)
+        return prepared, {r[0]: r[1] for r in prepared.groupBy(day_column).count().collect()}
+    counted = Observation()  # a name of its own: the checks of several tables may share a session
+    prepared = computed_once(prepared.observe(
+        counted, *[F.count_if(F.col(day_column) == F.lit(d)).alias(d.isoformat()) for d in days]))
+    return prepared, {d: counted.get[d.isoformat()] for d in days}
 
 
 def schema_outcome(table: DataFrame, suite: Suite) -> Outcome:
