@@ -81,14 +81,20 @@ def exploded(rows: DataFrame, listed: list[Aggregation]) -> DataFrame:
     return rows.select("*", F.size(zipped).alias("__items"), F.posexplode_outer(zipped).alias("__pos", "__item"))
 
 
+def element_position() -> Column:
+    """An ``exploded`` row's place in its row's arrays (null for a row without elements): orders
+    a running merge that must see a row's elements in turn."""
+    return F.col("__pos")
+
+
 def first_element() -> Column:
     """Whether an ``exploded`` row is its row's first (or only) one."""
-    return F.col("__pos").isNull() | (F.col("__pos") == 0)
+    return element_position().isNull() | (element_position() == 0)
 
 
 def last_element() -> Column:
     """Whether an ``exploded`` row is its row's last (or only) one."""
-    return F.col("__pos").isNull() | (F.col("__pos") == F.col("__items") - 1)
+    return element_position().isNull() | (element_position() == F.col("__items") - 1)
 
 
 def element_merges(agg: Aggregation, over: WindowSpec) -> list[Column]:

@@ -59,8 +59,8 @@ from jobs.tables import (
 )
 from jobs.windows import arrival_frames, carried_state
 from jobs.windows.partial_merges import (
-    element_merges, exploded, first_element, last_element, merged_by_element, merged_in_passes, merges, most_rows_of,
-    prefix_merged, running_counts, with_finished_values,
+    element_merges, element_position, exploded, first_element, last_element, merged_by_element, merged_in_passes,
+    merges, most_rows_of, prefix_merged, running_counts, with_finished_values,
 )
 from jobs.windows.window_grid import Windows
 from windowing_core.config import PipelineConfig
@@ -169,7 +169,7 @@ def with_sessions_so_far(numbered: DataFrame, config: PipelineConfig) -> DataFra
     pieces, order, last_row = numbered, [F.col("first")], F.lit(True)
     if listed:  # an empty piece keeps one row; the piece's other partials ride on its first
         numbered, last_row = exploded(numbered, listed), last_element()
-        order.append(F.col("__pos"))
+        order.append(element_position())
 
     def once(c: Column) -> Column:  # a piece's partial, on the first of its rows
         return F.when(first_element(), c) if listed else c
