@@ -198,6 +198,43 @@ def test_running_merges_of_moments_of_doubles_take_log_passes(spark):
             assert (g is None and w is None) or g == pytest.approx(w, rel=1e-9, abs=1e-12), (end, a.name, g, w)
 
 
+def test_an_ends_head_middle_and_tail_merge_in_order(spark):
+    """``exact_values.merged_in_order`` combines Chan's and Pebay's states of a window end's head,
+    middle and tail in projections, and the other partials (max) in its ``groupBy``: each end's
+    finished values are the Python fold of its parts' values, whichever parts it has (none, some
+    empty, or all three); an end with no state holds the empty state the fold starts from."""
+    from jobs.windows.exact_values import merged_in_order
+    from windowing_core.config import PipelineConfig
+
+    config = PipelineConfig(fields=(("x", "double"),), aggregations=tuple(aggregation(kind, kind, "x", "double")
+                                               for kind in ("stddev_samp", "var_pop", "skew", "kurtosis", "max")))
+    rng = random.Random(11)
+    values = {(end, part): [rng.choice([None, rng.uniform(-3, 3), rng.uniform(0, 1e6), 0.25])
+                            for _ in range(rng.randrange(0, 4))]
+              for end in range(40) for part in range(3) if rng.random() < 0.8}
+    parts = []
+    for part in range(3):
+        rows = [(end, v) for (end, p), vs in values.items() if p == part for v in [*vs, None]]
+        parts.append(spark.createDataFrame(rows, "end long, x double").groupBy("end").agg(*[
+            c.alias(n) for a in config.aggregations for c, n in zip(a.spark_accumulate(F.col("x"), F.lit(None)),
+                                                                    a.field_columns())]))
+    ends = {end for end, _ in values}
+    merged = merged_in_order(parts, config, "end")
+    got = {r["end"]: r for r in merged.select("end", "stddev_samp__n", *[
+        a.spark_finish([F.col(c) for c in a.field_columns()]).alias(a.name) for a in config.aggregations]).collect()}
+    assert sorted(got) == sorted(ends)
+    for end in ends:
+        partial = [a.empty() for a in config.aggregations]
+        for part in range(3):
+            for v in values.get((end, part), []):
+                partial = [a.accumulate(p, v) for a, p in zip(config.aggregations, partial)]
+        for a, w in zip(config.aggregations, [a.finish(p) for a, p in zip(config.aggregations, partial)]):
+            g = got[end][a.name]
+            assert (g is None and w is None) or g == pytest.approx(w, rel=1e-9, abs=1e-12), (end, a.name, g, w)
+        if not any(v is not None for part in range(3) for v in values.get((end, part), [])):
+            assert got[end]["stddev_samp__n"] == 0, end
+
+
 @pytest.mark.parametrize("value_type", ["bigint", "double", "decimal(12,2)"])
 def test_merges_in_passes_says_which_kinds_have_a_spark_combine(spark, value_type):
     """The jobs ask ``merges_in_passes`` rather than build ``spark_combine`` to see if it is None."""
