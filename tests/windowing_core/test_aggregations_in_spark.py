@@ -201,8 +201,8 @@ def test_running_merges_of_moments_of_doubles_take_log_passes(spark):
 def test_an_ends_head_middle_and_tail_merge_in_order(spark):
     """``exact_values.merged_in_order`` combines Chan's and Pebay's states of a window end's head,
     middle and tail in projections, and the other partials (max) in its ``groupBy``: each end's
-    finished values are the Python fold of its parts' values, whichever parts it has (none, some
-    empty, or all three); an end with no state holds the empty state the fold starts from."""
+    finished values are the Python fold of its parts' values, whichever parts it has (one, two or
+    three, some of only nulls); an end with no value holds the empty state the fold starts from."""
     from jobs.windows.exact_values import merged_in_order
     from windowing_core.config import PipelineConfig
 
