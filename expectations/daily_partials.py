@@ -62,8 +62,7 @@ def tiles_match_minute_partials(tiles: DataFrame, partials: DataFrame, config: P
     fields = ["event_count", *[c for a in invertible for c in a.field_columns()]]
     merges = [F.sum("event_count").alias("frames_event_count")]
     for a in invertible:  # each with its own combine: a sum, or a merge of a histogram's counts
-        merges += [m.alias(f"frames_{c}") for m, c in
-                   zip(a.spark_merge([F.col(c) for c in a.field_columns()]), a.field_columns())]
+        merges += a.spark_merged(prefix="frames_")
     summed = partials.groupBy("event_date", "key").agg(*merges)
     stored = tiles.select("event_date", "key", *[F.col(c).alias(f"tile_{c}") for c in fields])
     maps = {c for a in invertible for c, f in zip(a.field_columns(), a.fields) if f.spark_type.startswith("map<")}

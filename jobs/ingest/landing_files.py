@@ -335,7 +335,7 @@ def codec_problems(spark: SparkSession, sources: list[str]) -> list:
     listing for both: it runs for every arrival day."""
     if not sources:
         return []
-    problem = F.udf(codec_problem, "string")  # no hints: a plain UDF
+    problem = F.udf(codec_problem, "string", useArrow=False)  # a plain UDF; its hints are for readers
     probed = F.lower("path").rlike("(" + "|".join(re.escape(e) for e in PROBED_EXTENSIONS) + ")$")
     compressed = (
         _files(spark, sources, "*.{" + ",".join(e[1:] for e in CODEC_EXTENSIONS) + "}")

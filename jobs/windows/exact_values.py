@@ -4,6 +4,8 @@ running merge over two stacks, so no frame is folded more than a few times."""
 
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -128,11 +130,7 @@ def frames_per_tile(frame_rows: DataFrame, config: PipelineConfig) -> int:
 
 
 def merge_non_invertible(rows: DataFrame, config: PipelineConfig, *by: str) -> DataFrame:
-    merged = []
-    for agg in config.aggregations:
-        if not agg.invertible:
-            columns = agg.field_columns()
-            merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns]), columns)]
+    merged = [c for agg in config.aggregations if not agg.invertible for c in agg.spark_merged()]
     return rows.groupBy(*by).agg(*merged)
 
 
@@ -147,6 +145,8 @@ def merged_in_order(parts: list[DataFrame], config: PipelineConfig, *by: str) ->
     into the next (``CollapseProject`` inlines a struct read field by field)."""
     aggregations = [a for a in config.aggregations if not a.invertible]
     scanned = merged_in_passes(aggregations)
+    if not scanned:  # nothing whose order matters: one aggregate, no projections
+        return merge_non_invertible(functools.reduce(DataFrame.unionByName, parts), config, *by)
     rows = parts[0].withColumn("__part", F.lit(0))
     for place, part in enumerate(parts[1:], 1):
         rows = rows.unionByName(part.withColumn("__part", F.lit(place)))
@@ -157,7 +157,7 @@ def merged_in_order(parts: list[DataFrame], config: PipelineConfig, *by: str) ->
             merged += [F.first(F.when(F.col("__part") == place, F.col(c)), ignorenulls=True).alias(f"__{place}_{c}")
                        for place in range(len(parts)) for c in columns]
         else:
-            merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns]), columns)]
+            merged += agg.spark_merged()
     rows = rows.groupBy(*by).agg(*merged)
     so_far = {a.name: [F.col(f"__0_{c}") for c in a.field_columns()] for a in scanned}
     for place in range(1, len(parts)):

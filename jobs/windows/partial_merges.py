@@ -15,8 +15,7 @@ def merges(config: PipelineConfig) -> list[Column]:
     ``spark_merge``, named as the partials they merge."""
     merged = [F.sum("event_count").alias("event_count")]
     for agg in config.aggregations:
-        columns = agg.field_columns()
-        merged += [c.alias(n) for c, n in zip(agg.spark_merge([F.col(c) for c in columns]), columns, strict=True)]
+        merged += agg.spark_merged()
     return merged
 
 

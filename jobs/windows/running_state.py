@@ -36,8 +36,7 @@ def merged_state(config: PipelineConfig, over: WindowSpec | None = None, prefix:
     for a in _invertible(config):
         if a.counts_by_entry and not by_entry:
             continue
-        columns = a.field_columns()
-        merged += [c.alias(f"{prefix}{n}") for c, n in zip(a.spark_merge([F.col(c) for c in columns], over), columns)]
+        merged += a.spark_merged(over, prefix)
     return merged
 
 

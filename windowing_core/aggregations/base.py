@@ -169,6 +169,12 @@ class Aggregation(ABC):
     def spark_merge(self, fields: list[Column], over: WindowSpec | None = None) -> list[Column]:
         """Aggregate expressions combining partials: in ``groupBy``, or over a window frame."""
 
+    def spark_merged(self, over: WindowSpec | None = None, prefix: str = "") -> list[Column]:
+        """``spark_merge`` of this aggregation's partial columns, each named ``prefix`` + its column."""
+        columns = self.field_columns()
+        return [c.alias(prefix + n) for c, n in zip(self.spark_merge([F.col(c) for c in columns], over), columns,
+                                                    strict=True)]
+
     @abstractmethod
     def spark_finish(self, fields: list[Column]) -> Column: ...
 
