@@ -121,8 +121,7 @@ def test_collections_merge_as_the_oracle_over_frames_and_window_frames(spark, ki
     partials = df.groupBy("frame").agg(*[c.alias(n) for c, n in zip(
         agg.spark_accumulate(F.col("value"), F.col("at")), agg.field_columns())])
     upto = Window.orderBy("frame").rowsBetween(Window.unboundedPreceding, 0)
-    running = partials.select("frame", *[c.alias(n) for c, n in zip(
-        agg.spark_merge([F.col(c) for c in agg.field_columns()], upto), agg.field_columns())])
+    running = partials.select("frame", *agg.spark_merged(upto))
     finished = running.select("frame", agg.spark_finish([F.col(c) for c in agg.field_columns()]).alias("v"))
     assert finished.orderBy(F.col("frame").desc()).first()["v"] == agg.finish(partial)
 
@@ -287,8 +286,7 @@ def test_spark_partials_finish_as_the_python_fold(spark, value_type):
     frames = events.groupBy("frame").agg(*partials).persist()
 
     def merges(over=None):
-        return [c.alias(n) for a in aggregations
-                for c, n in zip(a.spark_merge([F.col(c) for c in a.field_columns()], over), a.field_columns())]
+        return [c for a in aggregations for c in a.spark_merged(over)]
 
     def finished(df, of=aggregations):
         return df.select("*", *[a.spark_finish([F.col(c) for c in a.field_columns()]).cast(a.output_type)
