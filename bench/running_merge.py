@@ -3,23 +3,24 @@ same merge without its query rows and against the floors of that work, in one ru
 
     python -m bench.running_merge --keys 1000      # a day of one-minute frames per key, ~3 min
 
-Self-contained (it imports only panes' jobs). Each key has 1,440 frames of 7 values (the
+It imports panes' jobs and ``bench.measure``. Each key has 1,440 frames of 7 values (the
 ``sketches`` configuration of ``bench.aggregation_cost`` at 10^7 events and 10^3 keys), in
 tiles of 120, and two query rows a frame (a change point as a frame enters, one as it leaves).
 The floors: shuffling and sorting the same rows, and merging each tile's frames once. A growing
 window frame's aggregate is evaluated at every row, and a sketch's evaluation serialises it:
 the merge without its query rows shows what evaluating it at them costs. Into Spark's ``noop``
-sink; best of ``--reps``, alternating.
+sink; best of ``--reps`` after a warm-up round, alternating (``bench.measure.best_interleaved``).
 """
 
 from __future__ import annotations
 
 import argparse
-import time
+import functools
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from bench.measure import best_interleaved, print_run
 from jobs.runtime.spark_session import get_spark
 from jobs.windows.exact_values import merge_non_invertible, running_merge
 from windowing_core.aggregations import aggregation
@@ -67,13 +68,9 @@ def main() -> int:
         .sortWithinPartitions("window", "key", "tile", *order()),
         "floor: each tile's frames merged once": merge_non_invertible(rows, CONFIG, "window", "key", "tile"),
     }
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(args.reps):
-        for name, variant in variants.items():
-            started = time.perf_counter()
-            variant.write.format("noop").mode("overwrite").save()
-            times[name].append(time.perf_counter() - started)
-    best = {name: min(t) for name, t in times.items()}
+    best = {name: t.seconds for name, t in best_interleaved(spark, {
+        name: functools.partial(variant.write.format("noop").mode("overwrite").save)
+        for name, variant in variants.items()}, args.reps, print_run).items()}
     floor = best["floor: shuffle and sort the rows"] + best["floor: each tile's frames merged once"]
     print(f"\na tile's running merge of sketches, {args.keys} keys x {FRAMES} frames (best of {args.reps}):")
     print("| variant | seconds | x panes | x both floors |\n|---|---:|---:|---:|")
