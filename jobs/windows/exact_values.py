@@ -142,14 +142,19 @@ def merged_in_order(parts: list[DataFrame], config: PipelineConfig, *by: str) ->
     ``merge_non_invertible``'s sorted collection and fold is an object aggregate that sorts every
     row, 3x the time of this on 1.4 million ends of three states (docs/performance.md). Each
     step's fields are columns of their own, not a struct, so that Spark does not inline one step
-    into the next (``CollapseProject`` inlines a struct read field by field)."""
+    into the next (``CollapseProject`` inlines a struct read field by field).
+
+    The parts are shuffled by ``by`` before the aggregate: an end's parts come from different
+    partitions, so an aggregate before the shuffle would merge nothing and serialise each
+    sketch once more (``python -m bench.end_merge --sketches``)."""
     aggregations = [a for a in config.aggregations if not a.invertible]
     scanned = merged_in_passes(aggregations)
     if not scanned:  # nothing whose order matters: one aggregate, no projections
-        return merge_non_invertible(functools.reduce(DataFrame.unionByName, parts), config, *by)
+        return merge_non_invertible(functools.reduce(DataFrame.unionByName, parts).repartition(*by), config, *by)
     rows = parts[0].withColumn("__part", F.lit(0))
     for place, part in enumerate(parts[1:], 1):
         rows = rows.unionByName(part.withColumn("__part", F.lit(place)))
+    rows = rows.repartition(*by)
     merged = []
     for agg in aggregations:
         columns = agg.field_columns()
