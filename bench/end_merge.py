@@ -60,7 +60,8 @@ def main() -> int:
     spark = get_spark({"spark.ui.enabled": "false"})
     config = SKETCHES if args.sketches else CONFIG
     head, middle, tail = (sketch_parts if args.sketches else parts)(spark, args.ends)
-    merges = {"sorted and folded": merge_non_invertible(head.unionByName(middle).unionByName(tail), config, "end"),
+    alone = "one aggregate, a partial one before the shuffle" if args.sketches else "sorted and folded"
+    merges = {alone: merge_non_invertible(head.unionByName(middle).unionByName(tail), config, "end"),
               "in order": merged_in_order([head, middle, tail], config, "end")}
     times: dict[str, list[float]] = {name: [] for name in merges}
     for _ in range(args.reps):
@@ -69,8 +70,8 @@ def main() -> int:
             merged.write.format("noop").mode("overwrite").save()
             times[name].append(time.perf_counter() - started)
     best = {name: min(t) for name, t in times.items()}
-    print(f"\na window end's head, middle and tail merged, {args.ends} ends of {'sketches' if args.sketches else 'Chan states'}"
-          f" (best of {args.reps}):")
+    states = "sketches" if args.sketches else "Chan's states"
+    print(f"\na window end's head, middle and tail merged, {args.ends} ends of {states} (best of {args.reps}):")
     print("| merge | seconds | x in order |\n|---|---:|---:|")
     for name, seconds in best.items():
         print(f"| {name} | {seconds:.2f} | {seconds / best['in order']:.2f} |")

@@ -1,15 +1,15 @@
 """What a tile's running merge of sketches costs (``exact_values.running_merge``), against the
 same merge without its query rows and against the floors of that work, in one run.
 
-    python -m bench.running_merge --keys 1000      # a day of one-minute frames per key, ~3 min
+    python -m bench.running_merge --keys 1000      # a day of one-minute frames per key, ~2 min
 
 It imports panes' jobs and ``bench.measure``. Each key has 1,440 frames of 7 values (the
 ``sketches`` configuration of ``bench.aggregation_cost`` at 10^7 events and 10^3 keys), in
 tiles of 120, and two query rows a frame (a change point as a frame enters, one as it leaves).
-The floors: shuffling and sorting the same rows, and merging each tile's frames once. A growing
-window frame's aggregate is evaluated at every row, and a sketch's evaluation serialises it:
-the merge without its query rows shows what evaluating it at them costs. Into Spark's ``noop``
-sink; best of ``--reps`` after a warm-up round, alternating (``bench.measure.best_interleaved``).
+The floors: shuffling and sorting the same rows, and merging each tile's frames once. The merge
+without its query rows shows what they cost: each is evaluated at (a sketch serialised) and
+carries its merged sketches. Into Spark's ``noop`` sink; best of ``--reps`` after a warm-up
+round, alternating (``bench.measure.best_interleaved``).
 """
 
 from __future__ import annotations
