@@ -5,9 +5,9 @@ the tiles and spans are merged) against ``exact_values.merged_in_order``, in one
     python -m bench.end_merge --ends 1400000        # as many ends as 10^5 events a day x 7d/1m
     python -m bench.end_merge --sketches --ends 200000   # a KLL and an HLL sketch per part instead
 
-Self-contained (it imports only panes' jobs). Three generated parts, one state of
-``stddev_pop`` (Chan's) and one of ``max`` per end each, some empty, go through each merge into
-Spark's ``noop`` sink with generated code, as the jobs run; best of ``--reps``, alternating.
+Three generated parts, one state of ``stddev_pop`` (Chan's) and one of ``max`` per end each,
+some empty, go through each merge into Spark's ``noop`` sink with generated code, as the jobs
+run; best of ``--reps`` after a warm-up round, alternating (``bench.measure.best_interleaved``).
 With ``--sketches`` each part holds an ``approx_percentile`` and an ``approx_distinct`` sketch
 of 300 values (drawn from a pool of 1,000 such sketches: their size, not their values, is the
 cost) and a ``max``.
@@ -16,11 +16,12 @@ cost) and a ``max``.
 from __future__ import annotations
 
 import argparse
-import time
+import functools
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from bench.measure import best_interleaved, print_run
 from jobs.runtime.spark_session import get_spark
 from jobs.windows.exact_values import merge_non_invertible, merged_in_order
 from windowing_core.aggregations import aggregation
@@ -63,13 +64,9 @@ def main() -> int:
     alone = "one aggregate, a partial one before the shuffle" if args.sketches else "sorted and folded"
     merges = {alone: merge_non_invertible(head.unionByName(middle).unionByName(tail), config, "end"),
               "in order": merged_in_order([head, middle, tail], config, "end")}
-    times: dict[str, list[float]] = {name: [] for name in merges}
-    for _ in range(args.reps):
-        for name, merged in merges.items():
-            started = time.perf_counter()
-            merged.write.format("noop").mode("overwrite").save()
-            times[name].append(time.perf_counter() - started)
-    best = {name: min(t) for name, t in times.items()}
+    best = {name: t.seconds for name, t in best_interleaved(spark, {
+        name: functools.partial(merged.write.format("noop").mode("overwrite").save)
+        for name, merged in merges.items()}, args.reps, print_run).items()}
     states = "sketches" if args.sketches else "Chan's states"
     print(f"\na window end's head, middle and tail merged, {args.ends} ends of {states} (best of {args.reps}):")
     print("| merge | seconds | x in order |\n|---|---:|---:|")

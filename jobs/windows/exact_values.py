@@ -149,12 +149,10 @@ def merged_in_order(parts: list[DataFrame], config: PipelineConfig, *by: str) ->
     sketch once more (``python -m bench.end_merge --sketches``)."""
     aggregations = [a for a in config.aggregations if not a.invertible]
     scanned = merged_in_passes(aggregations)
-    if not scanned:  # nothing whose order matters: one aggregate, no projections
-        return merge_non_invertible(functools.reduce(DataFrame.unionByName, parts).repartition(*by), config, *by)
-    rows = parts[0].withColumn("__part", F.lit(0))
-    for place, part in enumerate(parts[1:], 1):
-        rows = rows.unionByName(part.withColumn("__part", F.lit(place)))
-    rows = rows.repartition(*by)
+    tagged = [part.withColumn("__part", F.lit(place)) for place, part in enumerate(parts)]
+    rows = functools.reduce(DataFrame.unionByName, tagged).repartition(*by)
+    if not scanned:  # nothing whose order matters: one aggregate (Spark prunes the unused tag)
+        return merge_non_invertible(rows, config, *by)
     merged = []
     for agg in aggregations:
         columns = agg.field_columns()
