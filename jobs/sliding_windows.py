@@ -122,8 +122,14 @@ class _Inputs:
         return reduce(DataFrame.unionByName, parts) if parts else None
 
 
-def window_values(inputs: _Inputs, baseline: DataFrame, windows: Windows, stop: int) -> DataFrame:
-    """Every aggregation's finished value at each (window, key, end) where a key's window can change."""
+def window_values(inputs: _Inputs, baseline: DataFrame, windows: Windows, stop: int,
+                  persisted: list[DataFrame]) -> DataFrame:
+    """Every aggregation's finished value at each (window, key, end) where a key's window can change.
+
+    Where exact values are merged, the running state is computed once (added to ``persisted``):
+    its ends are read by the head, tail and middle of every family and the state by the last
+    join, and each would otherwise sort and scan the deltas again (a small day of every kind:
+    65 Spark stages instead of 74)."""
     plans, config = inputs.plans, inputs.config
     after = windows.param(lambda s: plans[s.name].after)
     deltas = frame_deltas(inputs.frames_of(windows, lambda s: plans[s.name].delta_ranges), windows, config,
@@ -133,6 +139,9 @@ def window_values(inputs: _Inputs, baseline: DataFrame, windows: Windows, stop: 
         entering = deltas if cumulating.names == windows.names else deltas.where(cumulating.filter())
         deltas = deltas.unionByName(period_leaves(entering, cumulating, config, stop))
     running = with_running_state(presorted_by_key(deltas, windows, after), config)
+    if any(plans[s.name].exact_ranges for s in windows.specs):
+        running = computed_once(running)
+        persisted.append(running)
     exact = []
     for is_cumulating, values in ((False, exact_values), (True, exact_cumulating_values)):
         family = windows.where(lambda s, c=is_cumulating: s.cumulating == c and bool(plans[s.name].exact_ranges))
@@ -199,7 +208,7 @@ def sliding_windows(spark: SparkSession, lakehouse: str, first: date, last: date
             at = inputs.frames_of(bootstrapped, lambda s: [plans[s.name].baseline_window])
             baselines.append(baseline_from_frames(at, bootstrapped, config, plans))
         stop = next(iter(plans.values())).stop  # the same for every window: the run's end
-        values = window_values(inputs, reduce(DataFrame.unionByName, baselines), windows, stop)
+        values = window_values(inputs, reduce(DataFrame.unionByName, baselines), windows, stop, persisted)
         rows = table_rows(with_emission_marks(values, config, first, last), windows, config, plans,
                           below_a_day=interval is not None)
         marks = reached_marks(spark, windows, plans, first) if interval is not None else None
