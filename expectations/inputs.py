@@ -29,10 +29,15 @@ Tally = DataFrame | Mapping[date, int]
 the Delta log where its statistics answer exactly, and no Spark job is needed)."""
 
 
-def side_by_side_results(spark: SparkSession, calls: list[Callable[[], Results]]) -> Results:
+SUITE = "Great Expectations suite"
+"""The label, in Spark's UI, of the jobs validating a table's Great Expectations suite."""
+
+
+def side_by_side_results(spark: SparkSession, calls: dict[str, Callable[[], Results]]) -> Results:
     """The checks of ``calls`` run side by side (``jobs.runtime.side_by_side``), their results as
     one: a table's suite beside the checks that recompute it, which share nothing but the reads.
-    On a small day most of each is fixed latency the other fills."""
+    On a small day most of each is fixed latency the other fills. Each is labelled in Spark's UI
+    by its key (``suite``, or the check it evaluates)."""
     return {name: by_day for found in side_by_side(spark, calls) for name, by_day in found.items()}
 
 

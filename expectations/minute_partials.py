@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from expectations.check import ERROR, Check, Outcome
-from expectations.inputs import Inputs, Results, side_by_side_results
+from expectations.inputs import SUITE, Inputs, Results, side_by_side_results
 from expectations.shared_checks import partial_sign_checks
 from expectations.validation import SAMPLE_ROWS, Pairs, Suite, gx_expectations, json_safe, readable_columns, run_suite
 from jobs.ingest.quarantine import LATE_REASON
@@ -148,12 +148,12 @@ def _differing_frames(partials: DataFrame, accepted: DataFrame, day: date) -> li
 
 def evaluate(inputs: Inputs) -> Results:
     partials = inputs.through(inputs.read(MINUTE_PARTIALS, "event_date", inputs.first, inputs.last), "frame_start")
-    calls = [lambda: run_suite(partials, prepare(partials, inputs.config), suite(inputs.config),
-                               inputs.days, inputs.selected)]
+    calls = {SUITE: lambda: run_suite(partials, prepare(partials, inputs.config), suite(inputs.config),
+                                      inputs.days, inputs.selected)}
     if "partials_count_accepted_events" in inputs.selected:
         lateness = timedelta(days=inputs.config.allowed_lateness_days)
         events = inputs.through(inputs.read(EVENTS, "arrival_date", inputs.first, inputs.last + lateness), "event_time")
         late = inputs.through(inputs.read(LATE_EVENTS, "event_date", inputs.first, inputs.last), "event_time")
-        calls.append(lambda: {"partials_count_accepted_events": partials_count_accepted_events(
-            partials, events, late, inputs.days, inputs.config)})
+        calls["partials_count_accepted_events"] = lambda: {"partials_count_accepted_events": (
+            partials_count_accepted_events(partials, events, late, inputs.days, inputs.config))}
     return side_by_side_results(inputs.spark, calls)

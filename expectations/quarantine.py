@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from expectations.check import ERROR, WARN, Check, Outcome
-from expectations.inputs import Inputs, Results, Tally, rows_per_day, side_by_side_results
+from expectations.inputs import SUITE, Inputs, Results, Tally, rows_per_day, side_by_side_results
 from expectations.validation import SAMPLE_ROWS, Pairs, Suite, gx_expectations, run_suite
 from jobs.ingest.quarantine import LATE_REASON, quarantine_reasons
 from jobs.tables import EVENTS, LATE_EVENTS, QUARANTINE, declared_columns
@@ -86,11 +86,11 @@ def quarantine_share_below_limit(quarantine: DataFrame, events: Tally, late_even
 
 def evaluate(inputs: Inputs) -> Results:
     quarantine = inputs.through(inputs.read(QUARANTINE, "arrival_date", inputs.first, inputs.last), "arrival_part")
-    calls = [lambda: run_suite(quarantine, quarantine, suite(inputs.config), inputs.days,
-                               inputs.selected & {"quarantine_reasons_known"})]
+    calls = {SUITE: lambda: run_suite(quarantine, quarantine, suite(inputs.config), inputs.days,
+                                      inputs.selected & {"quarantine_reasons_known"})}
     if "quarantine_share_below_limit" in inputs.selected:
         events = inputs.tally(EVENTS, "arrival_date", inputs.first, inputs.last)
         late = inputs.tally(LATE_EVENTS, "arrival_date", inputs.first, inputs.last, ("reason", "=", LATE_REASON))
-        calls.append(lambda: {"quarantine_share_below_limit": quarantine_share_below_limit(
-            quarantine, events, late, inputs.days)})
+        calls["quarantine_share_below_limit"] = lambda: {"quarantine_share_below_limit": quarantine_share_below_limit(
+            quarantine, events, late, inputs.days)}
     return side_by_side_results(inputs.spark, calls)

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from expectations import conservation
 from expectations.check import ERROR, Check, Outcome
-from expectations.inputs import Inputs, Results, side_by_side_results
+from expectations.inputs import SUITE, Inputs, Results, side_by_side_results
 from expectations.shared_checks import (
     count_outputs, empty_values, kind_checks, off_grid, per_window, same_values, value_checks, window_lengths,
     window_name_checks, with_kind_columns,
@@ -171,8 +171,8 @@ def evaluate(inputs: Inputs) -> Results:
         results["partials_materialised"] = partials_materialised(inputs)
     if "tables_written_whole" in inputs.selected:
         results["tables_written_whole"] = tables_written_whole(inputs, WINDOW_CHANGES)
-    calls = [lambda: run_suite(changes, prepare(changes, previous, inputs.config, continued),
-                               suite(inputs.config), inputs.days, inputs.selected)]
+    calls = {SUITE: lambda: run_suite(changes, prepare(changes, previous, inputs.config, continued),
+                                      suite(inputs.config), inputs.days, inputs.selected)}
     # recomputed from minute frames: the event-time sliding windows (arrival-time windows slide
     # over other frames, sessions are no sliding windows; the oracle tests both)
     event_time = sliding_windows.by_clock(inputs.config, "event")
@@ -187,7 +187,7 @@ def evaluate(inputs: Inputs) -> Results:
                                   "frame_start")
         rows = delta_io.row_count(WINDOW_CHANGES.path(inputs.lakehouse_root),  # the sample's estimate
                                   partition_filters=day_filter("date", inputs.first, inputs.last))
-        calls.append(lambda: {"changes_conserve_frames": conservation.changes_conserve_frames(
+        calls["changes_conserve_frames"] = lambda: {"changes_conserve_frames": conservation.changes_conserve_frames(
             of_sliding_windows(changes, event_time), partials, event_time, inputs.days, rows=rows,
-            frame_count=None if frames is None else sum(frames.values()), until=inputs.until)})
+            frame_count=None if frames is None else sum(frames.values()), until=inputs.until)}
     return {**results, **side_by_side_results(inputs.spark, calls)}

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
 
 from expectations.check import ERROR, Check, Outcome
-from expectations.inputs import Inputs, Results, side_by_side_results
+from expectations.inputs import SUITE, Inputs, Results, side_by_side_results
 from expectations.shared_checks import (
     count_outputs, empty_values, fields_of, kind_checks, same_values, value_checks, window_lengths,
     window_name_checks, with_kind_columns,
@@ -223,12 +223,12 @@ def evaluate(inputs: Inputs) -> Results:
     if days:
         snapshots = inputs.read(WINDOW_SNAPSHOT, "date", days[0] - timedelta(days=1), days[-1])
         current = snapshots.where(snapshots["date"] >= days[0])
-        calls = [lambda: run_suite(current, prepare(current, inputs.config, days), suite(inputs.config), days,
-                                   inputs.selected)]
+        calls = {SUITE: lambda: run_suite(current, prepare(current, inputs.config, days), suite(inputs.config),
+                                          days, inputs.selected)}
         if "snapshot_matches_last_change" in inputs.selected:
             changes = of_sliding_windows(inputs.read(WINDOW_CHANGES, "date", days[0], days[-1]), inputs.config)
-            calls.append(lambda: {"snapshot_matches_last_change": snapshot_matches_last_change(
-                snapshots, changes, inputs.config, days)})
+            calls["snapshot_matches_last_change"] = lambda: {"snapshot_matches_last_change": (
+                snapshot_matches_last_change(snapshots, changes, inputs.config, days))}
         results = side_by_side_results(inputs.spark, calls)
     for day in inputs.days[len(days):]:
         for name in inputs.selected:

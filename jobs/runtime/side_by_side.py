@@ -3,24 +3,55 @@
 A small table's write or check is mostly fixed latency (planning, scheduling, Delta's log, a
 commit) during which the cores idle: two such actions side by side overlap it. The threads
 inherit the caller's job group and tags (classic or Connect), so progress and cancellation
-cover them.
+cover them, and each call's Spark jobs carry its label in Spark's UI.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
+from pyspark.sql.utils import is_remote
 from pyspark.util import inheritable_thread_target
 
+DESCRIPTION = "spark.job.description"
 
-def side_by_side(spark: Any, calls: list[Callable[[], Any]]) -> list[Any]:
-    """Each call in a thread of its own, their results in order; the first failure raised once
-    all have ended."""
-    if len(calls) == 1:
-        return [calls[0]()]
-    inherit = inheritable_thread_target(spark)
-    with ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="panes-side-by-side") as pool:
-        futures = [pool.submit(inherit(call)) for call in calls]
+
+@contextmanager
+def described(spark: Any, label: str) -> Iterator[None]:
+    """The block's Spark jobs described as the thread's description so far, then ``label``
+    (``panes: windows 2025-01-27: write window_changes``), so Spark's UI says which of a step's
+    actions each job is; the description before is restored after. Spark Connect has no job
+    description: there the block runs as it is."""
+    if is_remote():
+        yield
+        return
+    sc = spark.sparkContext
+    before = sc.getLocalProperty(DESCRIPTION)
+    sc.setLocalProperty(DESCRIPTION, f"{before}: {label}" if before else label)
+    try:
+        yield
+    finally:
+        sc.setLocalProperty(DESCRIPTION, before)  # None removes it
+
+
+def side_by_side(spark: Any, calls: dict[str, Callable[[], Any]]) -> list[Any]:
+    """Each call in a thread of its own, its Spark jobs described by its label (``described``),
+    their results in order; the first failure raised once all have ended."""
+
+    def labelled(label: str, call: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            with described(spark, label):
+                return call()
+        return run
+
+    runs = [labelled(label, call) for label, call in calls.items()]
+    if len(runs) == 1:
+        return [runs[0]()]
+    # One wrapper per call: a wrapper copies the caller's properties once, and threads wrapped by
+    # the same one would share that copy, each label overwriting the others'.
+    with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="panes-side-by-side") as pool:
+        futures = [pool.submit(inheritable_thread_target(spark)(run)) for run in runs]
     return [future.result() for future in futures]
