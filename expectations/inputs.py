@@ -37,7 +37,7 @@ def side_by_side_results(spark: SparkSession, calls: dict[str, Callable[[], Resu
     """The checks of ``calls`` run side by side (``jobs.runtime.side_by_side``), their results as
     one: a table's suite beside the checks that recompute it, which share nothing but the reads.
     On a small day most of each is fixed latency the other fills. Each is labelled in Spark's UI
-    by its key (``suite``, or the check it evaluates)."""
+    by its key (``SUITE``, or the check it evaluates)."""
     return {name: by_day for found in side_by_side(spark, calls) for name, by_day in found.items()}
 
 

@@ -91,6 +91,6 @@ def evaluate(inputs: Inputs) -> Results:
     if "quarantine_share_below_limit" in inputs.selected:
         events = inputs.tally(EVENTS, "arrival_date", inputs.first, inputs.last)
         late = inputs.tally(LATE_EVENTS, "arrival_date", inputs.first, inputs.last, ("reason", "=", LATE_REASON))
-        calls["quarantine_share_below_limit"] = lambda: {"quarantine_share_below_limit": quarantine_share_below_limit(
-            quarantine, events, late, inputs.days)}
+        calls["quarantine_share_below_limit"] = lambda: {"quarantine_share_below_limit": (
+            quarantine_share_below_limit(quarantine, events, late, inputs.days))}
     return side_by_side_results(inputs.spark, calls)

@@ -187,7 +187,8 @@ def evaluate(inputs: Inputs) -> Results:
                                   "frame_start")
         rows = delta_io.row_count(WINDOW_CHANGES.path(inputs.lakehouse_root),  # the sample's estimate
                                   partition_filters=day_filter("date", inputs.first, inputs.last))
-        calls["changes_conserve_frames"] = lambda: {"changes_conserve_frames": conservation.changes_conserve_frames(
-            of_sliding_windows(changes, event_time), partials, event_time, inputs.days, rows=rows,
-            frame_count=None if frames is None else sum(frames.values()), until=inputs.until)}
+        calls["changes_conserve_frames"] = lambda: {"changes_conserve_frames": (
+            conservation.changes_conserve_frames(
+                of_sliding_windows(changes, event_time), partials, event_time, inputs.days, rows=rows,
+                frame_count=None if frames is None else sum(frames.values()), until=inputs.until))}
     return {**results, **side_by_side_results(inputs.spark, calls)}

@@ -223,8 +223,8 @@ def evaluate(inputs: Inputs) -> Results:
     if days:
         snapshots = inputs.read(WINDOW_SNAPSHOT, "date", days[0] - timedelta(days=1), days[-1])
         current = snapshots.where(snapshots["date"] >= days[0])
-        calls = {SUITE: lambda: run_suite(current, prepare(current, inputs.config, days), suite(inputs.config),
-                                          days, inputs.selected)}
+        calls = {SUITE: lambda: run_suite(current, prepare(current, inputs.config, days),
+                                          suite(inputs.config), days, inputs.selected)}
         if "snapshot_matches_last_change" in inputs.selected:
             changes = of_sliding_windows(inputs.read(WINDOW_CHANGES, "date", days[0], days[-1]), inputs.config)
             calls["snapshot_matches_last_change"] = lambda: {"snapshot_matches_last_change": (
