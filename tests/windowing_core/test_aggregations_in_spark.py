@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from tests.windowing_core.test_aggregations import TYPES, applicable
 from windowing_core.aggregations import KLL_RANK_ERROR, ApproxDistinct, Variance, aggregation
+from windowing_core.aggregations.sums import _spark_floor_div
 
 T0 = datetime(2025, 1, 30, tzinfo=timezone.utc)
 
@@ -102,6 +103,37 @@ def test_moments_beyond_exact_decimals_are_rounded_from_shifted_sums(spark):
         partial = agg.accumulate(partial, v)
     got = _merged(spark, agg, [(i % 13, T0, v) for i, v in enumerate(values)], 13)
     assert got == pytest.approx(agg.finish(partial), rel=1e-9)
+
+
+def test_exact_divmod_of_decimals_is_pythons(spark):
+    """The exact moments' and decimal means' divmod (``_spark_floor_div``) is Python's, for
+    numerators of either sign up to decimal(38,0)'s limits whose quotient Spark's decimal
+    division holds (32 digits), over the variance's 2**64 and a mean's counts (a decimal(20,0)),
+    also where Spark's rounded quotient lands on the next integer (``k * d - 1`` over a large
+    ``d``); and a null quotient, not a wrong one, where ``numerator - remainder`` leaves
+    decimal(38,0)."""
+    top = 10**38 - 1
+    rng = random.Random(38)
+    cases = [(k * d - 1, d) for d in (2**64, 10**7 + 3, 10**19) for k in (1, -1, 12345, -(10**12))]
+    cases += [(rng.choice([1, -1]) * rng.randrange(min(10 ** rng.randrange(1, 39), d * 10**32)), d)
+              for d in (2**64, 1, 7, 10**6, 10**19 + 7) for _ in range(40)]
+    cases += [(top, 2**64), (-top, 2**64), (-top, 10**19 + 7), (0, 2**64), (-1, 1), (-1, 2**64)]
+    rows = spark.createDataFrame([(Decimal(n), Decimal(d)) for n, d in cases], "n decimal(38,0), d decimal(38,0)")
+    wide = _spark_floor_div(F.col("n"), F.col("d"))
+    narrow = _spark_floor_div(F.col("n"), F.col("d").cast("decimal(20,0)"))
+    got = rows.select("n", "d", *[c.alias(name) for c, name in zip((*wide, *narrow), ("q", "r", "q20", "r20"))])
+    exact = overflowing = 0
+    for row in got.collect():
+        n, d = int(row["n"]), int(row["d"])
+        q, r = divmod(n, d)
+        assert (int(row["r"]), int(row["r20"])) == (r, r), (n, d)
+        if n - r < -top:  # n - r = q * d: below decimal(38,0)
+            assert (row["q"], row["q20"]) == (None, None), (n, d)
+            overflowing += 1
+        else:
+            assert (int(row["q"]), int(row["q20"])) == (q, q), (n, d)
+            exact += 1
+    assert exact > 200 and overflowing, "the case must hold quotients in range and one beyond"
 
 
 @pytest.mark.parametrize("kind, params", [("first_k", {"k": 3}), ("last_k", {"k": 4}), ("top_k", {"k": 3}),

@@ -234,16 +234,17 @@ def _round_half_up(numerator: int, denominator: int) -> int:
 
 def _spark_floor_div(numerator: Column, divisor: Column) -> tuple[Column, Column]:
     """``divmod`` of two decimal(38,0) integers (divisor > 0) in exact decimal arithmetic: the
-    floor quotient and the remainder, ``0 <= remainder < divisor``.
+    floor quotient and the remainder, ``0 <= remainder < divisor``; the quotient is null where
+    ``numerator - remainder`` leaves decimal(38,0).
 
-    Spark's own decimal division rounds its quotient at whatever scale its precision rules
-    leave (6 digits here), so its floor is only a guess, off by one where the quotient rounded
-    up to the next integer; the exact remainder tells, and corrects it."""
+    The remainder first: ``pmod`` is exact for decimals, and ``numerator - remainder`` is a
+    multiple of the divisor, which Spark's decimal division (rounding at 6 digits here) divides
+    without rounding. Each operand appears at most twice: a finish is inlined wherever its value
+    is compared, and a tree that repeats its operands is analysed, optimised and shipped with
+    every task (docs/performance.md, "Many aggregations")."""
     whole = "decimal(38,0)"
-    guess = F.floor(numerator / divisor).cast(whole)
-    remainder = F.try_subtract(numerator, F.try_multiply(guess, divisor)).cast(whole)
-    floor = (F.when(remainder < 0, guess - 1).when(remainder >= divisor, guess + 1).otherwise(guess)).cast(whole)
-    return floor, F.try_subtract(numerator, F.try_multiply(floor, divisor)).cast(whole)
+    remainder = F.pmod(numerator, divisor).cast(whole)
+    return (F.try_subtract(numerator, remainder) / divisor).cast(whole), remainder
 
 
 def _spark_decimal_mean(s: Column, n: Column, value_type: str) -> Column:
