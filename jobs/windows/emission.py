@@ -10,6 +10,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.tables import INTERVAL_STATE, TABLE_COLUMN, WINDOW_CHANGES, WINDOW_SNAPSHOT, partial_columns
+from jobs.windows.running_state import hands_on_previous
 from jobs.windows.window_grid import Windows, floor_to, utc_midnight
 from jobs.windows.window_inputs import ReadPlan
 from windowing_core.aggregations import Aggregation
@@ -32,22 +33,26 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     """Mark each of a key's ends with what both tables need.
 
     ``changed``: some finished value differs from the key's previous end (a key's first end
-    compares with the empty window, whose finished values every key starts from). An
-    invertible aggregation's previous state rides on the row (``previous_*``); only a
-    non-invertible one, whose exact values join in after the running sum, takes a ``lag`` over
-    a second Window. Without one the marks are plain expressions: 1.25x faster at 10^7 events
-    than ``lag`` and ``lead`` over a second Window, and 1.79x at 10^4 (``bench/variants.py``).
+    compares with the empty window, whose finished values every key starts from). A
+    non-invertible aggregation, whose exact values join in after the running sum, takes its
+    previous value by a ``lag`` over a second Window. Without one the marks are plain
+    expressions, an invertible aggregation finishing the previous state that rides on the row
+    (``previous_*``): 1.25x faster at 10^7 events than ``lag`` and ``lead`` over a second
+    Window, and 1.79x at 10^4 (``bench/variants.py``). With one, every aggregation's previous
+    value is lagged there (``running_state.hands_on_previous``): finishing each state twice put
+    a second copy of every finish in the plan, 31 % of a small day's plan of every kind.
     ``date``/``until``: the day of an end (the baseline's end counts as the first day) and, on
     the day's last end, the last day its state holds before the key's next change.
     """
     by_key = Window.partitionBy("window", "key").orderBy("end")
-    non_invertible = [a.name for a in config.aggregations if not a.invertible]
-    lagged = {f"__previous_{c}": c for c in ["end", *non_invertible]} if non_invertible else {}
+    by_lag = not hands_on_previous(config)
+    names = [a.name for a in config.aggregations]
+    lagged = {f"__previous_{c}": c for c in ["end", *names]} if by_lag else {}
     if lagged:  # each lag once, as a column: every occurrence of a window function is evaluated apart
         values = values.withColumns({name: F.lag(c).over(by_key) for name, c in lagged.items()})
 
     def previous(a: Aggregation) -> Column:
-        if a.invertible:
+        if not by_lag:
             return a.spark_finish([F.col(f"previous_{c}") for c in a.field_columns()])
         return F.when(F.col("__previous_end").isNull(), a.spark_empty_value()).otherwise(F.col(f"__previous_{a.name}"))
 
@@ -60,8 +65,7 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     day, next_end = day_of(F.col("end")), F.col("next_end")
     until = (F.when(next_end.isNull(), F.lit(last))
              .when(day_of(next_end) > day, F.date_sub(day_of(next_end), 1)))  # else null: not the day's last
-    handed_on = [f"previous_{c}" for c in partial_columns(config, invertible=True)]  # next_end: final rows
-    handed_on += list(lagged)
+    handed_on = list(lagged) or [f"previous_{c}" for c in partial_columns(config, invertible=True)]
     marks = [changed.alias("changed"), day.alias("date"), until.alias("until")]
     return values.select("*", *marks).drop(*handed_on)
 

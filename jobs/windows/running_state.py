@@ -129,6 +129,13 @@ def presorted_by_key(deltas: DataFrame, windows: Windows, after: Column) -> Data
 END_INDEX = "end_index"  # an end's place among its key's ends in the run, from 1
 
 
+def hands_on_previous(config: PipelineConfig) -> bool:
+    """Whether the running state hands each invertible state at the key's previous end to the
+    change marks (``previous_*``). Not where a non-invertible aggregation is configured: the
+    marks take every previous value by a ``lag`` then (``emission.with_emission_marks``)."""
+    return all(a.invertible for a in config.aggregations)
+
+
 def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
     """Each key's state at every end where its window changes: the running sum of its deltas
     (``presorted_by_key``, whose ``key_hash`` it partitions on beside the key).
@@ -142,18 +149,21 @@ def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
 
     The same Window hands each kept row what the marks need from its neighbours, so they need
     no second Window: ``previous_*``, the invertible state at the key's previous end (this
-    end's minus the deltas at it), and ``next_end`` (the row after an end's last is the first
-    of the key's next end). A map of counts is summed entry by entry (``running_counts``).
+    end's minus the deltas at it; only where ``hands_on_previous``), and ``next_end`` (the row
+    after an end's last is the first of the key's next end). A map of counts is summed entry by
+    entry (``running_counts``).
     """
     by_key = Window.partitionBy(KEY_HASH, "window", "key").orderBy("end")
+    handed_on = hands_on_previous(config)
     upto, at = (by_key.rangeBetween(Window.unboundedPreceding, Window.currentRow),
                 by_key.rangeBetween(Window.currentRow, Window.currentRow))
     maps = [a for a in _invertible(config) if a.counts_by_entry]
     indexed = deltas.withColumn(END_INDEX, F.dense_rank().over(by_key)) if maps else deltas
+    at_end = merged_state(config, at, prefix="at_end_", by_entry=False)[1:] if handed_on else []
     running = indexed.select(KEY_HASH, "window", "key", "end", *([END_INDEX] if maps else []),
                              F.sum("entering").over(at).alias("entering"),
                              *merged_state(config, upto, by_entry=False),
-                             *merged_state(config, at, prefix="at_end_", by_entry=False)[1:],
+                             *at_end,
                              F.lead("end").over(by_key).alias("next_end"))
     last_of_end = F.col("next_end").isNull() | (F.col("next_end") != F.col("end"))
     kept = running.where(last_of_end)
@@ -163,13 +173,17 @@ def with_running_state(deltas: DataFrame, config: PipelineConfig) -> DataFrame:
         if a.counts_by_entry:  # an end without counts has no row: the empty map
             (counts,) = names
             by = [KEY_HASH, "window", "key"]
-            kept = kept.join(running_counts(indexed, counts, by, END_INDEX, previous=True), [*by, END_INDEX], "left")
+            kept = kept.join(running_counts(indexed, counts, by, END_INDEX, previous=handed_on),
+                             [*by, END_INDEX], "left")
             columns.append(F.coalesce(F.col(counts), a.spark_empty_value()).alias(counts))
-            previous.append(F.coalesce(F.col(f"previous_{counts}"), a.spark_empty_value()).alias(f"previous_{counts}"))
+            if handed_on:
+                previous.append(F.coalesce(F.col(f"previous_{counts}"), a.spark_empty_value())
+                                .alias(f"previous_{counts}"))
             continue
         columns += names
-        previous += [c.alias(f"previous_{n}") for c, n in zip(
-            a.spark_deduct([F.col(n) for n in names], [F.col(f"at_end_{n}") for n in names]), names)]
+        if handed_on:
+            previous += [c.alias(f"previous_{n}") for c, n in zip(
+                a.spark_deduct([F.col(n) for n in names], [F.col(f"at_end_{n}") for n in names]), names)]
     return kept.select("window", "key", "end", "entering", "event_count", *columns, *previous, "next_end")
 
 
