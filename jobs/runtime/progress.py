@@ -29,7 +29,8 @@ from pyspark.sql.utils import is_remote
 Log = Callable[[str], None]
 
 DEFAULT_SECONDS = 30.0
-_GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+_DESCRIPTION = "spark.job.description"
+_GROUP_PROPERTIES = ("spark.jobGroup.id", _DESCRIPTION, "spark.job.interruptOnCancel")
 
 
 def every_seconds() -> float:
@@ -98,6 +99,24 @@ def reported(spark: SparkSession, what: str, log: Log, every: float | None = Non
         jobs = _off_thread(lambda: len(tracker.getJobIdsForGroup(group)))
         count = "" if jobs is None else f", {jobs} Spark job{'s' * (jobs != 1)}"
         log(f"{what}: {outcome} {time.monotonic() - started:.1f} s{count}")
+
+
+@contextmanager
+def described(spark: SparkSession, label: str) -> Iterator[None]:
+    """The block's Spark jobs described as the thread's description so far, then ``label``
+    (``panes: windows 2025-01-27: write window_changes``), so Spark's UI says which of a step's
+    actions each job is; the description before is restored after. Spark Connect has no job
+    description: there the block runs as it is."""
+    if is_remote():
+        yield
+        return
+    sc = spark.sparkContext
+    before = sc.getLocalProperty(_DESCRIPTION)
+    sc.setLocalProperty(_DESCRIPTION, f"{before}: {label}" if before else label)
+    try:
+        yield
+    finally:
+        sc.setLocalProperty(_DESCRIPTION, before)  # None removes it
 
 
 def _off_thread(function: Callable, *args):

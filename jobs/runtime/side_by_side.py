@@ -8,38 +8,18 @@ cover them, and each call's Spark jobs carry its label in Spark's UI.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Any
 
-from pyspark.sql.utils import is_remote
 from pyspark.util import inheritable_thread_target
 
-DESCRIPTION = "spark.job.description"
-
-
-@contextmanager
-def described(spark: Any, label: str) -> Iterator[None]:
-    """The block's Spark jobs described as the thread's description so far, then ``label``
-    (``panes: windows 2025-01-27: write window_changes``), so Spark's UI says which of a step's
-    actions each job is; the description before is restored after. Spark Connect has no job
-    description: there the block runs as it is."""
-    if is_remote():
-        yield
-        return
-    sc = spark.sparkContext
-    before = sc.getLocalProperty(DESCRIPTION)
-    sc.setLocalProperty(DESCRIPTION, f"{before}: {label}" if before else label)
-    try:
-        yield
-    finally:
-        sc.setLocalProperty(DESCRIPTION, before)  # None removes it
+from jobs.runtime.progress import described
 
 
 def side_by_side(spark: Any, calls: dict[str, Callable[[], Any]]) -> list[Any]:
-    """Each call in a thread of its own, its Spark jobs described by its label (``described``),
-    their results in order; the first failure raised once all have ended."""
+    """Each call in a thread of its own, its Spark jobs described by its label
+    (``progress.described``), their results in order; the first failure raised once all have ended."""
 
     def labelled(label: str, call: Callable[[], Any]) -> Callable[[], Any]:
         def run() -> Any:
