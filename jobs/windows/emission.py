@@ -65,6 +65,7 @@ def with_emission_marks(values: DataFrame, config: PipelineConfig, first: date, 
     day, next_end = day_of(F.col("end")), F.col("next_end")
     until = (F.when(next_end.isNull(), F.lit(last))
              .when(day_of(next_end) > day, F.date_sub(day_of(next_end), 1)))  # else null: not the day's last
+    # what the marks alone need; next_end stays: ``final`` rows repeat up to it
     handed_on = list(lagged) or [f"previous_{c}" for c in partial_columns(config, invertible=True)]
     marks = [changed.alias("changed"), day.alias("date"), until.alias("until")]
     return values.select("*", *marks).drop(*handed_on)
