@@ -299,7 +299,7 @@ def run(spark: SparkSession, lakehouse: str, first: date, last: date, config: Pi
         written = delta_write.replace_partitions_routed(rows, TABLE_COLUMN, targets, days=(first, last),
                                                         interval=str(interval) if interval else None)
     finally:
-        for df in info["persisted"]:
+        for df in info["persisted"] + session_info["persisted"]:
             df.unpersist()
     return {"changes": written[WINDOW_CHANGES.name],
             "snapshots": written.get(WINDOW_SNAPSHOT.name, NOTHING_WRITTEN),

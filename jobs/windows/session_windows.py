@@ -52,6 +52,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from jobs.runtime.computed_once import computed_once
 from jobs.storage import delta_io, delta_write
 from jobs.tables import (
     ARRIVAL_PARTIALS, MINUTE_PARTIALS, SESSION_STATE, TABLE_COLUMN, WINDOW_CHANGES, day_filter,
@@ -228,15 +229,14 @@ def closed_sessions(numbered: DataFrame, sessions: Windows, config: PipelineConf
     return _change_rows(with_finished_values(closed, config), config, "end")
 
 
-def session_changes(numbered: DataFrame, sessions: Windows, config: PipelineConfig, first: date,
-                    last: date, interval: RunInterval | None = None) -> DataFrame:
+def session_changes(numbered: DataFrame, so_far: DataFrame, sessions: Windows, config: PipelineConfig,
+                    first: date, last: date, interval: RunInterval | None = None) -> DataFrame:
     """``emit: changes`` rows on days ``first .. last`` (or in ``interval``): the session so far
-    at the end of each piece's last frame (a running merge over the session's pieces, as the
-    carried state is), and the step back to empty at the first bucket end after each session's end, unless the
+    (``with_sessions_so_far`` of ``numbered``) at the end of each piece's last frame, as the
+    carried state is, and the step back to empty at the first bucket end after each session's end, unless the
     key's next session starts in the frame holding that end (its first change is then there)."""
-    so_far = with_sessions_so_far(numbered, config).select(
-        "window", "key", "start", _bucket_end(F.col("last"), sessions).alias("at"), "event_count",
-        *partial_columns(config))
+    so_far = so_far.select("window", "key", "start", _bucket_end(F.col("last"), sessions).alias("at"),
+                           "event_count", *partial_columns(config))
     joins = with_finished_values(so_far.where(_in_run(F.col("at"), first, last, interval)), config)
     spans = numbered.groupBy("window", "key", "session").agg(F.min("first").alias("start"), F.max("last").alias("last"))
     step_back = _bucket_end(session_end(F.col("start"), F.col("last"), sessions), sessions)
@@ -249,10 +249,10 @@ def session_changes(numbered: DataFrame, sessions: Windows, config: PipelineConf
     return _change_rows(joins, config, "at").unionByName(_change_rows(closes, config, "at"))
 
 
-def open_sessions(numbered: DataFrame, sessions: Windows, config: PipelineConfig, first: date,
+def open_sessions(states: DataFrame, sessions: Windows, config: PipelineConfig, first: date,
                   last: date) -> DataFrame:
     """``session_state`` rows: per key and day of ``first .. last``, its sessions not yet
-    emitted at the day's end, with their partials so far.
+    emitted at the day's end, with their partials so far (``states``: ``with_sessions_so_far``).
 
     Each piece carries the running merge of its session up to itself. It stands for the days
     from its own day to the day before its session's next piece, and for no day from the date
@@ -261,7 +261,6 @@ def open_sessions(numbered: DataFrame, sessions: Windows, config: PipelineConfig
     is then read and not emitted again). A session ending exactly at midnight is carried into
     the day it ends on: its row belongs to that day's partition, which reads none of its frames.
     """
-    states = with_sessions_so_far(numbered, config)
     end = session_end(F.col("start"), F.col("last"), sessions)
     since = F.greatest(_date(F.col("last")), F.lit(first))
     until = F.least(F.lit(last), F.date_sub(_date(_bucket_end(end, sessions)), 1),
@@ -336,7 +335,8 @@ def carried_sessions(spark: SparkSession, lakehouse: str, sessions: Windows, con
         frames = {clock: _frames(spark, lakehouse, None, day, config, clock)
                   for clock in sorted({s.time for s in bootstrapped.specs})}
         numbered = with_session_numbers(pieces_of(frames, bootstrapped), bootstrapped)
-        pieces.append(state_pieces(open_sessions(numbered, bootstrapped, config, day, day), config))
+        states = with_sessions_so_far(numbered, config)
+        pieces.append(state_pieces(open_sessions(states, bootstrapped, config, day, day), config))
     return reduce(DataFrame.unionByName, pieces), {s.name: "state" if s.name in continued else "bootstrap"
                                                    for s in sessions.specs}
 
@@ -356,7 +356,7 @@ def session_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     later frame (a piece that extends a session starts before its end). Only the part that closes
     the day writes the day's state."""
     if not config.sessions:
-        return None, {"baseline": {}, "watermark": {}}
+        return None, {"baseline": {}, "watermark": {}, "persisted": []}
     sessions = Windows(config.sessions)
     clocks = sorted({spec.time for spec in config.sessions})
     frames = {clock: _frames(spark, lakehouse, first, last, config, clock) for clock in clocks}
@@ -365,18 +365,31 @@ def session_windows(spark: SparkSession, lakehouse: str, first: date, last: date
         frames = {clock: pieces.where(F.col("first") < F.lit(until)) for clock, pieces in frames.items()}
     marks = {clock: watermark(spark, lakehouse, config, clock) for clock in clocks}
     carried, baseline = carried_sessions(spark, lakehouse, sessions, config, first)
-    numbered = with_session_numbers(pieces_of(frames, sessions).unionByName(carried), sessions)
+    # The pieces feed three to four queries (closed sessions, changes, their spans, open state):
+    # computed once, each plans over a leaf instead of the reads and session numbering again.
+    numbered = computed_once(with_session_numbers(pieces_of(frames, sessions).unionByName(carried), sessions))
+    persisted = [numbered]
+    final, changes = (sessions.where(lambda s, e=emit: s.emit == e) for emit in ("final", "changes"))
+    carries = interval is None or interval.closes_day
+    # the running merge of each session's pieces: the changes' rows and the open state
+    states = with_sessions_so_far(numbered, config) if changes or carries else None
+    if changes and carries:  # read by both
+        states = computed_once(states)
+        persisted.append(states)
+
+    def own(rows: DataFrame, family: Windows) -> DataFrame:
+        return rows if family.names == sessions.names else rows.where(family.filter())
+
     rows = []
-    for emit, emitted in (("final", closed_sessions), ("changes", session_changes)):
-        family = sessions.where(lambda s, e=emit: s.emit == e)
-        if family:
-            own = numbered if family.names == sessions.names else numbered.where(family.filter())
-            rows.append(emitted(own, family, config, first, last, *((marks,) if emit == "final" else ()),
-                                interval=interval))
-    if interval is None or interval.closes_day:
-        rows += [open_sessions(numbered, sessions, config, first, last), day_marks(spark, sessions, first, last)]
+    if final:
+        rows.append(closed_sessions(own(numbered, final), final, config, first, last, marks, interval=interval))
+    if changes:
+        rows.append(session_changes(own(numbered, changes), own(states, changes), changes, config, first, last,
+                                    interval=interval))
+    if carries:
+        rows += [open_sessions(states, sessions, config, first, last), day_marks(spark, sessions, first, last)]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), rows)
-    return union, {"baseline": baseline, "watermark": marks}
+    return union, {"baseline": baseline, "watermark": marks, "persisted": persisted}
 
 
 def state_target(lakehouse: str, first: date, last: date, config: PipelineConfig) -> delta_write.Target:
