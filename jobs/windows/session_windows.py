@@ -349,7 +349,8 @@ def session_windows(spark: SparkSession, lakehouse: str, first: date, last: date
     """The rows of ``window_changes`` and ``session_state`` (``TABLE_COLUMN``) of every session
     window for days ``first .. last``; ``info["baseline"]`` says per window whether it continued
     from the state of the day before or was bootstrapped, ``info["watermark"]`` per time (event,
-    arrival) the watermark that closed ``final`` sessions.
+    arrival) the watermark that closed ``final`` sessions, ``info["persisted"]`` what the caller
+    unpersists once the rows are written.
 
     ``interval`` (part of the one day ``first == last``) writes the rows ending in it, from the
     state of the day before and the day's frames before its end: a row ending in it depends on no
